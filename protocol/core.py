@@ -1,0 +1,102 @@
+"""Lifecycle methods: initialize, health, status, shutdown."""
+
+from __future__ import annotations
+
+import msgspec
+
+from protocol.base import MethodSchema, WireStruct
+
+PROTOCOL_VERSION = "2.0"
+
+
+class ClientInfo(WireStruct):
+    name: str = ""
+    version: str = ""
+
+
+class InitializeParams(WireStruct):
+    client_info: ClientInfo | None = None
+    protocol_version: str | None = None
+
+
+class ServerInfo(WireStruct):
+    name: str
+    version: str
+
+
+class Capabilities(WireStruct):
+    transports: list[str]
+    max_frame_bytes: int
+    progress: bool = True
+    v1_compatible: bool = True
+
+
+class InitializeResult(WireStruct):
+    protocol_version: str
+    server_info: ServerInfo
+    capabilities: Capabilities
+    methods: list[str]
+
+
+class ComponentState(WireStruct):
+    """Readiness of one model or service: unloaded, loading, ready, failed or disabled."""
+
+    state: str
+    reason: str = ""
+    profile: str = ""
+    fingerprint: str = ""
+    dims: int = 0
+
+
+class HealthResult(WireStruct):
+    # `ok` and `message` are the reference daemon's shape; `models` is ours.
+    ok: bool
+    message: str
+    models: dict[str, ComponentState] = msgspec.field(default_factory=dict)
+
+
+class MethodStats(WireStruct):
+    calls: int
+    errors: int
+    p50_ms: float
+    p95_ms: float
+
+
+class StatusResult(WireStruct):
+    # Reference fields (libravdbd-contract.md §9).
+    ok: bool
+    message: str
+    turn_count: int = 0
+    memory_count: int = 0
+    lifecycle_hint_count: int = 0
+    gating_threshold: float = 0.0
+    abstractive_ready: bool = False
+    embedding_profile: str = "unknown"
+    # Ours.
+    version: str = ""
+    pid: int = 0
+    uptime_s: float = 0.0
+    data_dir: str = ""
+    endpoint: str = ""
+    connections: int = 0
+    records: dict[str, int] = msgspec.field(default_factory=dict)
+    models: dict[str, ComponentState] = msgspec.field(default_factory=dict)
+    methods: dict[str, MethodStats] = msgspec.field(default_factory=dict)
+
+
+class ShutdownResult(WireStruct):
+    ok: bool
+
+
+class Empty(WireStruct):
+    """Params of methods that take none (any params sent are ignored)."""
+
+
+METHODS: dict[str, MethodSchema] = {
+    "initialize": MethodSchema(
+        InitializeParams, InitializeResult, "Handshake: protocol version, server, methods"
+    ),
+    "health": MethodSchema(Empty, HealthResult, "Liveness and model readiness"),
+    "status": MethodSchema(Empty, StatusResult, "Counts, model states and per-method latency"),
+    "shutdown": MethodSchema(Empty, ShutdownResult, "Drain in-flight requests and exit 0"),
+}

@@ -1,0 +1,3 @@
+from sidecar.cli import main
+
+main()

@@ -1,0 +1,117 @@
+"""Command lines: `libravdbd` (the daemon) and `libravdb` (console, one-shot calls, tools)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from sidecar import SERVER_NAME, __version__
+from sidecar.config import ConfigError, load_settings
+
+
+def _serve_parser(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the daemon (default)")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--stdio", action="store_true", help="speak JSON-RPC on stdin/stdout")
+    where.add_argument("--socket", metavar="PATH", help="listen on a Unix socket at PATH")
+    where.add_argument("--tcp", metavar="HOST:PORT", help="listen on loopback TCP (port 0 = any)")
+    serve.add_argument("--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)")
+    serve.add_argument("--config", metavar="FILE", help="TOML settings file")
+    serve.add_argument("--log-level", metavar="LEVEL", help="debug, info, warning, error")
+    serve.add_argument("--max-frame-bytes", type=int, metavar="N", help="request line size cap")
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    flags: dict[str, Any] = {
+        "data_dir": args.data_dir,
+        "config_file": args.config,
+        "log_level": args.log_level,
+        "server.max_frame_bytes": args.max_frame_bytes,
+    }
+    if args.stdio:
+        flags["server.transport"] = "stdio"
+    elif args.socket:
+        flags["server.transport"] = "socket"
+        flags["server.endpoint"] = f"unix:{args.socket}"
+    elif args.tcp:
+        flags["server.transport"] = "socket"
+        flags["server.endpoint"] = f"tcp:{args.tcp}"
+    return flags
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sidecar.logging_setup import configure_logging
+    from sidecar.server.daemon import DaemonError, run_daemon
+
+    try:
+        settings = load_settings(_flags(args))
+    except ConfigError as exc:
+        print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
+        return 1
+    configure_logging(settings.log_level)
+    try:
+        return asyncio.run(run_daemon(settings))
+    except DaemonError as exc:
+        print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _tool_commands(sub: Any) -> None:
+    console = sub.add_parser("console", help="interactive JSON-RPC console")
+    console.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    call = sub.add_parser("call", help="one request; prints the result as JSON")
+    call.add_argument("method")
+    call.add_argument("params", nargs="?", default="{}", help="params as a JSON object")
+    call.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    call.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+
+
+def _run_tool(args: argparse.Namespace) -> int:
+    from sidecar import console
+
+    if args.command == "console":
+        return console.run_console(args.endpoint)
+    if args.command == "call":
+        return console.run_call(args.endpoint, args.method, args.params, args.timeout)
+    raise AssertionError(args.command)
+
+
+def daemon_main(argv: Sequence[str] | None = None) -> int:
+    """`libravdbd [serve ...] | version` and `python -m sidecar`."""
+    parser = argparse.ArgumentParser(prog="libravdbd", description="libravdb memory daemon")
+    sub = parser.add_subparsers(dest="command")
+    _serve_parser(sub)
+    sub.add_parser("version", help="print the version")
+    _tool_commands(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["serve", *argv]
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(f"{SERVER_NAME} {__version__}")
+        return 0
+    if args.command == "serve":
+        return _serve(args)
+    return _run_tool(args)
+
+
+def tool_main(argv: Sequence[str] | None = None) -> int:
+    """`libravdb console | call METHOD JSON | version`."""
+    parser = argparse.ArgumentParser(prog="libravdb", description="libravdb tools and console")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _tool_commands(sub)
+    sub.add_parser("version", help="print the version")
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(f"libravdb {__version__}")
+        return 0
+    return _run_tool(args)
+
+
+def main() -> None:
+    sys.exit(daemon_main())

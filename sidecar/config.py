@@ -1,0 +1,232 @@
+"""Daemon settings.
+
+Precedence, highest first: command-line flags > environment > TOML config file > defaults.
+Each setting has one dotted key (``server.endpoint``) used by the TOML file and by flags;
+the environment table maps the reference daemon's ``LIBRAVDB_*`` names onto those keys so
+existing service files keep working.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class ConfigError(Exception):
+    """A setting is missing, malformed or contradictory."""
+
+
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$HOME/.clawdb``, or ``./.clawdb`` when HOME is unknown (as the reference does)."""
+    home = (os.environ if env is None else env).get("HOME")
+    return Path(home) / ".clawdb" if home else Path(".clawdb").absolute()
+
+
+class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    # "" is filled by load_settings: unix:$HOME/.clawdb/run/libravdb.sock
+    endpoint: str = ""
+    transport: str = "socket"  # "socket" (unix:/tcp: endpoint) or "stdio"
+    max_frame_bytes: int = 8 * 1024 * 1024
+    shutdown_grace_s: float = 10.0
+    debug_methods: bool = False  # serve debug.* (tests, console experiments)
+
+
+class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    backend: str = "bundled"
+    profile: str = "all-minilm-l6-v2"
+    fallback_profile: str = "all-minilm-l6-v2"
+    model: str = ""  # directory, embedding.json, or .onnx file
+    tokenizer: str = ""
+    dimensions: int = 0
+    normalize: bool = True
+    runtime: str = ""  # accepted for compatibility; the onnxruntime wheel is used
+    max_batch: int = 32
+    max_wait_ms: float = 2.0
+    idle_unload_s: float = 0.0  # 0 = never unload
+    threads: int = 0  # 0 = onnxruntime default
+    preload: bool = True  # start loading in the background at startup
+
+
+class SummarizerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    backend: str = "bundled"
+    profile: str = ""
+    model: str = ""  # directory with summarizer.json
+    tokenizer: str = ""
+    runtime: str = ""
+    max_new_tokens: int = 64
+    idle_unload_s: float = 300.0
+
+
+class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 64
+    exact_threshold: int = 20_000
+    oversample: int = 4
+    checkpoint_idle_s: float = 30.0
+    rebuild_deleted_fraction: float = 0.2
+
+
+class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    threshold: float = 0.35
+    w1c: float = 0.35
+    w2c: float = 0.40
+    w3c: float = 0.25
+    w1t: float = 0.40
+    w2t: float = 0.35
+    w3t: float = 0.25
+    tech_norm: float = 1.5
+    centroid_k: int = 10
+
+
+class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    max_entries: int = 500  # 0 = unbounded
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    data_dir: str = ""  # filled by load_settings: $HOME/.clawdb/data
+    log_level: str = "info"
+    config_file: str = ""
+    server: ServerSettings = msgspec.field(default_factory=ServerSettings)
+    embedding: EmbeddingSettings = msgspec.field(default_factory=EmbeddingSettings)
+    summarizer: SummarizerSettings = msgspec.field(default_factory=SummarizerSettings)
+    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    gating: GatingSettings = msgspec.field(default_factory=GatingSettings)
+    journal: JournalSettings = msgspec.field(default_factory=JournalSettings)
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).expanduser().absolute()
+
+    @property
+    def resolved_endpoint(self) -> str:
+        return self.server.endpoint.strip()
+
+
+# Environment variable -> dotted settings key. LIBRAVDB_DB_PATH is the reference's store path;
+# here it names the data directory.
+ENV_KEYS: dict[str, str] = {
+    "LIBRAVDB_CONFIG": "config_file",
+    "LIBRAVDB_DATA_DIR": "data_dir",
+    "LIBRAVDB_DB_PATH": "data_dir",
+    "LIBRAVDB_LOG_LEVEL": "log_level",
+    "LIBRAVDB_RPC_ENDPOINT": "server.endpoint",
+    "LIBRAVDB_MAX_FRAME_BYTES": "server.max_frame_bytes",
+    "LIBRAVDB_SHUTDOWN_GRACE_S": "server.shutdown_grace_s",
+    "LIBRAVDB_DEBUG_METHODS": "server.debug_methods",
+    "LIBRAVDB_ONNX_RUNTIME": "embedding.runtime",
+    "LIBRAVDB_EMBEDDING_BACKEND": "embedding.backend",
+    "LIBRAVDB_EMBEDDING_PROFILE": "embedding.profile",
+    "LIBRAVDB_FALLBACK_PROFILE": "embedding.fallback_profile",
+    "LIBRAVDB_EMBEDDING_MODEL": "embedding.model",
+    "LIBRAVDB_EMBEDDING_TOKENIZER": "embedding.tokenizer",
+    "LIBRAVDB_EMBEDDING_DIMENSIONS": "embedding.dimensions",
+    "LIBRAVDB_EMBEDDING_NORMALIZE": "embedding.normalize",
+    "LIBRAVDB_EMBEDDING_MAX_BATCH": "embedding.max_batch",
+    "LIBRAVDB_EMBEDDING_MAX_WAIT_MS": "embedding.max_wait_ms",
+    "LIBRAVDB_EMBEDDING_IDLE_UNLOAD_S": "embedding.idle_unload_s",
+    "LIBRAVDB_EMBEDDING_PRELOAD": "embedding.preload",
+    "LIBRAVDB_SUMMARIZER_BACKEND": "summarizer.backend",
+    "LIBRAVDB_SUMMARIZER_PROFILE": "summarizer.profile",
+    "LIBRAVDB_SUMMARIZER_MODEL_PATH": "summarizer.model",
+    "LIBRAVDB_SUMMARIZER_TOKENIZER": "summarizer.tokenizer",
+    "LIBRAVDB_SUMMARIZER_RUNTIME": "summarizer.runtime",
+    "LIBRAVDB_GATING_THRESHOLD": "gating.threshold",
+    "LIBRAVDB_GATING_W1C": "gating.w1c",
+    "LIBRAVDB_GATING_W2C": "gating.w2c",
+    "LIBRAVDB_GATING_W3C": "gating.w3c",
+    "LIBRAVDB_GATING_W1T": "gating.w1t",
+    "LIBRAVDB_GATING_W2T": "gating.w2t",
+    "LIBRAVDB_GATING_W3T": "gating.w3t",
+    "LIBRAVDB_GATING_TECH_NORM": "gating.tech_norm",
+    "LIBRAVDB_GATING_CENTROID_K": "gating.centroid_k",
+    "LIBRAVDB_LIFECYCLE_JOURNAL_MAX_ENTRIES": "journal.max_entries",
+}
+
+
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    node = tree
+    *parents, leaf = key.split(".")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"setting {key!r}: {part!r} is not a table")
+        node = child
+    node[leaf] = value
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for name, key in ENV_KEYS.items():
+        raw = env.get(name)
+        if raw is None or raw.strip() == "":
+            continue
+        _set_dotted(layer, key, raw.strip())
+    return layer
+
+
+def _toml_layer(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build settings from flags (dotted keys), the environment and an optional TOML file."""
+    env = os.environ if env is None else env
+    flag_layer: dict[str, Any] = {}
+    for key, value in (flags or {}).items():
+        if value is not None:
+            _set_dotted(flag_layer, key, value)
+    env_layer = _env_layer(env)
+
+    config_file = flag_layer.get("config_file") or env_layer.get("config_file") or ""
+    toml_layer = _toml_layer(Path(config_file).expanduser()) if config_file else {}
+
+    merged = _merge(_merge(toml_layer, env_layer), flag_layer)
+    try:
+        settings = msgspec.convert(merged, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid setting: {exc}") from exc
+    home = default_home(env)
+    if not settings.data_dir.strip():
+        settings.data_dir = str(home / "data")
+    if not settings.server.endpoint.strip():
+        settings.server.endpoint = f"unix:{home / 'run' / 'libravdb.sock'}"
+    _validate(settings)
+    return settings
+
+
+def _validate(settings: Settings) -> None:
+    if settings.server.max_frame_bytes < 1024:
+        raise ConfigError("server.max_frame_bytes must be at least 1024")
+    if settings.server.transport not in ("socket", "stdio"):
+        raise ConfigError("server.transport must be 'socket' or 'stdio'")
+    if settings.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
+        raise ConfigError(
+            f"log level {settings.log_level!r} is not one of debug, info, warning, error, critical"
+        )
+    if settings.journal.max_entries < 0:
+        raise ConfigError("journal.max_entries must be >= 0 (0 = unbounded)")

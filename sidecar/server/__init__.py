@@ -1,0 +1,1 @@
+"""Transport and dispatch layers: NDJSON framing, JSON-RPC decoding, connections, listeners."""

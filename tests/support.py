@@ -1,0 +1,152 @@
+"""Start the real daemon as a process and talk to it with raw sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+STARTUP_TIMEOUT_S = 30.0
+
+
+def daemon_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
+    env["HOME"] = str(home)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class DaemonProcess:
+    proc: subprocess.Popen[bytes]
+    endpoint: str
+    stderr_path: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def stderr_text(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def log_events(self) -> list[dict[str, Any]]:
+        events = []
+        for line in self.stderr_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                events.append(json.loads(line))
+        return events
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_daemon(
+    tmp: Path,
+    *transport_args: str,
+    env_extra: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    wait: bool = True,
+) -> DaemonProcess:
+    """Start `python -m sidecar serve` and wait for its endpoint line."""
+    home = tmp / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    stderr_path = tmp / f"daemon-{time.monotonic_ns()}.log"
+    args = [sys.executable, "-m", "sidecar", "serve", *transport_args]
+    if "--data-dir" not in extra_args:
+        args += ["--data-dir", str(tmp / "data")]
+    args += list(extra_args)
+    with stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if "--stdio" in transport_args else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=daemon_env(home, env_extra),
+            cwd=REPO,
+        )
+    daemon = DaemonProcess(proc, "", stderr_path)
+    if wait and "--stdio" not in transport_args:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        if not line:
+            proc.wait(5)
+            raise RuntimeError(f"daemon exited without an endpoint: {daemon.stderr_text()}")
+        daemon.endpoint = line
+    return daemon
+
+
+class RawConnection:
+    """A line-oriented socket connection for protocol-level tests."""
+
+    def __init__(self, endpoint: str, timeout: float = 10.0) -> None:
+        if endpoint.startswith("unix:"):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(endpoint[5:])
+        else:
+            host, _, port = endpoint[4:].rpartition(":")
+            self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+        self._buf = b""
+        self._next_id = 0
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def read_line(self) -> bytes:
+        while b"\n" not in self._buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def read(self) -> Any:
+        return json.loads(self.read_line())
+
+    def call(self, method: str, params: Any = None) -> Any:
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        while True:
+            reply = self.read()
+            if reply.get("id") == self._next_id:
+                return reply
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def running_daemon(tmp: Path, *transport_args: str, **kwargs: Any) -> Iterator[DaemonProcess]:
+    daemon = start_daemon(tmp, *transport_args, **kwargs)
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
