@@ -1,0 +1,805 @@
+"""Rule classifier: does a sentence state an obligation, a prohibition or a permission?
+
+Used by the authored-markdown tiering (a promoted paragraph is a soft rule) and by the
+compaction guidance-shard protection. The masks keep the reference bit values
+(obligation 2, prohibition 4, permission 8, none 0) so stored ``modality_mask`` values
+stay wire-compatible; the rules are a rewrite, not a port.
+
+How a sentence is read:
+
+* Words are Unicode word runs; hyphenated compounds (``keep-alive``, ``must-have``) are
+  one word; contractions are expanded (``don't`` → ``do not``, ``let's`` → ``let us``).
+* Questions (ending in ``?``) and task markers (``TODO``, ``FIXME``, ``XXX``, ``HACK``)
+  are never rules. A code-comment marker (``//``, ``#``, ``/*``, ``--``) is stripped;
+  inside a comment a bare imperative is *not* a rule (comments describe code in the
+  imperative mood: "increment the counter"), but explicit modals still are
+  ("callers must hold the lock", "do not call this from the UI thread").
+* The sentence is split into clauses at ``:``, ``;``, ``, then``, ``but``. A clause after
+  a metatextual lead-in ("The design goal is: ...", "The idea is: ...") is not a rule.
+  A clause containing a reporting verb ("she said we must ...", "legends say ..."), or
+  following one ("The fox said: never ..."), is reported speech and not a rule; so is a
+  clause framed as fiction ("In the story, the children must ...").
+* A leading subordinate clause ending in a comma ("If the build fails, ...", "To get
+  started, ...", "When in doubt, ...") is skipped and the main clause after it is read
+  as a sentence start. Modals in a trailing conditional ("No worries if you can't make
+  it") state no rule and are ignored.
+* Sentence start: ``do not`` / ``never`` / ``avoid`` / ``refrain from`` / ``stop <-ing>``
+  + verb is a prohibition (not "never mind", "don't worry"); ``no`` is a prohibition
+  only when followed by a gerund ("No smoking"), by ``allowed``/``permitted``, or by a
+  noun phrase and a preposition without a finite verb ("No secrets in logs") — never an
+  interjection ("No worries", "No idea", "No, ...", "No one"); ``please``, ``always``,
+  ``strictly``, ``only`` introduce an imperative; ``make sure``, ``ensure``, ``remember
+  to``, ``don't forget to``, ``let's``, ``be <adj>`` are obligations; ``feel free to``
+  and ``don't hesitate to`` are permissions; an imperative verb (about 300 base forms)
+  is an obligation unless the next two words show it is a noun ("Use cases are ...",
+  "Run times vary ...", "Store owners complained ...").
+* Modals in the main clause, judged by their subject (the word before the modal, skipping adverbs):
+  ``I`` is personal, never a rule; ``he/she/they/it/this/that/there`` make ``must`` and
+  ``should`` epistemic ("That must be frustrating", "It should work now") unless
+  followed by ``be`` + participle ("It must be signed"); ``must/shall/should/ought to/need
+  to/have to`` are obligations, and prohibitions when negated ("should not" is a
+  prohibition, unlike the reference); ``may``/``can`` are permissions (prohibitions
+  when negated) only for ``you`` and role nouns (users, contributors, agents, ...) or in
+  ``<noun> can be <participle>``; ``can see/find/tell ...`` is informational;
+  ``need not``, ``do not have to``, ``not required``, ``there is no need to`` are
+  permissions; ``must have <participle>``, ``should have <participle>``, ``may have`` are
+  counterfactual or epistemic;
+  ``must be tired/joking/...`` is epistemic.
+* Impersonal forms: ``is/are prohibited/forbidden/banned/not allowed`` are prohibitions,
+  ``is/are required/mandatory``, ``expected to`` obligations, ``is/are allowed/permitted/
+  optional/acceptable``, ``free to``, ``welcome to``, ``it is fine/ok to`` permissions — but
+  the same words after ``was/were`` describe the past and are not rules.
+* A negative lead ("Under no circumstances ...", "At no time ...", "Nobody ...", "No one
+  ...") turns whatever the clause states into a prohibition.
+* ``You are ...`` is not by itself an obligation (the reference made every "You are ..."
+  one); only ``you are required/expected/to ...`` and the forms above count.
+
+The label of a result is the strongest class present: prohibition, then obligation, then
+permission.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class Modality(enum.IntFlag):
+    """Modality bits, with the reference's values."""
+
+    NONE = 0
+    OBLIGATION = 2
+    PROHIBITION = 4
+    PERMISSION = 8
+
+
+class DeonticClass(enum.StrEnum):
+    OBLIGATION = "obligation"
+    PROHIBITION = "prohibition"
+    PERMISSION = "permission"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class DeonticResult:
+    mask: Modality
+    cues: tuple[str, ...] = ()
+
+    @property
+    def promoted(self) -> bool:
+        return self.mask != Modality.NONE
+
+    @property
+    def label(self) -> DeonticClass:
+        return label_for_mask(self.mask)
+
+
+def label_for_mask(mask: int) -> DeonticClass:
+    if mask & Modality.PROHIBITION:
+        return DeonticClass.PROHIBITION
+    if mask & Modality.OBLIGATION:
+        return DeonticClass.OBLIGATION
+    if mask & Modality.PERMISSION:
+        return DeonticClass.PERMISSION
+    return DeonticClass.NONE
+
+
+# ------------------------------------------------------------------------------ lexicon
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+IMPERATIVE_VERBS = frozenset(
+    _words(
+        """
+        act add adhere adopt align annotate answer append apply archive ask assert attach audit
+        back benchmark bind block break build bump cache call cap capture catch check cite
+        clarify clean clear close collapse collect commit compare compile compress configure
+        confirm consider consult contact convert copy correct count create cross-check cut debug
+        declare decline default defer define delete deploy deprecate describe design detect
+        disable discard document double-check download drain drop dump edit embed emit enable
+        encode enforce ensure escalate escape estimate evaluate exclude execute explain export
+        expose extract favor favour fetch file fill filter find fix flag flush focus follow
+        forget format freeze gate give ground group guard handle hash highlight hold honor
+        honour identify ignore implement import include index inform initialize insert inspect
+        install invalidate investigate isolate keep label leave limit link lint list load lock
+        log look maintain make map mark mask measure mention merge migrate minimize mirror mock
+        modify monitor move name normalize notify observe open optimize order pass pause persist
+        pick pin place plan poll post prefer prepare prepend preserve print prioritise
+        prioritize probe profile prompt protect prove provide prune publish pull push put quote
+        raise rank re-run read rebase rebuild recheck record redact reduce refactor refer
+        reference refresh register reject release reload remember remove rename render reorder
+        repeat replace reply report reproduce request rerun reserve reset resolve respect
+        respond restart restore restrict retain retry return reuse review revert rewrite
+        rollback rotate route run sanitise sanitize save say scan search select send separate
+        serialize serve set share ship show shut sign simplify skip sort specify split squash
+        start state stay stick store stream strip structure submit suggest summarise summarize
+        supply support switch sync tag take talk tell test throttle time-box track translate
+        treat trim trust try turn unify unlock update upgrade upload use validate verify version
+        wait warn watch wrap write
+        """
+    )
+)
+
+# Finite verbs that reveal a sentence-initial "verb" to be a noun ("Use cases are ...").
+FINITE_AFTER_NOUN = frozenset(
+    _words(
+        """
+        is are was were has have had will would can could should may might must shall do does
+        did seem seems vary varies differ differs depend depends remain remains indicate
+        indicates show shows look looks take takes include includes mean means become becomes
+        goes reduce reduces increase increases happen happens cause causes matter matters appear
+        appears contain contains describe describes live lives lives tend tends went
+        """
+    )
+)
+
+ROLE_NOUNS = frozenset(
+    _words(
+        """
+        you user users contributor contributors maintainer maintainers agent agents assistant
+        assistants developer developers engineer engineers employee employees staff member
+        members guest guests visitor visitors reviewer reviewers author authors client clients
+        admin admins administrator administrators operator operators player players student
+        students team teams everyone anyone people customer customers caller callers plugin
+        plugins extension extensions bot bots model models participant participants
+        """
+    )
+)
+
+EPISTEMIC_PRONOUNS = frozenset(
+    _words(
+        """
+        he she they him her them it this that there which who something someone somebody
+        everything nothing
+        """
+    )
+)
+
+EPISTEMIC_STATES = frozenset(
+    _words(
+        """
+        tired exhausted joking kidding hungry thirsty sleepy new mistaken confused crazy lonely
+        proud happy sad busy relieved thrilled frustrated frustrating nice lovely hard difficult
+        tough fun exciting excited wonderful great amazing awful terrible painful annoying
+        worried upset bored boring glad wrong right cold freezing hot exhausting a an the some
+        so really very
+        """
+    )
+)
+
+IRREGULAR_PARTICIPLES = frozenset(
+    _words(
+        """
+        been done made kept written run built set put sent given taken shown known held left
+        read found paid said told thought had got gotten forgotten seen gone begun drawn driven
+        eaten fallen felt fed hidden hit hurt laid led lent let lit lost meant met quit rung
+        shut sold split spent spread stood struck sworn swept thrown torn understood undone
+        woken worn won withdrawn rewritten rebuilt rerun reset upset
+        """
+    )
+)
+
+INFORMATIONAL_AFTER_CAN = frozenset(
+    _words(
+        """
+        see find tell imagine expect notice hear guess learn spot recognize recognise probably
+        also still
+        """
+    )
+)
+
+REPORTING_VERBS = frozenset(
+    _words(
+        """
+        said says say told decreed declared insisted claimed thought believed knew wrote
+        announced swore promised warned ordered argued explained mentioned whispered shouted
+        replied admitted agreed felt feared hoped realized realised
+        """
+    )
+)
+
+SUBORDINATORS = frozenset(
+    _words(
+        """
+        if when whenever before after unless once while until to in for during as since where
+        wherever because although though
+        """
+    )
+)
+
+DISCOURSE_ADVERBS = frozenset(
+    _words(
+        """
+        also and so then finally additionally generally ideally instead otherwise however but
+        now first second third next lastly again likewise similarly therefore thus hence
+        """
+    )
+)
+
+SUBJECT_SKIP_ADVERBS = frozenset(
+    _words(
+        """
+        also always never really still then just only absolutely probably definitely certainly
+        generally usually ideally all both each
+        """
+    )
+)
+
+NO_INTERJECTIONS = frozenset(
+    _words(
+        """
+        worries worry problem problems prob thanks thank idea way doubt matter one body longer
+        more less kidding wonder offense offence rush sweat clue comment big two three four
+        single other such sir joke chance pressure biggie biggy longer dice comment luck
+        """
+    )
+)
+
+NO_PREPOSITIONS = frozenset(
+    _words(
+        """
+        in on at to for from into inside outside without before after during until unless within
+        across near past under over with onto beyond
+        """
+    )
+)
+
+DONT_IDIOMS = frozenset(
+    _words(
+        """
+        worry mention panic fret
+        """
+    )
+)
+NEGATIVE_SUBJECTS = frozenset(
+    _words(
+        """
+        nobody none noone
+        """
+    )
+)
+NARRATIVE_FRAMES = frozenset(
+    _words(
+        """
+        story tale book legend novel film movie game dream myth poem song play show episode
+        chapter fable saga
+        """
+    )
+)
+DETERMINERS = frozenset(
+    _words(
+        """
+        the a an this that these those every each all any some no your my our their his her its
+        """
+    )
+)
+KNOWLEDGE_VERBS = frozenset(
+    _words(
+        """
+        know understand remember mind care get think want like see
+        """
+    )
+)
+METATEXT_NOUNS = frozenset(
+    _words(
+        """
+        goal goals purpose aim aims intent intention idea point objective objectives plan
+        motivation rationale premise thesis question problem
+        """
+    )
+)
+TASK_MARKERS = frozenset(
+    _words(
+        """
+        todo fixme xxx hack
+        """
+    )
+)
+
+_CONTRACTIONS: dict[str, tuple[str, ...]] = {
+    "can't": ("can", "not"),
+    "cannot": ("can", "not"),
+    "won't": ("will", "not"),
+    "shan't": ("shall", "not"),
+    "let's": ("let", "us"),
+    "it's": ("it", "is"),
+    "that's": ("that", "is"),
+    "there's": ("there", "is"),
+    "what's": ("what", "is"),
+    "he's": ("he", "is"),
+    "she's": ("she", "is"),
+    "here's": ("here", "is"),
+    "i'm": ("i", "am"),
+    "ain't": ("is", "not"),
+}
+
+_TOKEN_RE = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*|->|[,;:!?.]")
+_COMMENT_RE = re.compile(r"^\s*(?://+|#+(?=\s|$)|/\*+|--+(?=\s))\s*")
+_COMMENT_END_RE = re.compile(r"\s*\*+/\s*$")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_EMPHASIS_RE = re.compile(r"\*\*|__|`")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[^a-z\s])|\n+")
+
+
+def _expand(word: str) -> list[str]:
+    if word in _CONTRACTIONS:
+        return list(_CONTRACTIONS[word])
+    if word.endswith("n't"):
+        return [word[:-3], "not"]
+    for suffix, full in (
+        ("'re", "are"),
+        ("'ll", "will"),
+        ("'ve", "have"),
+        ("'d", "would"),
+        ("'m", "am"),
+    ):
+        if word.endswith(suffix):
+            return [word[: -len(suffix)], full]
+    if word.endswith("'s"):
+        return [word[:-2]]
+    return [word]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased words and clause punctuation, contractions expanded."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").lower()
+    out: list[str] = []
+    for m in _TOKEN_RE.finditer(text):
+        out.extend(_expand(m.group(0)))
+    return out
+
+
+def _is_participle(word: str) -> bool:
+    return word in IRREGULAR_PARTICIPLES or (len(word) > 3 and word.endswith(("ed", "en")))
+
+
+def _is_word(tok: str) -> bool:
+    return tok not in {",", ";", ":", ".", "!", "?", "->"}
+
+
+def _split_clauses(tokens: Sequence[str]) -> list[list[str]]:
+    clauses: list[list[str]] = [[]]
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in {";", ":", ".", "!"}:
+            clauses.append([])
+        elif tok == "," and i + 1 < len(tokens) and tokens[i + 1] in {"then", "but"}:
+            clauses.append([])
+            i += 1
+        elif tok == "but" and clauses[-1]:
+            clauses.append([])
+        else:
+            clauses[-1].append(tok)
+        i += 1
+    return [c for c in clauses if c]
+
+
+def _is_metatextual(clause: Sequence[str]) -> bool:
+    words = [t for t in clause if _is_word(t)]
+    if not words or words[-1] not in {"is", "are", "was", "were"}:
+        return False
+    return any(w in METATEXT_NOUNS for w in words[:-1])
+
+
+def _strip_leading(clause: list[str]) -> list[str]:
+    """Drop leading discourse adverbs and one leading subordinate clause ending in a comma."""
+    changed = True
+    while changed and clause:
+        changed = False
+        while clause and (clause[0] in DISCOURSE_ADVERBS or clause[0] == ","):
+            clause = clause[1:]
+            changed = True
+        if clause and clause[0] in SUBORDINATORS and "," in clause:
+            clause = clause[clause.index(",") + 1 :]
+            changed = True
+    return clause
+
+
+def _drop_protasis(words: list[str]) -> list[str]:
+    """Cut a trailing conditional ("... if you can't make it"): modals there state no rule."""
+    for i, w in enumerate(words):
+        if i > 0 and w in {"if", "unless"}:
+            return words[:i]
+    return words
+
+
+def _noun_use(words: Sequence[str], start: int) -> bool:
+    """True when ``words[start]`` looks like a noun rather than an imperative verb."""
+    nxt = words[start + 1 : start + 3]
+    if not nxt:
+        return False
+    if nxt[0] in {"of", "for", "is", "are", "was", "were"}:
+        return True
+    if any(w in FINITE_AFTER_NOUN for w in nxt):
+        return True
+    # "Store owners complained ...": noun, plural noun, past-tense verb.
+    return (
+        len(nxt) == 2
+        and nxt[0] not in DETERMINERS
+        and nxt[0].endswith("s")
+        and not nxt[0].endswith("ss")
+        and len(nxt[1]) > 4
+        and nxt[1].endswith("ed")
+    )
+
+
+class _Scan:
+    def __init__(self, comment: bool) -> None:
+        self.mask = Modality.NONE
+        self.cues: list[str] = []
+        self.comment = comment
+
+    def add(self, bit: Modality, cue: str) -> None:
+        self.mask |= bit
+        self.cues.append(cue)
+
+
+def _start_rules(words: list[str], scan: _Scan) -> None:
+    """Rules that apply at the start of a (main) clause."""
+    if not words:
+        return
+    intensified = False
+    while words and words[0] in {
+        "please",
+        "kindly",
+        "always",
+        "strictly",
+        "only",
+        "absolutely",
+        "just",
+        "simply",
+        "also",
+    }:
+        words = words[1:]
+        intensified = True
+    if not words:
+        return
+    w0 = words[0]
+    w1 = words[1] if len(words) > 1 else ""
+    w2 = words[2] if len(words) > 2 else ""
+
+    if w0 == "do" and w1 == "not":
+        if w2 == "forget":
+            scan.add(Modality.OBLIGATION, "don't forget")
+        elif w2 == "hesitate":
+            scan.add(Modality.PERMISSION, "don't hesitate")
+        elif w2 in {"have", "need"} and (len(words) > 3 and words[3] == "to"):
+            scan.add(Modality.PERMISSION, "do not have to")
+        elif w2 in DONT_IDIOMS or not w2:
+            return
+        else:
+            scan.add(Modality.PROHIBITION, "do not")
+        return
+    if w0 == "never":
+        if w1 in {"ever"} or (
+            w1
+            and w1
+            not in {
+                "mind",
+                "before",
+                "again",
+                "have",
+                "has",
+                "had",
+                "did",
+                "was",
+                "were",
+                "is",
+                "are",
+                "will",
+                "would",
+                "could",
+                "can",
+                "once",
+            }
+        ):
+            scan.add(Modality.PROHIBITION, "never")
+        return
+    if w0 == "avoid" or (w0 == "refrain" and w1 == "from"):
+        scan.add(Modality.PROHIBITION, w0)
+        return
+    if w0 == "stop" and w1.endswith("ing"):
+        scan.add(Modality.PROHIBITION, "stop -ing")
+        return
+    if w0 == "no":
+        _no_rule(words, scan)
+        return
+    if w0 == "feel" and w1 == "free":
+        scan.add(Modality.PERMISSION, "feel free")
+        return
+    if (w0 in {"make", "be"} and w1 == "sure") or w0 == "ensure":
+        scan.add(Modality.OBLIGATION, "make sure")
+        return
+    if w0 == "remember" and w1 == "to":
+        scan.add(Modality.OBLIGATION, "remember to")
+        return
+    if w0 == "let" and w1 == "us":
+        scan.add(Modality.OBLIGATION, "let's")
+        return
+    if w0 == "be" and w1 and w1 not in {"it", "that", "this"}:
+        scan.add(Modality.OBLIGATION, "be <adj>")
+        return
+    if scan.comment:
+        return
+    if w0 in IMPERATIVE_VERBS and not _noun_use(words, 0):
+        scan.add(Modality.OBLIGATION, f"imperative:{w0}")
+        return
+    if intensified and w0 in IMPERATIVE_VERBS:
+        scan.add(Modality.OBLIGATION, f"imperative:{w0}")
+
+
+def _no_rule(words: list[str], scan: _Scan) -> None:
+    rest = words[1:]
+    if not rest or rest[0] in NO_INTERJECTIONS:
+        return
+    if rest[0] == "need" and len(rest) > 1 and rest[1] == "to":
+        scan.add(Modality.PERMISSION, "no need to")
+        return
+    if rest[0].endswith("ing") and rest[0] not in {"thing", "nothing", "something", "king"}:
+        scan.add(Modality.PROHIBITION, "no <gerund>")
+        return
+    window = rest[:6]
+    if any(w in {"allowed", "permitted", "tolerated", "accepted"} for w in window):
+        scan.add(Modality.PROHIBITION, "no ... allowed")
+        return
+    if any(w in FINITE_AFTER_NOUN for w in rest):
+        return
+    if any(w in NO_PREPOSITIONS for w in rest[:5]):
+        scan.add(Modality.PROHIBITION, "no <noun> <prep>")
+
+
+def _subject(words: Sequence[str], i: int) -> str:
+    j = i - 1
+    while j >= 0 and words[j] in SUBJECT_SKIP_ADVERBS:
+        j -= 1
+    return words[j] if j >= 0 else ""
+
+
+def _modal_rules(words: list[str], scan: _Scan) -> None:
+    n = len(words)
+    for i, w in enumerate(words):
+        nxt = words[i + 1] if i + 1 < n else ""
+        nxt2 = words[i + 2] if i + 2 < n else ""
+        nxt3 = words[i + 3] if i + 3 < n else ""
+        prev = words[i - 1] if i > 0 else ""
+
+        # Impersonal / passive forms first (independent of the subject).
+        if w in {"prohibited", "forbidden", "banned", "disallowed"} and prev in {
+            "is",
+            "are",
+            "be",
+            "strictly",
+        }:
+            scan.add(Modality.PROHIBITION, f"is {w}")
+            continue
+        if (
+            w in {"allowed", "permitted", "tolerated"}
+            and prev == "not"
+            and i >= 2
+            and words[i - 2] in {"is", "are", "be"}
+        ):
+            scan.add(Modality.PROHIBITION, f"not {w}")
+            continue
+        if w in {"allowed", "permitted", "optional", "acceptable"} and prev in {"is", "are", "be"}:
+            scan.add(Modality.PERMISSION, f"is {w}")
+            continue
+        if w in {"free", "welcome"} and prev in {"are", "is", "be"} and nxt == "to":
+            scan.add(Modality.PERMISSION, f"{w} to")
+            continue
+        if (
+            w in {"fine", "ok", "okay"}
+            and prev == "is"
+            and nxt == "to"
+            and (i >= 2 and words[i - 2] == "it")
+        ):
+            scan.add(Modality.PERMISSION, f"it is {w} to")
+            continue
+        if w in {"required", "mandatory", "compulsory", "obligatory", "necessary"} and (
+            prev == "not" and i >= 2 and words[i - 2] in {"is", "are", "be"}
+        ):
+            scan.add(Modality.PERMISSION, f"not {w}")
+            continue
+        if w in {"required", "mandatory", "compulsory", "obligatory", "expected", "obliged"} and (
+            prev in {"is", "are", "be"}
+        ):
+            if w == "expected" and nxt != "to":
+                continue
+            scan.add(Modality.OBLIGATION, f"is {w}")
+            continue
+        if w == "are" and prev in {"you", "we"} and nxt == "to" and nxt2 and nxt2 != "be":
+            scan.add(Modality.OBLIGATION, "you are to")
+            continue
+
+        subj = _subject(words, i)
+        if subj == "i":
+            continue
+        personal = subj in ROLE_NOUNS or subj in {"we", "us", "your"}
+
+        if w in {"must", "shall", "should", "ought"}:
+            rest = words[i + 1 :]
+            if w == "ought" and rest[:1] == ["to"]:
+                rest = rest[1:]
+            if rest[:1] == ["have"] and len(rest) > 1 and _is_participle(rest[1]):
+                continue  # counterfactual / epistemic past: "should have known"
+            negated = rest[:1] in (["not"], ["never"])
+            if subj in EPISTEMIC_PRONOUNS:
+                core = rest[1:] if negated else rest
+                if not (core[:1] == ["be"] and len(core) > 1 and _is_participle(core[1])):
+                    continue
+            if rest[:1] == ["be"] and len(rest) > 1 and rest[1] in EPISTEMIC_STATES:
+                continue
+            if negated:
+                scan.add(Modality.PROHIBITION, f"{w} not")
+            else:
+                scan.add(Modality.OBLIGATION, w)
+            continue
+
+        if w == "need" and nxt == "to" and prev == "no":
+            if i > 1:  # "there is no need to ..."; a leading "No need to" is a start rule
+                scan.add(Modality.PERMISSION, "no need to")
+            continue
+        if w in {"need", "needs"} and nxt == "to" and subj not in EPISTEMIC_PRONOUNS:
+            if prev == "not":
+                scan.add(Modality.PERMISSION, "not need to")
+            else:
+                scan.add(Modality.OBLIGATION, "need to")
+            continue
+        if w == "need" and nxt == "not" and subj not in EPISTEMIC_PRONOUNS and subj:
+            scan.add(Modality.PERMISSION, "need not")
+            continue
+        if w in {"have", "has"} and nxt == "to" and subj and subj not in EPISTEMIC_PRONOUNS:
+            if prev == "not":
+                scan.add(Modality.PERMISSION, "not have to")
+            else:
+                scan.add(Modality.OBLIGATION, "have to")
+            continue
+
+        if w in {"may", "can"}:
+            negated = nxt in {"not", "never"}
+            verb = nxt2 if negated else nxt
+            if verb == "have":
+                continue
+            if personal:
+                if verb in INFORMATIONAL_AFTER_CAN:
+                    continue  # "you can see ...", "users can't see ...": information
+                if negated:
+                    scan.add(Modality.PROHIBITION, f"{w} not")
+                elif subj in {"we", "us"}:
+                    continue
+                else:
+                    scan.add(Modality.PERMISSION, w)
+            elif (
+                subj
+                and subj not in EPISTEMIC_PRONOUNS
+                and not negated
+                and nxt == "be"
+                and _is_participle(nxt2)
+                and nxt3 != "by"
+            ):
+                scan.add(Modality.PERMISSION, f"{w} be <participle>")
+            continue
+
+        if w == "never" and subj in {"you", "we"} and nxt and nxt not in {"know", "mind"}:
+            scan.add(Modality.PROHIBITION, "never")
+            continue
+        if w == "do" and nxt == "not" and subj in {"you", "we"} and i > 0:
+            if nxt2 in {"have", "need"}:
+                continue  # handled by have to / need to
+            if nxt2 and nxt2 not in KNOWLEDGE_VERBS and nxt2 not in DONT_IDIOMS:
+                scan.add(Modality.PROHIBITION, "do not")
+            continue
+        if w == "always" and subj in {"you", "we"} and nxt in IMPERATIVE_VERBS:
+            scan.add(Modality.OBLIGATION, "always")
+
+
+def _clean(sentence: str) -> tuple[str, bool]:
+    """Strip bullets, emphasis and a code-comment marker; report whether it was a comment."""
+    s = _BULLET_RE.sub("", sentence.strip())
+    comment = False
+    m = _COMMENT_RE.match(s)
+    if m is not None and m.group(0).strip():
+        comment = True
+        s = _COMMENT_END_RE.sub("", s[m.end() :])
+    s = _EMPHASIS_RE.sub("", s)
+    return s.strip(), comment
+
+
+def classify_sentence(sentence: str) -> DeonticResult:
+    """Classify one sentence (see the module doc)."""
+    text, comment = _clean(sentence)
+    if not text:
+        return DeonticResult(Modality.NONE)
+    if text.rstrip("\"')]} ").endswith("?"):
+        return DeonticResult(Modality.NONE, ("question",))
+    tokens = tokenize(text)
+    words0 = [t for t in tokens if _is_word(t)]
+    if words0 and words0[0] in TASK_MARKERS:
+        return DeonticResult(Modality.NONE, ("task marker",))
+    mask = Modality.NONE
+    cues: list[str] = []
+    previous: list[str] = []
+    for clause in _split_clauses(tokens):
+        after = previous
+        previous = clause
+        if after and (_is_metatextual(after) or after[-1] in REPORTING_VERBS):
+            continue  # "The design goal is: ...", "The fox said: ..."
+        words_all = [t for t in clause if _is_word(t) or t == ","]
+        if _narrative_frame(words_all):
+            continue  # "In the story, the children must ..."
+        main = _strip_leading(words_all)
+        if any(w in REPORTING_VERBS for w in main[1:]):
+            continue  # reported speech: "she said we must ...", "legends say ..."
+        main_words = [t for t in main if t != ","]
+        scan = _Scan(comment)
+        _start_rules(main_words, scan)
+        _modal_rules(_drop_protasis(main_words), scan)
+        clause_mask = scan.mask
+        if clause_mask and _negative_lead(main_words):
+            # "Under no circumstances should you ...", "Nobody is allowed to ...".
+            clause_mask = Modality.PROHIBITION
+            scan.cues.append("negative lead")
+        mask |= clause_mask
+        cues.extend(scan.cues)
+    return DeonticResult(mask, tuple(cues))
+
+
+def _narrative_frame(words: Sequence[str]) -> bool:
+    return (
+        len(words) >= 3
+        and words[0] == "in"
+        and words[1] in DETERMINERS
+        and words[2] in NARRATIVE_FRAMES
+    )
+
+
+def _negative_lead(words: Sequence[str]) -> bool:
+    if not words:
+        return False
+    if words[0] in NEGATIVE_SUBJECTS or words[:2] == ["no", "one"]:
+        return True
+    head = " ".join(words[:3])
+    return head.startswith(
+        ("under no circumstance", "at no time", "in no case", "in no event", "on no account")
+    )
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences (line breaks, and ``.!?`` followed by a non-lowercase)."""
+    return [s.strip() for s in _SENTENCE_SPLIT_RE.split(text) if s and s.strip()]
+
+
+def evaluate_text(text: str) -> DeonticResult:
+    """OR of :func:`classify_sentence` over the sentences of ``text``."""
+    mask = Modality.NONE
+    cues: list[str] = []
+    for sentence in split_sentences(text):
+        r = classify_sentence(sentence)
+        mask |= r.mask
+        cues.extend(r.cues)
+    return DeonticResult(mask, tuple(cues))

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import pytest
+
+from sidecar.memory.gate import (
+    ERROR_CODE,
+    FILE_PATH,
+    GatingConfig,
+    compute_gating,
+    neighbour_scores,
+    novelty,
+    specificity,
+    structure,
+    technical_share,
+)
+
+GOLDEN = (
+    "I prefer switching /src/context-engine.ts after fixed ERR_TIMEOUT in func "
+    "ComputeGating() on 2026-03-29."
+)
+
+
+def test_golden_technical_example() -> None:
+    s = compute_gating(GOLDEN, [1.0] * 5, [1.0] * 2)
+    assert s.t == pytest.approx(0.7333, abs=1e-4)
+    assert s.h == 0.0
+    assert s.input_freq == 1.0
+    assert s.mem_saturation == pytest.approx(2 / 3)
+    assert s.r == pytest.approx(1 / 3)
+    assert s.d == pytest.approx(0.9)
+    assert s.p == 1.0
+    assert s.a == pytest.approx(0.4)
+    assert s.dtech == pytest.approx(0.4)
+    assert s.gconv == pytest.approx(0.35833, abs=1e-5)
+    assert s.gtech == pytest.approx(0.64)
+    assert s.g == pytest.approx(0.56489, abs=1e-5)
+    assert s.gconv <= s.g <= s.gtech
+    assert s.admitted
+
+
+def test_golden_conversational_example() -> None:
+    s = compute_gating("I prefer dark mode and work best in the mornings")
+    assert (s.t, s.h) == (0.0, 1.0)
+    assert s.d == pytest.approx(0.4)
+    assert s.g == pytest.approx(0.45)
+    assert s.g == s.gconv
+
+
+def test_plain_english_has_no_error_codes() -> None:
+    text = "Every engineer should review each error estimate."
+    assert ERROR_CODE.findall(text) == []
+    assert specificity(text) == 0.0
+    assert technical_share(text) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("HTTP 404 on the endpoint", 1),
+        ("the server returned 500", 1),
+        ("status: 503 after deploy", 1),
+        ("got 502 Bad Gateway", 1),
+        ("ENOENT and ECONNREFUSED", 2),
+        ("ERR_TIMEOUT", 1),
+        ("rustc E0425 and TS2345", 2),
+        ("we had 404 guests and 500 chairs", 0),
+        ("in 450 BC", 0),
+        ("EVERY ENGINEER", 0),
+    ],
+)
+def test_error_code_contexts(text: str, count: int) -> None:
+    assert len(ERROR_CODE.findall(text)) == count
+
+
+def test_and_or_is_not_a_path() -> None:
+    assert FILE_PATH.search("use tabs and/or spaces") is None
+    assert technical_share("use tabs and/or spaces") == 0.0
+    assert FILE_PATH.search("client/server split") is None
+    assert FILE_PATH.search("on 3/29/2026") is None
+    for path in ("/etc/hosts", "./run.sh", "~/notes", "src/main.go", "a/b/c"):
+        assert FILE_PATH.search(path) is not None, path
+
+
+def test_name_pattern_is_case_sensitive() -> None:
+    assert structure("I met Dr Smith") == pytest.approx(0.3)
+    assert structure("dr smith") == 0.0
+    assert structure("my manager Alice approved") == pytest.approx(0.3)
+    assert structure("my manager alice approved") == 0.0
+
+
+def test_prose_does_not_look_technical() -> None:
+    for text in (
+        "Let's go to the beach and make some sandwiches (maybe two).",
+        "The main reason is that the meeting is at 10:30 in the main hall.",
+        "I decided the file(s) were fine.",
+    ):
+        assert technical_share(text) == 0.0, text
+
+
+def test_no_memory_gives_full_novelty() -> None:
+    assert novelty([]) == 1.0
+    assert compute_gating("hello").h == 1.0
+
+
+def test_negative_neighbours_are_clamped() -> None:
+    assert novelty([-0.5, -0.2]) == 1.0
+    assert compute_gating("hi", memory_scores=[0.75, -0.25]).h == pytest.approx(0.625)
+
+
+def test_saturation_vetoes_repetition() -> None:
+    s = compute_gating("same thing again", [0.95] * 10, [0.95] * 5)
+    assert s.input_freq == 1.0
+    assert s.mem_saturation == 1.0
+    assert s.r == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOLDEN,
+        "plain words only",
+        "```go\nfunc main() {}\n```",
+        "panic: nil map\ngoroutine 1 [running]:\n  at main.go:12",
+        "",
+    ],
+)
+def test_g_between_branches(text: str) -> None:
+    s = compute_gating(text, [0.9, 0.5], [0.3])
+    lo, hi = sorted((s.gconv, s.gtech))
+    assert lo - 1e-12 <= s.g <= hi + 1e-12
+    assert 0.0 <= s.g <= 1.0
+
+
+def test_t_extremes() -> None:
+    s0 = compute_gating("just a friendly chat about lunch")
+    assert s0.t == 0.0 and s0.g == s0.gconv
+    tech = (
+        "```py\ndef f(x): pass\n```\n$ git rebase main\ncurl https://x.io/a\nTraceback at mod.py:3"
+    )
+    s1 = compute_gating(tech)
+    assert s1.t == 1.0
+    assert s1.g == pytest.approx(s1.gtech)
+
+
+def test_d_on_go_signature() -> None:
+    sig = "func ComputeGating(turnHits, memHits []store.SearchResult, text string) GatingSignals"
+    assert structure(sig) <= 0.3
+
+
+def test_no_self_hit_and_centroid_k() -> None:
+    hits = [("turn-1", 1.0), ("turn-0", 0.5)]
+    scores = neighbour_scores(hits, exclude_ids=["turn-1"])
+    assert scores == [0.5]
+    assert compute_gating("x", scores).input_freq == 0.0
+    # Only the centroid_k nearest raw turns count.
+    cfg = GatingConfig(centroid_k=2)
+    assert compute_gating("x", [0.9, 0.9, 0.9, 0.9], config=cfg).input_freq == pytest.approx(0.4)
+    assert compute_gating("x", [0.9] * 4).input_freq == pytest.approx(0.8)
+
+
+def test_threshold_and_outputs() -> None:
+    s = compute_gating("ok", [0.99] * 5, [0.99] * 5, GatingConfig(threshold=0.9))
+    assert not s.admitted
+    wire = s.to_wire()
+    assert set(wire) == {
+        "g", "t", "h", "r", "d", "inputFreq", "memSaturation", "p", "a", "dtech", "gconv", "gtech"
+    }  # fmt: skip
+    meta = s.to_metadata()
+    assert meta["gating_score"] == s.g and meta["gating_admitted"] is False
+    assert meta["gating_threshold"] == 0.9
