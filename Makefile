@@ -28,7 +28,7 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check sidecar protocol host_clients/python scripts tests
-	$(VENV)/bin/mypy --strict sidecar protocol
+	$(VENV)/bin/mypy --strict sidecar protocol host_clients/python/libravdb_client
 
 fmt: setup
 	$(VENV)/bin/ruff check --fix .

@@ -16,17 +16,17 @@ class ErrorObject(msgspec.Struct, omit_defaults=True):
     data: Any = None
 
 
-class Request(msgspec.Struct, omit_defaults=True):
-    method: str
+class Request(msgspec.Struct, kw_only=True):
     jsonrpc: str = "2.0"
-    id: RequestId = None
-    params: Any = None
+    id: RequestId
+    method: str
+    params: Any | msgspec.UnsetType = msgspec.UNSET
 
 
-class Notification(msgspec.Struct, omit_defaults=True):
-    method: str
+class Notification(msgspec.Struct, kw_only=True):
     jsonrpc: str = "2.0"
-    params: Any = None
+    method: str
+    params: Any | msgspec.UnsetType = msgspec.UNSET
 
 
 class SuccessResponse(msgspec.Struct, kw_only=True):

@@ -126,7 +126,9 @@ class Dispatcher:
                 f"internal error in {method_name}: {type(exc).__name__}: {exc}",
             )
         duration_ms = (time.perf_counter() - started) * 1000.0
-        self.app.stats.record(method_name, duration_ms, ok)
+        # Unknown names share one bucket so a client cannot grow the stats table at will.
+        known = self.registry.get(method_name) is not None
+        self.app.stats.record(method_name if known else "<unknown>", duration_ms, ok)
         log.info(
             "rpc",
             method=method_name,

@@ -1,0 +1,453 @@
+"""The asyncio client: one connection, many concurrent calls matched by id."""
+
+# A per-call `timeout=` argument is the API (as in httpx), not an accident: ASYNC109 is off.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections.abc import Generator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from libravdb_client._core import (
+    CLIENT_NAME,
+    CLIENT_VERSION,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_TIMEOUT,
+    READ_CHUNK,
+    USE_CLIENT_DEFAULT,
+    NotificationCallback,
+    Progress,
+    ProgressCallback,
+    Reply,
+    Session,
+    Timeout,
+    closed_error,
+    copy_error,
+    deliver_notification,
+    deliver_progress,
+    initialize_params,
+    resolve_timeout,
+    result_any,
+    result_as,
+)
+from libravdb_client._spawn import DEFAULT_SHUTDOWN_TIMEOUT, SpawnSpec, StderrTarget
+from libravdb_client.endpoints import Endpoint, default_endpoint, parse_endpoint
+from libravdb_client.errors import (
+    ConnectError,
+    ConnectionClosed,
+    LibravdbError,
+    ProtocolError,
+    RpcTimeout,
+)
+from protocol.core import HealthResult, InitializeResult, ShutdownResult, StatusResult
+
+T = TypeVar("T")
+
+# StreamReader buffer size. Replies are read in chunks into the Session's own line
+# buffer (capped by max_frame_bytes), so this bounds memory per read, not frame size.
+_STREAM_LIMIT = 4 * READ_CHUNK
+
+
+class AsyncClient:
+    """An asyncio JSON-RPC client for libravdbd.
+
+    Connects on ``await client``, ``async with client``, ``await client.open()`` or the
+    first call. Many calls may be in flight at once on the one connection (pipelining);
+    a reader task matches replies to calls by id and routes ``$/progress`` notifications
+    to the call's ``on_progress`` callback. Not thread-safe: use it from one event loop.
+
+    ::
+
+        async with AsyncClient("unix:/run/libravdb.sock") as client:
+            health = await client.health()
+
+        async with AsyncClient.spawn(data_dir="/tmp/d") as client:   # private daemon
+            ...
+    """
+
+    def __init__(
+        self,
+        endpoint: str | Endpoint | None = None,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        on_notification: NotificationCallback | None = None,
+    ) -> None:
+        target = parse_endpoint(default_endpoint() if endpoint is None else endpoint)
+        self._setup(target, timeout, connect_timeout, max_frame_bytes, on_notification)
+
+    def _setup(
+        self,
+        target: Endpoint | SpawnSpec,
+        timeout: float | None,
+        connect_timeout: float,
+        max_frame_bytes: int,
+        on_notification: NotificationCallback | None,
+    ) -> None:
+        self._target = target
+        self.timeout = resolve_timeout(timeout, None)
+        self.connect_timeout = connect_timeout
+        self.on_notification = on_notification
+        self._session = Session(max_frame_bytes)
+        self._writer: asyncio.StreamWriter | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[Reply]] = {}
+        self._progress: dict[int, ProgressCallback] = {}
+        self._open_lock: asyncio.Lock | None = None
+        self._opened = False
+        self._closed = False
+        self._broken: LibravdbError | None = None
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def connect(
+        cls,
+        endpoint: str | Endpoint | None = None,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        on_notification: NotificationCallback | None = None,
+    ) -> Self:
+        """A client for ``endpoint``; ``await`` it (or ``async with`` it) to connect."""
+        return cls(
+            endpoint,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_frame_bytes=max_frame_bytes,
+            on_notification=on_notification,
+        )
+
+    @classmethod
+    def spawn(
+        cls,
+        args: Sequence[str] = (),
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        stderr: StderrTarget = None,
+        command: Sequence[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        on_notification: NotificationCallback | None = None,
+    ) -> Self:
+        """A client that starts ``python -m sidecar serve --stdio`` when opened.
+
+        ``client = await AsyncClient.spawn(...)`` or ``async with AsyncClient.spawn(...)``.
+        Same options and lifetime rules as ``Client.spawn``.
+        """
+        spec = SpawnSpec(
+            args=tuple(args),
+            data_dir=data_dir,
+            env=env,
+            stderr=stderr,
+            command=None if command is None else tuple(command),
+            cwd=cwd,
+            shutdown_timeout=shutdown_timeout,
+        )
+        client = cls.__new__(cls)
+        client._setup(spec, timeout, DEFAULT_CONNECT_TIMEOUT, max_frame_bytes, on_notification)
+        return client
+
+    # -- properties -----------------------------------------------------------------
+    @property
+    def endpoint(self) -> str:
+        target = self._target
+        return target.describe() if isinstance(target, SpawnSpec) else str(target)
+
+    @property
+    def process(self) -> asyncio.subprocess.Process | None:
+        """The spawned daemon, once started."""
+        return self._process
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Calls waiting for their reply."""
+        return len(self._pending)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open" if self._opened else "new"
+        return f"<{type(self).__name__} {self.endpoint} {state}>"
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def open(self) -> Self:
+        """Connect (or start the child) now; a no-op when already open."""
+        if self._writer is not None and self._broken is None:
+            return self
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._closed or self._broken is not None:
+                raise closed_error(self._broken)
+            if not self._opened:
+                reader, self._writer = await self._connect()
+                self._opened = True
+                self._read_task = asyncio.create_task(
+                    self._read_loop(reader), name=f"libravdb-reader {self.endpoint}"
+                )
+        return self
+
+    def __await__(self) -> Generator[Any, None, Self]:
+        return self.open().__await__()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        target = self._target
+        if isinstance(target, SpawnSpec):
+            return await self._start_child(target)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                if target.kind == "unix":
+                    return await asyncio.open_unix_connection(target.path, limit=_STREAM_LIMIT)
+                return await asyncio.open_connection(target.host, target.port, limit=_STREAM_LIMIT)
+        except TimeoutError as exc:
+            raise ConnectError(f"cannot connect to {target}: timed out") from exc
+        except OSError as exc:
+            raise ConnectError(f"cannot connect to {target}: {exc.strerror or exc}") from exc
+
+    async def _start_child(
+        self, spec: SpawnSpec
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        argv = spec.argv()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=spec.open_stderr(),
+                env=spec.environment(),
+                cwd=spec.cwd,
+                limit=_STREAM_LIMIT,
+            )
+        except OSError as exc:
+            spec.close_owned()
+            raise ConnectError(f"cannot start the daemon ({argv[0]}): {exc}") from exc
+        assert process.stdin is not None and process.stdout is not None
+        self._process = process
+        return process.stdout, process.stdin
+
+    async def close(self) -> None:
+        """Close the connection; for a spawned daemon, stop it and reap it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._fail(ConnectionClosed("the client was closed"))
+        writer, task = self._writer, self._read_task
+        if writer is None:
+            return
+        try:
+            if isinstance(self._target, SpawnSpec):
+                await self._stop_child(writer, self._target)
+            else:
+                writer.close()
+                with contextlib.suppress(OSError, TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await writer.wait_closed()
+        finally:
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _stop_child(self, writer: asyncio.StreamWriter, spec: SpawnSpec) -> None:
+        process = self._process
+        assert process is not None
+        try:
+            writer.close()  # EOF on its stdin: the daemon drains and exits 0
+            # The reader task keeps draining its stdout meanwhile.
+            try:
+                async with asyncio.timeout(spec.shutdown_timeout):
+                    await process.wait()
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.terminate()
+                try:
+                    async with asyncio.timeout(spec.shutdown_timeout):
+                        await process.wait()
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                    await process.wait()
+        finally:
+            spec.close_owned()
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- the reader task ------------------------------------------------------------
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        reason: LibravdbError
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    reason = ConnectionClosed(await self._eof_message())
+                    break
+                for event in self._session.feed(data):
+                    self._dispatch(event)
+        except ProtocolError as exc:
+            reason = exc
+            if self._writer is not None and not isinstance(self._target, SpawnSpec):
+                self._writer.close()
+        except OSError as exc:
+            reason = ConnectionClosed(f"connection lost: {exc}")
+        except asyncio.CancelledError:
+            self._fail(ConnectionClosed("the client was closed"))
+            raise
+        self._fail(reason)
+
+    def _dispatch(self, event: Reply | Progress | Any) -> None:
+        if isinstance(event, Reply):
+            future = self._pending.pop(event.id, None)
+            if future is not None and not future.done():
+                future.set_result(event)
+        elif isinstance(event, Progress):
+            token = event.params.token
+            callback = self._progress.get(token) if isinstance(token, int) else None
+            deliver_progress(callback, event)
+        else:
+            deliver_notification(self.on_notification, event)
+
+    async def _eof_message(self) -> str:
+        process = self._process
+        if process is None:
+            return "the daemon closed the connection"
+        try:
+            async with asyncio.timeout(1.0):
+                code = await process.wait()
+        except TimeoutError:
+            return "the daemon closed its stdout"
+        return f"the daemon exited with code {code}"
+
+    def _fail(self, reason: LibravdbError) -> None:
+        """The connection has ended: fail every waiting call with (a copy of) ``reason``."""
+        if self._broken is None:
+            self._broken = reason
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(copy_error(reason))
+
+    # -- calls ----------------------------------------------------------------------
+    async def call(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> Any:
+        """Call ``method`` and return its decoded ``result`` (dicts, lists, str, numbers).
+
+        ``params`` is anything msgspec encodes (a dict, a list, a Struct). Raises the
+        RpcError subclass of the error code, RpcTimeout, or a TransportError.
+        ``on_progress`` (a plain function) receives this call's ``$/progress``
+        notifications, in the reader task.
+        """
+        return result_any(await self._roundtrip(method, params, timeout, on_progress))
+
+    async def call_typed(
+        self,
+        method: str,
+        params: Any,
+        result_type: type[T],
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> T:
+        """Like ``call`` but decodes the result into ``result_type`` (a Struct, usually)."""
+        reply = await self._roundtrip(method, params, timeout, on_progress)
+        return result_as(reply, result_type, method)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (no id, no reply)."""
+        data = self._session.notification(method, params)
+        await self.open()
+        await self._send(data)
+
+    async def _send(self, data: bytes) -> None:
+        writer = self._writer
+        if self._broken is not None or self._closed or writer is None:
+            raise closed_error(self._broken)
+        try:
+            writer.write(data)
+            await writer.drain()
+        except (OSError, RuntimeError) as exc:
+            raise ConnectionClosed(f"cannot send: {exc}") from exc
+
+    async def _roundtrip(
+        self,
+        method: str,
+        params: Any,
+        timeout: Timeout,
+        on_progress: ProgressCallback | None,
+    ) -> Reply:
+        seconds = resolve_timeout(timeout, self.timeout)
+        await self.open()
+        request_id, data = self._session.request(method, params)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        if on_progress is not None:
+            self._progress[request_id] = on_progress
+        try:
+            try:
+                await self._send(data)
+            except BaseException:
+                self._session.unsent(request_id)
+                raise
+            if seconds is None:
+                return await future
+            try:
+                async with asyncio.timeout(seconds):
+                    return await future
+            except TimeoutError:
+                if future.done() and not future.cancelled():
+                    return future.result()
+                raise RpcTimeout(method, seconds) from None
+        finally:
+            self._pending.pop(request_id, None)
+            self._progress.pop(request_id, None)
+            self._session.abandon(request_id)  # no-op once answered
+
+    # -- typed convenience ----------------------------------------------------------
+    async def initialize(
+        self,
+        *,
+        client_name: str = CLIENT_NAME,
+        client_version: str = CLIENT_VERSION,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> InitializeResult:
+        params = initialize_params(client_name, client_version)
+        return await self.call_typed("initialize", params, InitializeResult, timeout=timeout)
+
+    async def health(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> HealthResult:
+        return await self.call_typed("health", None, HealthResult, timeout=timeout)
+
+    async def status(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> StatusResult:
+        return await self.call_typed("status", None, StatusResult, timeout=timeout)
+
+    async def shutdown(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> ShutdownResult:
+        """Ask the daemon to drain and exit (every client of a socket daemon loses it)."""
+        return await self.call_typed("shutdown", None, ShutdownResult, timeout=timeout)

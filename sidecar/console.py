@@ -1,0 +1,523 @@
+"""The debug console: ``libravdb console`` (a REPL) and ``libravdb call`` (one request).
+
+Both talk to a running daemon through the Python client (``libravdb_client``); the
+endpoint defaults to the daemon's own (flags > ``LIBRAVDB_RPC_ENDPOINT`` > config file >
+``unix:$HOME/.clawdb/run/libravdb.sock``).
+
+Console input, one request per line::
+
+    status                              no params
+    search_text {"collection": "c", "text": "hi", "k": 3}
+    search_text collection=c text="hello world" k=3 filter.kind=note
+    .help [METHOD]   .methods   .timeout [SECONDS|none]   .reconnect   .quit
+
+``key=value`` values are read as JSON when they parse (``k=3``, ``flag=true``,
+``ids=["a","b"]``) and as strings otherwise; dotted keys build nested objects.
+Results are printed as indented JSON on stdout; errors as ``error CODE: MESSAGE`` on
+stderr; ``$/progress`` notifications on stderr. With stdin not a terminal the console
+reads commands line by line and prints nothing but results and errors.
+
+Exit status (both commands): 0 success; 1 the daemon answered with an error (for a piped
+console: at least one command failed); 2 no answer (cannot connect, connection lost,
+timeout, malformed reply) or unusable input to ``call``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+import msgspec
+from libravdb_client import (
+    Client,
+    ConnectError,
+    LibravdbError,
+    ProgressParams,
+    RpcError,
+    RpcTimeout,
+    default_endpoint,
+)
+
+from protocol.catalog import all_methods
+
+if TYPE_CHECKING:
+    from prompt_toolkit.completion import CompleteEvent, Completion
+    from prompt_toolkit.document import Document
+
+EXIT_OK: Final = 0
+EXIT_RPC_ERROR: Final = 1
+EXIT_NO_ANSWER: Final = 2
+
+PROMPT: Final = "libravdb> "
+HISTORY_FILE: Final = "console_history"
+
+DOT_COMMANDS: Final[dict[str, str]] = {
+    ".help": ".help [METHOD]          this help, or a method's params",
+    ".methods": ".methods                the daemon's methods",
+    ".timeout": ".timeout [SECONDS|none] show or set the per-call timeout",
+    ".reconnect": ".reconnect              open a new connection",
+    ".quit": ".quit                   leave (also .exit or Ctrl-D)",
+    ".exit": "",
+}
+
+
+class InputError(ValueError):
+    """A console line or ``call`` params that cannot be turned into a request."""
+
+
+@dataclass(frozen=True)
+class CallCommand:
+    method: str
+    params: Any = None
+
+
+@dataclass(frozen=True)
+class DotCommand:
+    name: str
+    arg: str = ""
+
+
+Command = CallCommand | DotCommand
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def parse_value(text: str) -> Any:
+    """A ``key=value`` value: JSON when it parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_assignments(words: Iterable[str]) -> dict[str, Any]:
+    """``["a=1", "b.c=x"]`` -> ``{"a": 1, "b": {"c": "x"}}``."""
+    params: dict[str, Any] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            raise InputError(f"expected key=value or a JSON value, got {word!r}")
+        *parents, leaf = key.split(".")
+        node = params
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise InputError(f"{key!r}: {part!r} is already set to a value")
+            node = child
+        node[leaf] = parse_value(value)
+    return params
+
+
+def parse_params(text: str) -> Any:
+    """Params text: empty (none), a JSON value, or ``key=value`` words."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if "=" not in text or text[0] in "{[":
+            raise InputError(f"params are not valid JSON: {exc}") from None
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise InputError(f"cannot split params: {exc}") from None
+    return parse_assignments(words)
+
+
+def parse_line(line: str) -> Command | None:
+    """One console line; None for blank lines and ``#`` comments."""
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return None
+    head, _, rest = line.partition(" ")
+    if head.startswith("."):
+        return DotCommand(head, rest.strip())
+    return CallCommand(head, parse_params(rest))
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def format_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def format_progress(progress: ProgressParams) -> str:
+    done = f"{progress.done}/{progress.total}" if progress.total is not None else str(progress.done)
+    suffix = f" {progress.message}" if progress.message else ""
+    return f"progress [{progress.token}]: {done}{suffix}"
+
+
+def format_rpc_error(exc: RpcError) -> str:
+    text = f"error {exc.code}: {exc.message}"
+    if exc.data is not None:
+        text += "\n" + format_json(exc.data)
+    return text
+
+
+def _json_printer(out: TextIO, color: bool) -> Callable[[str], None]:
+    """Print JSON; colored through pygments if asked, ``out`` is a terminal and it is installed."""
+
+    def plain(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    if not color or not out.isatty() or os.environ.get("NO_COLOR"):
+        return plain
+    try:
+        pygments: Any = importlib.import_module("pygments")
+        lexers: Any = importlib.import_module("pygments.lexers")
+        from prompt_toolkit import print_formatted_text
+        from prompt_toolkit.formatted_text import PygmentsTokens
+    except ImportError:
+        return plain
+    lexer = lexers.JsonLexer()
+
+    def colored(text: str) -> None:
+        # pygments ends the token stream with the newline itself.
+        print_formatted_text(PygmentsTokens(list(pygments.lex(text, lexer))), file=out, end="")
+
+    return colored
+
+
+# -- method metadata (from the protocol package) ------------------------------------------
+
+
+def _catalog() -> dict[str, Any]:
+    try:
+        return dict(all_methods())
+    except Exception:  # a broken protocol module must not take the console down
+        return {}
+
+
+def param_fields(method: str) -> list[tuple[str, str]]:
+    """``(wire name, type)`` of a method's params, when the protocol package defines it."""
+    schema = _catalog().get(method)
+    kind = getattr(schema, "params", None)
+    if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return []
+    return [(field.encode_name, _type_name(field.type)) for field in msgspec.structs.fields(kind)]
+
+
+def _type_name(kind: Any) -> str:
+    name = kind.__name__ if isinstance(kind, type) else str(kind)
+    return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", name)  # protocol.core.X -> X
+
+
+def method_help(method: str) -> str:
+    schema = _catalog().get(method)
+    if schema is None:
+        return f"{method}: no description in this console's protocol package"
+    lines = [f"{method}: {getattr(schema, 'summary', '')}"]
+    fields = param_fields(method)
+    lines += [f"  {name}: {kind}" for name, kind in fields] or ["  (no params)"]
+    return "\n".join(lines)
+
+
+# -- the console --------------------------------------------------------------------------
+
+
+class ConnectionLost(Exception):
+    """A piped console lost its connection: stop with exit status 2."""
+
+
+class Console:
+    """Executes console lines against one client; the prompt_toolkit loop lives outside."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        timeout: float | None,
+        out: TextIO,
+        err: TextIO,
+        interactive: bool,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.out = out
+        self.err = err
+        self.interactive = interactive
+        self.methods: list[str] = []
+        self.server = ""
+        self.failures = 0
+        self.print_json = _json_printer(out, color=interactive)
+        self.client = self._open()
+
+    def _open(self) -> Client:
+        """Connect and learn the method list (raises ConnectError/LibravdbError)."""
+        client = Client(self.endpoint, timeout=self.timeout, on_notification=self._notification)
+        try:
+            client.open()
+            try:
+                info = client.initialize()
+                self.methods = sorted(info.methods)
+                self.server = f"{info.server_info.name} {info.server_info.version}"
+            except RpcError:  # a daemon without `initialize`: fall back to what we know
+                self.methods = sorted(_catalog())
+                self.server = "unknown daemon"
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def close(self) -> None:
+        self.client.close()
+
+    def banner(self) -> str:
+        return (
+            f"Connected to {self.server} at {self.endpoint} ({len(self.methods)} methods).\n"
+            "Type a method name and params (Tab completes), .help for help, .quit to leave."
+        )
+
+    def say(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def _notification(self, method: str, params: Any) -> None:
+        self.say(f"notification {method}: {json.dumps(params, ensure_ascii=False)}")
+
+    def _progress(self, progress: ProgressParams) -> None:
+        self.say(format_progress(progress))
+
+    def execute(self, line: str) -> bool:
+        """Run one line; False when the console should stop."""
+        try:
+            command = parse_line(line)
+        except InputError as exc:
+            self.failures += 1
+            self.say(f"input error: {exc}")
+            return True
+        if command is None:
+            return True
+        if isinstance(command, DotCommand):
+            return self._dot(command)
+        self._call(command)
+        return True
+
+    def _call(self, command: CallCommand) -> None:
+        try:
+            result = self.client.call(
+                command.method, command.params, timeout=self.timeout, on_progress=self._progress
+            )
+        except RpcError as exc:
+            self.failures += 1
+            self.say(format_rpc_error(exc))
+        except LibravdbError as exc:  # no answer: timeout, connection lost, bad reply
+            self.failures += 1
+            kind = "timeout" if isinstance(exc, RpcTimeout) else "connection error"
+            if not self.interactive:
+                self.say(f"{kind}: {exc}")
+                raise ConnectionLost(str(exc)) from exc
+            hint = "" if isinstance(exc, RpcTimeout) else "\n(.reconnect opens a new connection)"
+            self.say(f"{kind}: {exc}{hint}")
+        else:
+            self.print_json(format_json(result))
+
+    def _dot(self, command: DotCommand) -> bool:
+        name, arg = command.name, command.arg
+        if name in (".quit", ".exit"):
+            return False
+        if name == ".help":
+            self.say(method_help(arg) if arg else self.help_text())
+        elif name == ".methods":
+            self.say("\n".join(self.methods))
+        elif name == ".timeout":
+            self._set_timeout(arg)
+        elif name == ".reconnect":
+            self._reconnect()
+        else:
+            self.failures += 1
+            self.say(f"unknown command {name}; .help lists the commands")
+        return True
+
+    def help_text(self) -> str:
+        lines = [
+            'Input: METHOD [JSON params | key=value ...]   e.g.  status   |   m {"k": 3}'
+            '   |   m k=3 text="two words" a.b=true',
+            "",
+            *(usage for usage in DOT_COMMANDS.values() if usage),
+            "",
+            "Methods: " + (", ".join(self.methods) or "(none)"),
+        ]
+        return "\n".join(lines)
+
+    def _set_timeout(self, arg: str) -> None:
+        if arg:
+            try:
+                value = None if arg.lower() in ("none", "off", "0") else float(arg)
+                if value is not None and value <= 0:
+                    raise ValueError(arg)
+            except ValueError:
+                self.failures += 1
+                self.say(f"invalid timeout {arg!r}: seconds > 0, or none")
+                return
+            self.timeout = value
+        shown = "none" if self.timeout is None else f"{self.timeout:g} s"
+        self.say(f"timeout: {shown}")
+
+    def _reconnect(self) -> None:
+        old = self.client
+        try:
+            self.client = self._open()
+        except LibravdbError as exc:
+            self.failures += 1
+            self.say(f"cannot reconnect: {exc}")
+            return
+        old.close()
+        self.say(f"reconnected to {self.server} at {self.endpoint}")
+
+
+# -- the interactive loop (prompt_toolkit) ------------------------------------------------
+
+
+def history_path() -> Path:
+    home = os.environ.get("HOME")
+    base = Path(home) / ".clawdb" if home else Path(".clawdb").absolute()
+    return base / HISTORY_FILE
+
+
+def _make_completer(console: Console) -> Any:
+    from prompt_toolkit.completion import Completer, Completion
+
+    class ConsoleCompleter(Completer):
+        def get_completions(
+            self, document: Document, complete_event: CompleteEvent
+        ) -> Iterable[Completion]:
+            text = document.text_before_cursor.lstrip()
+            if " " not in text:
+                for name in [*console.methods, *(n for n, u in DOT_COMMANDS.items() if u)]:
+                    if name.startswith(text):
+                        yield Completion(name, start_position=-len(text))
+                return
+            head = text.split(" ", 1)[0]
+            word = document.get_word_before_cursor(WORD=True)
+            if head == ".help":
+                names: Iterable[str] = console.methods
+            elif "=" in word or word[:1] in ("{", "[", '"'):
+                return
+            else:
+                names = [f"{name}=" for name, _ in param_fields(head)]
+            for name in names:
+                if name.startswith(word):
+                    yield Completion(name, start_position=-len(word))
+
+    return ConsoleCompleter()
+
+
+def _interactive(console: Console) -> int:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+
+    history: History
+    try:
+        path = history_path()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        history = FileHistory(str(path))
+    except OSError:
+        history = InMemoryHistory()
+    session: PromptSession[str] = PromptSession(
+        history=history, completer=_make_completer(console), complete_while_typing=True
+    )
+    console.say(console.banner())
+    while True:
+        try:
+            line = session.prompt(PROMPT)
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        try:
+            if not console.execute(line):
+                break
+        except KeyboardInterrupt:
+            console.say("interrupted (a late reply will be ignored)")
+    return EXIT_OK
+
+
+def _piped(console: Console, lines: Iterable[str]) -> int:
+    try:
+        for line in lines:
+            if not console.execute(line):
+                break
+    except ConnectionLost:
+        return EXIT_NO_ANSWER
+    return EXIT_RPC_ERROR if console.failures else EXIT_OK
+
+
+# -- entry points (called by sidecar.cli) -------------------------------------------------
+
+
+def resolve_endpoint(endpoint: str | None) -> str:
+    """The explicit endpoint, else the one the daemon would use with this environment."""
+    if endpoint:
+        return endpoint
+    try:
+        from sidecar.config import load_settings
+
+        return load_settings().resolved_endpoint
+    except Exception:  # an unreadable config file: fall back to env / default
+        return default_endpoint()
+
+
+def _connect_failure(exc: Exception, err: TextIO) -> int:
+    hint = ""
+    if isinstance(exc, ConnectError):
+        hint = "\nIs the daemon running? Start it with `libravdbd serve` or pass --endpoint."
+    print(f"libravdb: {exc}{hint}", file=err, flush=True)
+    return EXIT_NO_ANSWER
+
+
+def run_console(
+    endpoint: str | None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``libravdb console``: interactive on a terminal, line by line otherwise."""
+    stdin = sys.stdin if stdin is None else stdin
+    out = sys.stdout if stdout is None else stdout
+    err = sys.stderr if stderr is None else stderr
+    target = resolve_endpoint(endpoint)
+    interactive = stdin.isatty() and out.isatty()
+    try:
+        console = Console(target, timeout=30.0, out=out, err=err, interactive=interactive)
+    except (LibravdbError, ValueError) as exc:
+        return _connect_failure(exc, err)
+    try:
+        return _interactive(console) if interactive else _piped(console, stdin)
+    finally:
+        console.close()
+
+
+def run_call(endpoint: str | None, method: str, params_json: str, timeout: float) -> int:
+    """``libravdb call METHOD [PARAMS]``: print the result as JSON; see the module doc."""
+    try:
+        params = parse_params(params_json)
+    except InputError as exc:
+        print(f"libravdb call: {exc}", file=sys.stderr)
+        return EXIT_NO_ANSWER
+    target = resolve_endpoint(endpoint)
+
+    def progress(update: ProgressParams) -> None:
+        print(format_progress(update), file=sys.stderr, flush=True)
+
+    try:
+        with Client(target, timeout=timeout if timeout > 0 else None) as client:
+            result = client.call(method, params, on_progress=progress)
+    except RpcError as exc:
+        print(format_rpc_error(exc), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    except (LibravdbError, ValueError) as exc:
+        return _connect_failure(exc, sys.stderr)
+    print(format_json(result), flush=True)
+    return EXIT_OK

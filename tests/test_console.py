@@ -1,0 +1,277 @@
+"""`libravdb call` and `libravdb console`, run as real processes against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from libravdb_client.testing import DaemonProcess
+
+from sidecar.console import CallCommand, DotCommand, InputError, parse_line, parse_params
+
+
+def libravdb_argv() -> list[str]:
+    script = Path(sys.executable).parent / "libravdb"
+    if script.exists():
+        return [str(script)]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from sidecar.cli import tool_main; sys.exit(tool_main())",
+    ]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="module")
+def env(home: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
+    return {**clean, "HOME": str(home), "NO_COLOR": "1"}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, home: Path) -> Iterator[DaemonProcess]:
+    """Serves the default endpoint for this HOME: unix:$HOME/.clawdb/run/libravdb.sock."""
+    base = tmp_path_factory.mktemp("daemon")
+    listen = f"unix:{home / '.clawdb' / 'run' / 'libravdb.sock'}"
+    with DaemonProcess.start(listen, data_dir=base / "data", home=home) as running:
+        yield running
+
+
+def run(
+    args: list[str], env: dict[str, str], stdin: str = "", timeout: float = 20
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*libravdb_argv(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def json_documents(text: str) -> list[Any]:
+    decoder = json.JSONDecoder()
+    docs, pos = [], 0
+    while (pos := _skip_ws(text, pos)) < len(text):
+        doc, pos = decoder.raw_decode(text, pos)
+        docs.append(doc)
+    return docs
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+# -- libravdb call ------------------------------------------------------------------------
+
+
+def test_call_health_prints_json(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    done = run(["call", "health", "--endpoint", daemon.endpoint], env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+    assert done.stdout.startswith('{\n  "ok": true')  # indented
+
+
+def test_call_uses_the_default_endpoint_and_params(
+    daemon: DaemonProcess, env: dict[str, str]
+) -> None:
+    params = '{"clientInfo": {"name": "test"}}'
+    done = run(["call", "initialize", params], env)  # no --endpoint: $HOME default
+    assert done.returncode == 0, done.stderr
+    assert "health" in json.loads(done.stdout)["methods"]
+    via_env = run(
+        ["call", "status"],
+        {**env, "HOME": "/nonexistent", "LIBRAVDB_RPC_ENDPOINT": daemon.endpoint},
+    )
+    assert via_env.returncode == 0, via_env.stderr
+    assert json.loads(via_env.stdout)["endpoint"] == daemon.endpoint
+
+
+def test_call_rpc_errors_exit_1(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    unknown = run(["call", "no_such_method"], env)
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error -32601: unknown method: no_such_method")
+    assert unknown.stdout == ""
+    bad = run(["call", "health", '"x"'], env)
+    assert bad.returncode == 1 and bad.stderr.startswith("error -32602: ")
+
+
+def test_call_without_daemon_exits_2(tmp_path: Path, env: dict[str, str]) -> None:
+    done = run(["call", "health", "--endpoint", f"unix:{tmp_path / 'none.sock'}"], env)
+    assert done.returncode == 2
+    assert "cannot connect" in done.stderr and "Is the daemon running?" in done.stderr
+    refused = run(["call", "health", "--endpoint", "tcp:127.0.0.1:1"], env)
+    assert refused.returncode == 2 and "cannot connect" in refused.stderr
+
+
+def test_call_bad_input_exits_2(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    done = run(["call", "health", "{oops"], env)
+    assert done.returncode == 2 and "not valid JSON" in done.stderr
+    bad_endpoint = run(["call", "health", "--endpoint", "http://x"], env)
+    assert bad_endpoint.returncode == 2 and "unsupported RPC endpoint" in bad_endpoint.stderr
+
+
+# -- libravdb console (piped) -------------------------------------------------------------
+
+
+def test_piped_console_session(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    session = "\n".join(
+        [
+            "health",
+            "# a comment, then a blank line",
+            "",
+            'initialize {"clientInfo": {"name": "console-test"}}',
+            "initialize clientInfo.name=kv protocolVersion='\"2.0\"'",
+            ".timeout 10",
+            "status",
+            ".quit",
+            "health",  # never reached
+        ]
+    )
+    done = run(["console", "--endpoint", daemon.endpoint], env, stdin=session + "\n")
+    assert done.returncode == 0, done.stderr
+    docs = json_documents(done.stdout)
+    assert [sorted(d)[:2] for d in docs] == [
+        ["message", "models"],
+        ["capabilities", "methods"],
+        ["capabilities", "methods"],
+        ["abstractiveReady", "connections"],
+    ]
+    assert docs[0]["ok"] is True
+    assert "timeout: 10 s" in done.stderr
+    assert "Connected" not in done.stdout + done.stderr  # no banner when piped
+
+
+def test_piped_console_reports_failures(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    session = 'nope\nhealth "x"\nhealth {bad\n.bogus\nhealth\n'
+    done = run(["console"], env, stdin=session)  # default endpoint
+    assert done.returncode == 1
+    assert json_documents(done.stdout) == [{"ok": True, "message": "ok", "models": {}}]
+    lines = done.stderr.splitlines()
+    assert lines[0] == "error -32601: unknown method: nope"
+    assert lines[1].startswith("error -32602: ")
+    assert lines[2].startswith("input error: ")
+    assert lines[3].startswith("unknown command .bogus")
+
+
+def test_piped_console_help(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    done = run(["console"], env, stdin=".help\n.help initialize\n.methods\n")
+    assert done.returncode == 0, done.stderr
+    assert "Methods: health, initialize, shutdown, status" in done.stderr
+    assert "clientInfo: ClientInfo | None" in done.stderr
+    assert "\nstatus\n" in done.stderr
+
+
+def test_console_without_daemon_exits_2(tmp_path: Path, env: dict[str, str]) -> None:
+    done = run(["console", "--endpoint", f"unix:{tmp_path / 'none.sock'}"], env, stdin="health\n")
+    assert done.returncode == 2 and "cannot connect" in done.stderr
+
+
+def test_console_connection_lost_exits_2(tmp_path: Path, env: dict[str, str], home: Path) -> None:
+    with DaemonProcess.start("tcp", data_dir=tmp_path / "data", home=home) as own:
+        done = run(["console", "--endpoint", own.endpoint], env, stdin="shutdown\nhealth\nstatus\n")
+        assert done.returncode == 2
+        assert json_documents(done.stdout) == [{"ok": True}]
+        assert "connection error" in done.stderr
+
+
+# -- libravdb console (interactive, on a pseudo-terminal) ---------------------------------
+
+
+class Pty:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        import pty
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # child
+            os.execve(argv[0], argv, env)
+        self.output = b""
+
+    def expect(self, needle: bytes, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.output:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"{needle!r} not in {self.output[-2000:]!r}")
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if ready:
+                try:
+                    self.output += os.read(self.fd, 65536)
+                except OSError:  # the child closed the terminal
+                    raise AssertionError(f"{needle!r} not in {self.output[-2000:]!r}") from None
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def wait(self, timeout: float = 10.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.05)
+                if ready:
+                    self.output += os.read(self.fd, 65536)
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        raise AssertionError("console did not exit")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pty test written for Linux")
+def test_interactive_console(daemon: DaemonProcess, env: dict[str, str], home: Path) -> None:
+    argv = libravdb_argv()
+    if len(argv) != 1:
+        pytest.skip("the libravdb console script is not installed")
+    term = {**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    console = Pty([argv[0], "console"], term)
+    console.expect(b"Connected to libravdbd")
+    console.expect(b"libravdb>")
+    console.send(b"hea")
+    console.expect(b" health ")  # the completion menu, from initialize's method list
+    console.send(b"\t")  # complete to `health`
+    console.expect(b"lth")
+    console.send(b"\r")
+    console.expect(b'"ok": true')
+    console.send(b"nope\r")
+    console.expect(b"error -32601")
+    console.send(b".quit\r")
+    assert console.wait() == 0
+    history = (home / ".clawdb" / "console_history").read_text()
+    assert "+health" in history and "+nope" in history
+
+
+# -- input parsing ------------------------------------------------------------------------
+
+
+def test_parse_line() -> None:
+    assert parse_line("  ") is None and parse_line("# x") is None
+    assert parse_line("status") == CallCommand("status", None)
+    assert parse_line('m {"a": [1, 2]}') == CallCommand("m", {"a": [1, 2]})
+    assert parse_line('m "x"') == CallCommand("m", "x")
+    assert parse_line(".help status") == DotCommand(".help", "status")
+    assert parse_line('m k=3 t="two words" f=true a.b=x a.c=null s=abc') == CallCommand(
+        "m", {"k": 3, "t": "two words", "f": True, "a": {"b": "x", "c": None}, "s": "abc"}
+    )
+    assert parse_params("ids=[1,2]") == {"ids": [1, 2]}
+    for bad in ("{oops", "k=1 loose", "a=1 a.b=2", "=1", "t='open"):
+        with pytest.raises(InputError):
+            parse_params(bad)
