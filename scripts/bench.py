@@ -39,7 +39,9 @@ class Row:
     verdict: str = ""  # "met", "missed" or ""
 
     @staticmethod
-    def timed(metric: str, value: float, unit: str, target: float | None, lower_is_better: bool = True) -> Row:
+    def timed(
+        metric: str, value: float, unit: str, target: float | None, lower_is_better: bool = True
+    ) -> Row:
         verdict = ""
         target_text = ""
         if target is not None:
@@ -216,7 +218,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    command = "python scripts/bench.py " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "make bench"
+    command = (
+        "python scripts/bench.py " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "make bench"
+    )
 
     doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
     failures = 0

@@ -1,6 +1,8 @@
-"""Which services the daemon runs: the store and the model engines.
+"""Which services the daemon runs: the model engines, then the store.
 
 Kept apart from the server so tests and tools can build an App with the same wiring.
+Order matters: the store opens with the embedder's dimension and fingerprint, so the
+engine hub is provided (and started) first, and closed last.
 """
 
 from __future__ import annotations
@@ -14,5 +16,23 @@ class StartupError(Exception):
 
 def install_services(app: App) -> None:
     """Register the daemon's services on ``app`` (started later by ``app.start``)."""
-    # The store and the engines register here as they land (issues 3 and 4).
-    return None
+    from sidecar.engines import EngineHub
+    from sidecar.store.service import StoreService
+
+    settings = app.settings
+    # Local asset profiles may live in ~/.clawdb/models/<profile> beside the data directory.
+    hub = EngineHub.from_settings(
+        settings.embedding,
+        settings.summarizer,
+        search_roots=[settings.data_path.parent / "models"],
+    )
+    app.provide(EngineHub, hub)
+    app.provide(
+        StoreService,
+        StoreService(
+            settings,
+            hub=hub,
+            index_threads=settings.store.index_threads,
+            store_kwargs={"synchronous": settings.store.synchronous.upper()},
+        ),
+    )

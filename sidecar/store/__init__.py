@@ -1,1 +1,71 @@
-"""Package."""
+"""Durable storage: SQLite source of truth with derived hnswlib/numpy vector indexes.
+
+Public surface (see docs/store.md):
+
+* :class:`Store` (sync; ``Store.open(data_dir, embed_dims=..., fingerprint=...)``) and
+  :class:`AsyncStore` (asyncio façade);
+* value types :class:`Record`, :class:`Hit`, :class:`CollectionInfo`, write operations
+  :class:`Put`, :class:`Patch`, :class:`Delete`, :class:`DropCollection`;
+* errors in :mod:`sidecar.store.errors`;
+* naming rules :func:`dims_for_collection`, :func:`in_namespace`;
+* :func:`sidecar.store.reembed.reembed` for ``libravdb reembed``.
+"""
+
+from sidecar.store.aio import AsyncStore
+from sidecar.store.errors import (
+    FingerprintMismatch,
+    InvalidInput,
+    NotFound,
+    SchemaTooNew,
+    StorageUnavailable,
+    StoreClosed,
+    StoreError,
+    StoreLocked,
+    VersionConflict,
+)
+from sidecar.store.names import dims_for_collection, in_namespace
+from sidecar.store.store import Store
+from sidecar.store.types import (
+    CollectionInfo,
+    Delete,
+    DropCollection,
+    ExportStats,
+    Hit,
+    ImportStats,
+    IndexStatus,
+    Op,
+    OpResult,
+    Patch,
+    Put,
+    Record,
+    TimeRange,
+)
+
+__all__ = [
+    "AsyncStore",
+    "CollectionInfo",
+    "Delete",
+    "DropCollection",
+    "ExportStats",
+    "FingerprintMismatch",
+    "Hit",
+    "ImportStats",
+    "IndexStatus",
+    "InvalidInput",
+    "NotFound",
+    "Op",
+    "OpResult",
+    "Patch",
+    "Put",
+    "Record",
+    "SchemaTooNew",
+    "StorageUnavailable",
+    "Store",
+    "StoreClosed",
+    "StoreError",
+    "StoreLocked",
+    "TimeRange",
+    "VersionConflict",
+    "dims_for_collection",
+    "in_namespace",
+]

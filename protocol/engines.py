@@ -1,0 +1,56 @@
+"""Model engines on the wire: ``embed`` and ``summarize`` (for hosts and for debugging)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from protocol.base import MethodSchema, WireStruct
+
+MAX_EMBED_TEXTS = 1024
+MAX_SUMMARIZE_TEXTS = 4096
+
+
+class EmbedParams(WireStruct, kw_only=True):
+    texts: list[str]
+    # "query" applies the profile's query prefix (e.g. Nomic's "search_query: ").
+    kind: Literal["query", "document"] = "document"
+
+
+class EmbedResult(WireStruct, kw_only=True):
+    vectors: list[list[float]]
+    dims: int
+    model: str  # the embedding profile
+    truncated: list[bool]  # per text: input beyond the model's token limit was dropped
+    fingerprint: str = ""
+
+
+class SummarizeParams(WireStruct, kw_only=True):
+    texts: list[str]  # turns, oldest first
+    max_tokens: int | None = None  # seq2seq: max new tokens; extractive: word budget
+    method: Literal["auto", "seq2seq", "extractive"] = "auto"
+    density: float | None = None  # extractive: fraction of turns kept (default 0.4)
+
+
+class SummarizeResult(WireStruct, kw_only=True):
+    summary: str
+    method: str  # the method that produced the summary: "seq2seq" or "extractive"
+    confidence: float
+    tokens: int
+    fallback_reason: str | None = None  # why seq2seq was not used when it was asked for
+    source_indices: list[int] = msgspec.field(default_factory=list)
+    truncated: bool = False
+    model: str = ""
+
+
+METHODS: dict[str, MethodSchema] = {
+    "embed": MethodSchema(
+        EmbedParams, EmbedResult, "Embed texts with the daemon's embedding model"
+    ),
+    "summarize": MethodSchema(
+        SummarizeParams,
+        SummarizeResult,
+        "Summarize turns (seq2seq, or extractive fallback; never fails for model reasons)",
+    ),
+}

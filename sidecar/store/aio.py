@@ -1,0 +1,190 @@
+"""Asyncio façade over :class:`Store` for the daemon.
+
+Writes are awaited on the writer thread's futures (no extra thread hop); reads and other
+blocking calls run in a small dedicated thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sidecar.store.store import Store
+from sidecar.store.types import (
+    CollectionInfo,
+    Delete,
+    DropCollection,
+    Hit,
+    Op,
+    OpResult,
+    Patch,
+    Put,
+    Record,
+    TimeRange,
+)
+
+T = TypeVar("T")
+
+
+class AsyncStore:
+    """``await``-able store API. Owns the :class:`Store` it wraps (``aclose`` closes it)."""
+
+    def __init__(self, store: Store, *, read_threads: int = 4) -> None:
+        self.store = store
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, read_threads), thread_name_prefix="libravdb-store-read"
+        )
+
+    @classmethod
+    async def open(
+        cls, data_dir: str | os.PathLike[str], *, read_threads: int = 4, **kwargs: Any
+    ) -> AsyncStore:
+        """``Store.open`` (same keyword arguments) in a worker thread."""
+        loop = asyncio.get_running_loop()
+        store = await loop.run_in_executor(None, functools.partial(Store.open, data_dir, **kwargs))
+        return cls(store, read_threads=read_threads)
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    async def aclose(self) -> None:
+        await self._run(self.store.close)
+        self._pool.shutdown(wait=True)
+
+    # ---- writes ------------------------------------------------------------------------
+
+    async def write(self, ops: Sequence[Op]) -> list[OpResult]:
+        return await asyncio.wrap_future(self.store.write_future(ops))
+
+    async def put(
+        self,
+        collection: str,
+        record_id: str,
+        *,
+        text: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        vector: Any = None,
+        if_version: int | None = None,
+    ) -> OpResult:
+        op = Put(collection, record_id, text, metadata or {}, vector, if_version)
+        return (await self.write([op]))[0]
+
+    async def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
+        return await self.write(puts)
+
+    async def patch(
+        self,
+        collection: str,
+        record_id: str,
+        metadata: Mapping[str, Any],
+        *,
+        text: str | None = None,
+        if_version: int | None = None,
+        bump_version: bool = True,
+        missing_ok: bool = False,
+    ) -> OpResult:
+        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
+        return (await self.write([op]))[0]
+
+    async def delete(self, collection: str, record_id: str) -> bool:
+        return (await self.write([Delete(collection, record_id)]))[0].changed
+
+    async def delete_many(self, collection: str, ids: Iterable[str]) -> int:
+        res = await self.write([Delete(collection, i) for i in ids])
+        return sum(r.changed for r in res)
+
+    async def drop_collections(self, names: Iterable[str]) -> int:
+        res = await self.write([DropCollection(n) for n in names])
+        return sum(r.changed for r in res)
+
+    async def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
+        return await asyncio.wrap_future(self.store.ensure_collections_future(names))
+
+    async def increment(
+        self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+    ) -> int:
+        return await asyncio.wrap_future(self.store.increment_future(updates, key))
+
+    async def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+        return await self._run(self.store.add_tombstones, namespace, list(keys), reason)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    async def get(self, collection: str, record_id: str) -> Record | None:
+        return await self._run(self.store.get, collection, record_id)
+
+    async def get_many(self, collection: str, ids: Iterable[str]) -> list[Record]:
+        return await self._run(self.store.get_many, collection, list(ids))
+
+    async def list_records(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        return await self._run(
+            self.store.list_records, collection, where=where, time_range=time_range, limit=limit
+        )
+
+    async def search(
+        self,
+        collection: str,
+        vector: Any,
+        k: int,
+        *,
+        exclude_ids: Iterable[str] = (),
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[Hit]:
+        return await self._run(
+            self.store.search,
+            collection,
+            vector,
+            k,
+            exclude_ids=list(exclude_ids),
+            where=where,
+            time_range=time_range,
+        )
+
+    async def search_collections(
+        self,
+        collections: Sequence[str],
+        vector: Any,
+        k: int,
+        *,
+        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
+    ) -> list[Hit]:
+        return await self._run(
+            self.store.search_collections,
+            list(collections),
+            vector,
+            k,
+            exclude_by_collection=exclude_by_collection,
+        )
+
+    async def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
+        return await self._run(self.store.tombstoned, namespace, list(keys))
+
+    async def checkpoint(self) -> dict[str, int]:
+        return await self._run(self.store.checkpoint)
+
+    def count(self, collection: str) -> int:
+        return self.store.count(collection)
+
+    def count_prefix(self, prefix: str) -> int:
+        return self.store.count_prefix(prefix)
+
+    def count_namespace(self, namespace: str) -> int:
+        return self.store.count_namespace(namespace)
+
+    def collections(
+        self, *, prefix: str | None = None, namespace: str | None = None
+    ) -> list[CollectionInfo]:
+        return self.store.collections(prefix=prefix, namespace=namespace)

@@ -1,0 +1,272 @@
+"""Export and import of a store as NDJSON (one JSON object per line).
+
+Format (version 1), in order:
+
+* ``{"kind": "header", "format": "libravdb-store", "version": 1, "fingerprint": ...,
+  "embed_dims": ..., "exported_ms": ..., "vector_encoding": "f32le-base64"}``
+* per collection: ``{"kind": "collection", "name", "dims", "type"}`` then its records
+  ``{"kind": "record", "collection", "id", "text", "metadata", "version", "created_ms",
+  "updated_ms", "vector"?}`` in id order; ``vector`` is the base64 of little-endian float32
+  values (a JSON array of numbers is accepted on import);
+* ``{"kind": "tombstone", "namespace", "key", "reason", "created_ms"}``;
+* ``{"kind": "end", "records": n, "collections": n, "tombstones": n}``.
+
+Import is an upsert of every record (repeating an import is harmless). Vectors are used as
+they are when the file's fingerprint equals the store's and the size fits; otherwise (or
+when absent) the record's text is re-embedded with ``embed``.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TextIO
+
+import msgspec
+import numpy as np
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.errors import InvalidInput
+from sidecar.store.types import ExportStats, ImportStats, Put
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+FORMAT = "libravdb-store"
+VERSION = 1
+
+EmbedFn = Callable[[list[str]], Any]
+Progress = Callable[[int, int | None], None]
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
+
+
+def encode_vector(vec: Any) -> str:
+    arr = np.asarray(vec, dtype="<f4")
+    return base64.b64encode(arr.tobytes()).decode("ascii")
+
+
+def decode_vector(value: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
+    if isinstance(value, str):
+        raw = base64.b64decode(value.encode("ascii"), validate=True)
+        if len(raw) % 4:
+            raise InvalidInput("vector payload is not a whole number of float32 values")
+        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if isinstance(value, list):
+        return np.asarray(value, dtype=np.float32)
+    raise InvalidInput("vector must be base64 float32 or an array of numbers")
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return _enc.encode(obj).decode("utf-8") + "\n"
+
+
+def export_ndjson(
+    store: Store,
+    out: TextIO,
+    *,
+    collections: Iterable[str] | None = None,
+    include_vectors: bool = True,
+    progress: Progress | None = None,
+) -> ExportStats:
+    names = (
+        sorted(dict.fromkeys(collections))
+        if collections is not None
+        else [c.name for c in store.collections()]
+    )
+    infos = [i for i in (store.collection(n) for n in names) if i is not None]
+    total = sum(store.count(i.name) for i in infos)
+    out.write(
+        _line(
+            {
+                "kind": "header",
+                "format": FORMAT,
+                "version": VERSION,
+                "fingerprint": store.fingerprint,
+                "embed_dims": store.embed_dims,
+                "exported_ms": int(time.time() * 1000),
+                "vector_encoding": "f32le-base64",
+            }
+        )
+    )
+    done = 0
+    for info in infos:
+        out.write(
+            _line({"kind": "collection", "name": info.name, "dims": info.dims, "type": info.kind})
+        )
+        for rec in store.iter_records(info.name, include_vectors=include_vectors):
+            obj: dict[str, Any] = {
+                "kind": "record",
+                "collection": rec.collection,
+                "id": rec.id,
+                "text": rec.text,
+                "metadata": rec.metadata,
+                "version": rec.version,
+                "created_ms": rec.created_ms,
+                "updated_ms": rec.updated_ms,
+            }
+            if include_vectors and rec.vector is not None and info.has_vectors:
+                obj["vector"] = encode_vector(rec.vector)
+            out.write(_line(obj))
+            done += 1
+            if progress is not None and done % 1000 == 0:
+                progress(done, total)
+    tombs = store.list_tombstones() if collections is None else []
+    for ns, key, reason, created in tombs:
+        out.write(
+            _line(
+                {
+                    "kind": "tombstone",
+                    "namespace": ns,
+                    "key": key,
+                    "reason": reason,
+                    "created_ms": created,
+                }
+            )
+        )
+    out.write(
+        _line({"kind": "end", "records": done, "collections": len(infos), "tombstones": len(tombs)})
+    )
+    if progress is not None:
+        progress(done, total)
+    return ExportStats(records=done, collections=len(infos), tombstones=len(tombs))
+
+
+def import_ndjson(
+    store: Store,
+    src: Iterable[str],
+    *,
+    embed: EmbedFn | None = None,
+    progress: Progress | None = None,
+    batch: int = 256,
+) -> ImportStats:
+    """Upsert every record of an export. Raises InvalidInput on a malformed file.
+
+    Records are written in transactions of ``batch``; a failure stops the import with the
+    earlier batches kept (import again to finish: it is idempotent).
+    """
+    header: dict[str, Any] | None = None
+    pending: list[tuple[dict[str, Any], Any]] = []
+    need_embed: list[int] = []
+    stats = {"records": 0, "reembedded": 0, "without_vector": 0, "collections": 0, "tombs": 0}
+    tombs: list[tuple[str, str, str]] = []
+    ended = False
+    use_vectors = False
+
+    def flush() -> None:
+        if not pending:
+            return
+        if need_embed:
+            if embed is None:
+                raise InvalidInput(
+                    "the import needs an embedder: some records have no usable vector "
+                    "(missing, or written by another embedding model)"
+                )
+            texts = [pending[i][0]["text"] for i in need_embed]
+            vecs = np.asarray(embed(texts), dtype=np.float32)
+            if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+                raise InvalidInput("the embedder returned the wrong number of vectors")
+            for j, i in enumerate(need_embed):
+                rec, _ = pending[i]
+                dims = store.dims_for(rec["collection"])
+                vec = vecs[j]
+                if vec.shape[0] > dims:
+                    vec = N.normalized(vec[:dims])
+                pending[i] = (rec, vec)
+            stats["reembedded"] += len(need_embed)
+        puts = []
+        for rec, vec in pending:
+            meta = rec.get("metadata") or {}
+            created = rec.get("created_ms")
+            puts.append(
+                Put(
+                    rec["collection"],
+                    rec["id"],
+                    rec.get("text", ""),
+                    meta,
+                    vec,
+                    None,
+                    created if isinstance(created, int) and not isinstance(created, bool) else None,
+                )
+            )
+        store.write(puts)
+        stats["records"] += len(puts)
+        pending.clear()
+        need_embed.clear()
+        if progress is not None:
+            progress(stats["records"], None)
+
+    for lineno, line in enumerate(src, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = _dec.decode(line)
+        except msgspec.DecodeError as exc:
+            raise InvalidInput(f"line {lineno}: not JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise InvalidInput(f"line {lineno}: expected an object")
+        kind = obj.get("kind")
+        if header is None:
+            if kind != "header" or obj.get("format") != FORMAT:
+                raise InvalidInput(f"line {lineno}: not a {FORMAT} export (missing header)")
+            if obj.get("version") != VERSION:
+                raise InvalidInput(f"unsupported export version {obj.get('version')!r}")
+            header = obj
+            use_vectors = bool(store.fingerprint) and obj.get("fingerprint") == store.fingerprint
+            if not store.fingerprint and not obj.get("fingerprint"):
+                use_vectors = True
+            continue
+        if kind == "collection":
+            name = N.validate_collection(obj.get("name"))
+            store.ensure_collections([name])
+            stats["collections"] += 1
+        elif kind == "record":
+            coll = N.validate_collection(obj.get("collection"))
+            N.validate_id(obj.get("id"))
+            text = obj.get("text", "")
+            if not isinstance(text, str):
+                raise InvalidInput(f"line {lineno}: text must be a string")
+            dims = store.dims_for(coll)
+            vec: Any = None
+            if dims > 1:
+                raw = obj.get("vector")
+                if raw is not None and use_vectors:
+                    vec = decode_vector(raw)
+                    if vec.shape[0] != dims:
+                        vec = None
+                if vec is None:
+                    need_embed.append(len(pending))
+            pending.append((obj, vec))
+            if len(pending) >= batch:
+                flush()
+        elif kind == "tombstone":
+            tombs.append(
+                (str(obj.get("namespace", "")), str(obj.get("key", "")), str(obj.get("reason", "")))
+            )
+        elif kind == "end":
+            ended = True
+        else:
+            raise InvalidInput(f"line {lineno}: unknown kind {kind!r}")
+    flush()
+    if header is None:
+        raise InvalidInput("empty import: no header line")
+    by_ns: dict[str, list[tuple[str, str]]] = {}
+    for ns, key, reason in tombs:
+        by_ns.setdefault(ns, []).append((key, reason))
+    for ns, items in by_ns.items():
+        for key, reason in items:
+            store.add_tombstones(ns, [key], reason)
+    if not ended:
+        log.warning("store.import_truncated", records=stats["records"])
+    return ImportStats(
+        records=stats["records"],
+        reembedded=stats["reembedded"],
+        without_vector=stats["without_vector"],
+        collections=stats["collections"],
+        tombstones=len(tombs),
+    )

@@ -1,0 +1,152 @@
+"""SQLite schema and its versioned migrations.
+
+The schema version lives in ``PRAGMA user_version``. Each migration moves the database from
+version ``n - 1`` to ``n`` inside one transaction, together with the ``user_version`` bump,
+so a crash during a migration leaves the previous version intact. Migrations only ever move
+forward; a database newer than :data:`SCHEMA_VERSION` is refused (an older daemon must not
+write a format it does not understand).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+import msgspec
+
+from sidecar.store.errors import SchemaTooNew
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _exec_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of ``script`` in the current transaction.
+
+    (``executescript`` would COMMIT the migration's transaction first.)
+    """
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf!r}")
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    _exec_script(
+        conn,
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE collections (
+            cid        INTEGER PRIMARY KEY AUTOINCREMENT,
+            name       TEXT NOT NULL UNIQUE,
+            dims       INTEGER NOT NULL CHECK (dims >= 1),
+            kind       TEXT NOT NULL CHECK (kind IN ('vector', 'vectorless')),
+            created_ms INTEGER NOT NULL
+        );
+
+        -- rid: stable row id, also the label in the ANN index (never reused: AUTOINCREMENT).
+        -- seq: store-wide monotonic write sequence of the last change to the record.
+        -- vseq: seq of the last change of the vector (index backfill key).
+        CREATE TABLE records (
+            rid        INTEGER PRIMARY KEY AUTOINCREMENT,
+            cid        INTEGER NOT NULL REFERENCES collections(cid),
+            id         TEXT NOT NULL,
+            text       TEXT NOT NULL,
+            metadata   TEXT NOT NULL,
+            vector     BLOB,
+            version    INTEGER NOT NULL,
+            seq        INTEGER NOT NULL,
+            vseq       INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            UNIQUE (cid, id)
+        );
+        CREATE INDEX records_cid_vseq ON records (cid, vseq);
+
+        INSERT INTO meta (key, value) VALUES ('seq', '0');
+        """,
+    )
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    # Time-range filters: a materialized record timestamp (metadata.ts, else created_ms).
+    conn.execute("ALTER TABLE records ADD COLUMN ts_ms INTEGER")
+    rows = conn.execute("SELECT rid, metadata, created_ms FROM records").fetchall()
+    from sidecar.store.names import ts_from_metadata  # local: avoid import cycles at load
+
+    for rid, meta, created in rows:
+        try:
+            decoded = msgspec.json.decode(meta)
+        except msgspec.DecodeError:
+            decoded = {}
+        ts = ts_from_metadata(decoded if isinstance(decoded, dict) else {}, created)
+        conn.execute("UPDATE records SET ts_ms = ? WHERE rid = ?", (ts, rid))
+    _exec_script(
+        conn,
+        """
+        CREATE INDEX records_cid_ts ON records (cid, ts_ms);
+
+        -- "forget" leaves tombstones so that nothing re-ingested resurrects it.
+        CREATE TABLE tombstones (
+            namespace  TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            reason     TEXT NOT NULL DEFAULT '',
+            created_ms INTEGER NOT NULL,
+            PRIMARY KEY (namespace, key)
+        ) WITHOUT ROWID;
+
+        -- An index (collection, tier) whose in-memory update failed; repaired (rebuilt)
+        -- at the next checkpoint or start.
+        CREATE TABLE dirty_tiers (
+            cid        INTEGER NOT NULL,
+            dims       INTEGER NOT NULL,
+            reason     TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            PRIMARY KEY (cid, dims)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> list[int]:
+    """Bring the database to ``target``; returns the versions applied.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"the database has schema version {current}, newer than this daemon supports "
+            f"({SCHEMA_VERSION}); upgrade the daemon",
+            found=current,
+            supported=SCHEMA_VERSION,
+        )
+    applied: list[int] = []
+    for version in range(current + 1, target + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[version - 1](conn)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied

@@ -1,0 +1,161 @@
+"""The store as a daemon component (App service): open/close, health, counts, embedding.
+
+Install it in ``sidecar/services.py``::
+
+    hub = EngineHub.from_settings(...)
+    app.provide(EngineHub, hub)
+    app.provide(StoreService, StoreService(app.settings, hub=hub))
+
+Start-up opens the store in ``settings.data_path`` with the embedder's dimension and
+fingerprint: a second daemon on the same directory, a fingerprint mismatch or an unusable
+disk make start-up fail with one clear line (``StartupError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from protocol.core import ComponentState
+from sidecar.services import StartupError
+from sidecar.store.aio import AsyncStore
+from sidecar.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from sidecar.config import Settings
+    from sidecar.engines import EngineHub
+
+log = structlog.get_logger(__name__)
+
+F32 = npt.NDArray[np.float32]
+# async (texts, kind) -> float32 [n, dims]; kind is "document" or "query"
+AsyncEmbed = Callable[[Sequence[str], str], Awaitable[F32]]
+
+
+class StoreStartError(StartupError):
+    """The store could not open; the daemon must exit 1 with this message."""
+
+
+class StoreService:
+    """App component owning the :class:`AsyncStore`."""
+
+    name = "store"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        hub: EngineHub | None = None,
+        embed: AsyncEmbed | None = None,
+        embed_dims: int | None = None,
+        fingerprint: str | None = None,
+        tiers: Sequence[int] | None = None,
+        ann_dims: int | None = None,
+        index_threads: int = 1,
+        store_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.hub = hub
+        self._embed = embed
+        self._embed_dims = embed_dims
+        self._fingerprint = fingerprint
+        self._tiers = tiers
+        self._ann_dims = ann_dims
+        self._index_threads = index_threads
+        self._store_kwargs = store_kwargs or {}
+        self._store: AsyncStore | None = None
+        self._error = ""
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        dims, fingerprint, tiers = self._embed_dims, self._fingerprint, self._tiers
+        if self.hub is not None:
+            try:
+                embedder = self.hub.require_embedder()
+            except Exception as exc:  # the engines report it; open with what the store knows
+                log.warning("store.no_embedder", error=str(exc))
+            else:
+                dims = dims or embedder.dims
+                fingerprint = embedder.fingerprint if fingerprint is None else fingerprint
+                if tiers is None and embedder.supports_matryoshka:
+                    tiers = tuple(d for d in embedder.matryoshka_dims if d < embedder.dims)
+        if not dims:
+            self._error = "embedding dimension unknown (no embedder)"
+            raise StoreStartError(f"cannot open the store: {self._error}")
+        try:
+            self._store = await AsyncStore.open(
+                self.settings.data_path,
+                embed_dims=dims,
+                fingerprint=fingerprint or "",
+                tiers=tuple(tiers or ()),
+                ann_dims=self._ann_dims,
+                settings=self.settings.store,
+                index_threads=self._index_threads,
+                **self._store_kwargs,
+            )
+        except StoreError as exc:
+            self._error = exc.message
+            raise StoreStartError(exc.message) from exc
+
+    async def close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            await store.aclose()
+
+    # ---- access ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> AsyncStore:
+        if self._store is None:
+            raise StoreError("store unavailable")
+        return self._store
+
+    @property
+    def ready(self) -> bool:
+        return self._store is not None
+
+    async def embed(self, texts: Sequence[str], kind: str) -> F32:
+        """Embed with the injected function, else the hub's embedder."""
+        if self._embed is not None:
+            return await self._embed(texts, kind)
+        if self.hub is None:
+            raise StoreError("no embedder configured")
+        res = await self.hub.require_embedder().embed(list(texts), kind)
+        return res.vectors
+
+    # ---- reporting ---------------------------------------------------------------------
+
+    def states(self) -> dict[str, ComponentState]:
+        if self._store is not None:
+            s = self._store.store
+            return {
+                "store": ComponentState(
+                    state="ready",
+                    profile="sqlite+hnsw",
+                    fingerprint=s.fingerprint,
+                    dims=s.embed_dims,
+                )
+            }
+        if self._error:
+            return {"store": ComponentState(state="failed", reason=self._error)}
+        return {"store": ComponentState(state="unloaded")}
+
+    async def counts(self) -> dict[str, int]:
+        """Status counts (reference §9: raw prefixes) plus the total."""
+        if self._store is None:
+            return {}
+        s = self._store.store
+        await asyncio.sleep(0)
+        return {
+            "turns": s.count_prefix("turns:"),
+            "memories": s.count_prefix("user:"),
+            "lifecycleHints": s.count_prefix("_internal:lifecycle_journal"),
+            "records": s.total_records(),
+            "collections": len(s.collections()),
+        }

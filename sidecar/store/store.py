@@ -1,0 +1,1608 @@
+"""The store: SQLite source of truth, one writer thread, derived vector indexes.
+
+See docs/store.md for the design and the durability promise. Quick map:
+
+* :meth:`Store.open` takes the directory lock, opens/migrates SQLite (WAL), checks the
+  embedding fingerprint, loads the saved HNSW graphs and backfills newer records.
+* Writes (``put``, ``patch``, ``delete``, ``write`` ...) run on the writer thread and return
+  once committed; sync methods block, :class:`sidecar.store.aio.AsyncStore` awaits.
+* Reads (``get``, ``list``, ``search`` ...) run in the calling thread on a per-thread
+  read-only connection, concurrently with writes (WAL snapshots).
+* ``checkpoint`` (idle timer, ``close``) saves the graphs stamped with the highest record
+  sequence they cover, and repairs dirty indexes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import msgspec
+import numpy as np
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.errors import (
+    FingerprintMismatch,
+    InvalidInput,
+    NotFound,
+    StorageUnavailable,
+    StoreClosed,
+    StoreError,
+    VersionConflict,
+)
+from sidecar.store.exact import F32, Candidate, top_candidates
+from sidecar.store.index import AnnParams, NeedScan, Row, VectorIndex, decode_rows
+from sidecar.store.lock import DirLock
+from sidecar.store.schema import SCHEMA_VERSION, migrate
+from sidecar.store.types import (
+    CollectionInfo,
+    Delete,
+    DropCollection,
+    ExportStats,
+    Hit,
+    ImportStats,
+    IndexStatus,
+    Op,
+    OpResult,
+    Patch,
+    Put,
+    Record,
+    TimeRange,
+)
+from sidecar.store.writer import Effect, Tx, Writer, map_sqlite_error
+
+if TYPE_CHECKING:
+    from sidecar.config import StoreSettings
+
+log = structlog.get_logger(__name__)
+
+DB_NAME = "store.sqlite3"
+INDEX_DIR = "index"
+PROFILE_FILE = "embedding.json"
+
+_json_encode = msgspec.json.Encoder().encode
+_json_decode = msgspec.json.Decoder().decode
+
+EmbedFn = Callable[[list[str]], Any]
+Progress = Callable[[int, int | None], None]
+
+_SQL_MAX_VARS = 900
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _chunks(items: Sequence[Any], size: int = _SQL_MAX_VARS) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _decode_meta(raw: str) -> dict[str, Any]:
+    value = _json_decode(raw)
+    return value if isinstance(value, dict) else {}
+
+
+def _where_sql(
+    where: Mapping[str, Any] | None, time_range: TimeRange | None
+) -> tuple[str, list[Any], list[tuple[str, Any]]]:
+    """SQL predicate (prefixed with AND) for metadata equality and time range.
+
+    Returns the clause, its parameters and the (key, value) pairs that must be checked in
+    Python (arrays/objects, keys SQLite's JSON path cannot address, huge integers).
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    post: list[tuple[str, Any]] = []
+    for key, val in (where or {}).items():
+        if not isinstance(key, str) or not key:
+            raise InvalidInput("metadata filter keys must be non-empty strings")
+        if '"' in key or "\\" in key:
+            post.append((key, val))
+            continue
+        path = '$."' + key + '"'
+        if isinstance(val, bool):
+            clauses.append("json_type(metadata, ?) = ?")
+            params += [path, "true" if val else "false"]
+        elif val is None:
+            clauses.append("json_type(metadata, ?) = 'null'")
+            params.append(path)
+        elif isinstance(val, int) and not _INT64_MIN <= val <= _INT64_MAX:
+            clauses.append("json_type(metadata, ?) IN ('integer', 'real')")
+            params.append(path)
+            post.append((key, val))
+        elif isinstance(val, (int, float)):
+            clauses.append(
+                "json_type(metadata, ?) IN ('integer', 'real') AND json_extract(metadata, ?) = ?"
+            )
+            params += [path, path, val]
+        elif isinstance(val, str):
+            clauses.append("json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) = ?")
+            params += [path, path, val]
+        elif isinstance(val, (list, tuple, Mapping)):
+            clauses.append("json_type(metadata, ?) = ?")
+            params += [path, "object" if isinstance(val, Mapping) else "array"]
+            post.append((key, val))
+        else:
+            raise InvalidInput(f"unsupported metadata filter value for {key!r}")
+    if time_range is not None:
+        if time_range.start_ms is not None:
+            clauses.append("ts_ms >= ?")
+            params.append(int(time_range.start_ms))
+        if time_range.end_ms is not None:
+            clauses.append("ts_ms < ?")
+            params.append(int(time_range.end_ms))
+    sql = "".join(f" AND ({c})" for c in clauses)
+    return sql, params, post
+
+
+def _post_ok(meta: Mapping[str, Any], post: list[tuple[str, Any]]) -> bool:
+    return all(k in meta and N.json_equal(meta[k], v) for k, v in post)
+
+
+class Store:
+    """SQLite-backed record store with vector search. Create with :meth:`open`."""
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def __init__(self) -> None:  # use Store.open()
+        self._closed = True  # API closed: no new reads or writes
+        self._shut = True  # SQLite connections closed
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | os.PathLike[str],
+        *,
+        embed_dims: int,
+        fingerprint: str = "",
+        tiers: Sequence[int] = (),
+        ann_dims: int | None = None,
+        settings: StoreSettings | None = None,
+        synchronous: str = "FULL",
+        index_threads: int = 1,
+        profile: Mapping[str, Any] | None = None,
+        allow_fingerprint_mismatch: bool = False,
+        background: bool = True,
+        exact_threshold: int | None = None,
+        checkpoint_idle_s: float | None = None,
+    ) -> Store:
+        """Open (creating if needed) the store in ``data_dir``.
+
+        ``embed_dims``: the embedder's dimension (D in the collection rules).
+        ``fingerprint``: the embedding fingerprint; "" skips the check.
+        ``tiers``: Matryoshka prefix dims the embedder supports (e.g. ``(64, 256)``).
+        ``ann_dims``: dimension of the HNSW graph for D-dim collections (a tier, or D); the
+        default is the largest tier, else D. Candidates from a smaller tier are re-ranked
+        with the full vectors.
+        ``synchronous``: "FULL" (default, survives power loss) or "NORMAL" (survives process
+        crashes only).
+        ``background``: run the indexer and the idle checkpoint thread (tests may disable).
+        Raises StoreLocked, FingerprintMismatch, SchemaTooNew, StorageUnavailable.
+        """
+        self = cls()
+        self._init(
+            Path(data_dir),
+            embed_dims=embed_dims,
+            fingerprint=fingerprint,
+            tiers=tuple(tiers),
+            ann_dims=ann_dims,
+            settings=settings,
+            synchronous=synchronous,
+            index_threads=index_threads,
+            profile=profile,
+            allow_mismatch=allow_fingerprint_mismatch,
+            background=background,
+            exact_threshold=exact_threshold,
+            checkpoint_idle_s=checkpoint_idle_s,
+        )
+        return self
+
+    def _init(
+        self,
+        data_dir: Path,
+        *,
+        embed_dims: int,
+        fingerprint: str,
+        tiers: tuple[int, ...],
+        ann_dims: int | None,
+        settings: StoreSettings | None,
+        synchronous: str,
+        index_threads: int,
+        profile: Mapping[str, Any] | None,
+        allow_mismatch: bool,
+        background: bool,
+        exact_threshold: int | None,
+        checkpoint_idle_s: float | None,
+    ) -> None:
+        started = time.monotonic()
+        self._shut = False
+        if embed_dims < 1:
+            raise InvalidInput("embed_dims must be >= 1")
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise InvalidInput("synchronous must be FULL, NORMAL or EXTRA")
+        for t in tiers:
+            if not 1 < t < embed_dims:
+                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
+        if ann_dims is None:
+            ann_dims = max(tiers) if tiers else embed_dims
+        if not 1 < ann_dims <= embed_dims:
+            raise InvalidInput(f"ann_dims {ann_dims} must be between 2 and {embed_dims}")
+        self.data_dir = data_dir.expanduser().absolute()
+        self.embed_dims = embed_dims
+        self.fingerprint = fingerprint
+        self.tiers = tiers
+        self.ann_dims = ann_dims
+        m = settings.hnsw_m if settings else 16
+        efc = settings.hnsw_ef_construction if settings else 200
+        efs = settings.hnsw_ef_search if settings else 64
+        over = settings.oversample if settings else 4
+        self.exact_threshold = (
+            exact_threshold
+            if exact_threshold is not None
+            else (settings.exact_threshold if settings else 20_000)
+        )
+        self.rebuild_fraction = settings.rebuild_deleted_fraction if settings else 0.2
+        self.checkpoint_idle_s = (
+            checkpoint_idle_s
+            if checkpoint_idle_s is not None
+            else (settings.checkpoint_idle_s if settings else 30.0)
+        )
+        self.params = AnnParams(
+            m=m, ef_construction=efc, ef_search=efs, threads=index_threads, oversample=over
+        )
+        self._synchronous = synchronous.upper()
+        self._collections: dict[str, CollectionInfo] = {}
+        self._by_cid: dict[int, CollectionInfo] = {}
+        self._counts: dict[int, int] = {}
+        self._indexes: dict[int, VectorIndex] = {}
+        self._seq = 0
+        self._applied_seq = 0
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._ckpt_lock = threading.Lock()
+        self._last_write = time.monotonic()
+        self._last_checkpoint = time.monotonic()
+        self._dirty_since_ckpt = False
+        self._stop_event = threading.Event()
+        self._indexer: _Indexer | None = None
+        self._ticker: threading.Thread | None = None
+
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"cannot create data directory {self.data_dir}: {exc.strerror}"
+            ) from exc
+        self._lock = DirLock(self.data_dir)
+        self._lock.acquire()
+        try:
+            self._open_db(allow_mismatch, profile)
+            report = self._load_indexes()
+            self.open_report: dict[str, int] = report
+        except BaseException:
+            self._close_conns()
+            self._lock.release()
+            raise
+        self._closed = False
+        self._writer = Writer(self)
+        self._writer.start()
+        if background:
+            self._indexer = _Indexer(self)
+            self._indexer.start()
+            for cid in self._indexes:
+                self._indexer.notify(cid)
+            self._ticker = threading.Thread(
+                target=self._tick, name="libravdb-store-checkpoint", daemon=True
+            )
+            self._ticker.start()
+        log.info(
+            "store.opened",
+            data_dir=str(self.data_dir),
+            schema=SCHEMA_VERSION,
+            collections=len(self._collections),
+            records=sum(self._counts.values()),
+            seconds=round(time.monotonic() - started, 3),
+            **report,
+        )
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / DB_NAME
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / INDEX_DIR
+
+    def _connect(self, read_only: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if read_only:
+            conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _open_db(self, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+        try:
+            conn = self._connect(read_only=False)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            self._wconn = conn
+            applied = migrate(conn)
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, "open") from exc
+        if applied:
+            log.info("store.migrated", versions=applied, schema=SCHEMA_VERSION)
+        meta = dict(self._wconn.execute("SELECT key, value FROM meta").fetchall())
+        self._seq = int(meta.get("seq", "0"))
+        self._applied_seq = self._seq
+        stored = meta.get("fingerprint", "")
+        target = meta.get("reembed_target", "")
+        if target and not allow_mismatch:
+            raise FingerprintMismatch(str(self.data_dir), stored or "?", self.fingerprint or "?")
+        if self.fingerprint and stored and stored != self.fingerprint and not allow_mismatch:
+            raise FingerprintMismatch(str(self.data_dir), stored, self.fingerprint)
+        writes: dict[str, str] = {}
+        if self.fingerprint and not stored:
+            writes["fingerprint"] = self.fingerprint
+        if "embed_dims" not in meta:
+            writes["embed_dims"] = str(self.embed_dims)
+        if "created_ms" not in meta:
+            writes["created_ms"] = str(_now_ms())
+        if profile is not None:
+            writes["profile"] = _json_encode(dict(profile)).decode()
+        if writes:
+            try:
+                with self._txn(self._wconn):
+                    self._wconn.executemany(
+                        "INSERT INTO meta (key, value) VALUES (?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        list(writes.items()),
+                    )
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, "open") from exc
+        if profile is not None:
+            self._write_profile_file(profile)
+        for cid, name, dims, kind, created in self._wconn.execute(
+            "SELECT cid, name, dims, kind, created_ms FROM collections"
+        ):
+            info = CollectionInfo(name, cid, dims, kind, created)
+            self._collections[name] = info
+            self._by_cid[cid] = info
+            self._counts[cid] = 0
+        for cid, n in self._wconn.execute("SELECT cid, count(*) FROM records GROUP BY cid"):
+            self._counts[cid] = n
+
+    def _write_profile_file(self, profile: Mapping[str, Any]) -> None:
+        """``<data_dir>/embedding.json`` (informational; SQLite holds the fingerprint)."""
+        path = self.data_dir / PROFILE_FILE
+        tmp = path.with_suffix(".json.tmp")
+        try:
+            tmp.write_bytes(
+                msgspec.json.format(_json_encode({"embedding": dict(profile)}), indent=2)
+            )
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("store.profile_file_failed", error=str(exc))
+
+    @contextlib.contextmanager
+    def _txn(self, conn: sqlite3.Connection) -> Any:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _ann_dims_for(self, dims: int) -> int:
+        return self.ann_dims if dims == self.embed_dims else dims
+
+    def _new_index(self, info: CollectionInfo) -> VectorIndex:
+        return VectorIndex(
+            info.cid, info.name, info.dims, self._ann_dims_for(info.dims), self.params
+        )
+
+    def _load_indexes(self) -> dict[str, int]:
+        """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
+        self.index_dir.mkdir(exist_ok=True)
+        dirty = {
+            cid for (cid,) in self._wconn.execute("SELECT DISTINCT cid FROM dirty_tiers").fetchall()
+        }
+        stats = {"indexes_loaded": 0, "backfilled": 0, "marked_deleted": 0, "rebuilding": 0}
+        known: set[str] = set()
+        for info in self._collections.values():
+            if not info.has_vectors:
+                continue
+            idx = self._new_index(info)
+            self._indexes[info.cid] = idx
+            stem = idx.file_stem(self.index_dir)
+            known.add(stem.name)
+            count = self._counts.get(info.cid, 0)
+            has_file = stem.with_suffix(".json").exists()
+            if info.cid in dirty:
+                log.warning("index.dirty_marker", collection=info.name, action="rebuild")
+                idx.drop_files(self.index_dir)
+            elif has_file:
+                t0 = time.monotonic()
+                try:
+                    rep = idx.load_file(
+                        self.index_dir,
+                        self.fingerprint,
+                        self._seq,
+                        functools.partial(self._live_upto, info.cid),
+                        functools.partial(self._tail_rows, info.cid),
+                    )
+                except ValueError as exc:
+                    log.warning(
+                        "index.rebuild", collection=info.name, dims=idx.ann_dims, reason=str(exc)
+                    )
+                    idx.drop_files(self.index_dir)
+                else:
+                    stats["indexes_loaded"] += 1
+                    stats["backfilled"] += rep.backfilled
+                    stats["marked_deleted"] += rep.marked_deleted
+                    log.info(
+                        "index.loaded",
+                        collection=info.name,
+                        dims=idx.ann_dims,
+                        file_seq=rep.file_seq,
+                        graph=rep.graph,
+                        backfilled=rep.backfilled,
+                        marked_deleted=rep.marked_deleted,
+                        seconds=round(time.monotonic() - t0, 3),
+                    )
+            if not idx.loaded and count >= self.exact_threshold:
+                idx.load_exact(self._fetch_rows)
+                stats["rebuilding"] += 1
+        if dirty:
+            with self._txn(self._wconn):
+                self._wconn.execute("DELETE FROM dirty_tiers")
+        self._remove_stray_files(known)
+        return stats
+
+    def _remove_stray_files(self, known: set[str]) -> None:
+        with contextlib.suppress(OSError):
+            for path in self.index_dir.iterdir():
+                stem = path.name.split(".", 1)[0]
+                if stem not in known or path.name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+
+    def close(self) -> None:
+        """Checkpoint (save graphs), stop the threads, close SQLite, release the lock."""
+        if self._closed:
+            return
+        self._stop_event.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer.join()
+        self._writer.stop()
+        self._writer.join()
+        self._closed = True
+        try:
+            self._checkpoint_indexes()
+            with contextlib.suppress(sqlite3.Error):
+                self._wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._close_conns()
+            self._lock.release()
+            log.info("store.closed", data_dir=str(self.data_dir))
+
+    def _close_conns(self) -> None:
+        self._shut = True
+        with self._readers_lock:
+            for c in self._readers:
+                with contextlib.suppress(sqlite3.Error):
+                    c.close()
+            self._readers.clear()
+        wconn = getattr(self, "_wconn", None)
+        if wconn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                wconn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ---- internals used by the writer ---------------------------------------------------
+
+    def _now_ms(self) -> int:
+        return _now_ms()
+
+    def _alloc_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _persist_seq(self, conn: sqlite3.Connection) -> None:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (str(self._seq),))
+
+    def _after_commit(self, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
+        """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
+        for name, info in group.items():
+            old = self._collections.pop(name, None)
+            if old is not None:
+                self._by_cid.pop(old.cid, None)
+            if info is not None:
+                self._collections[name] = info
+                self._by_cid[info.cid] = info
+                self._counts.setdefault(info.cid, 0)
+                if info.has_vectors and info.cid not in self._indexes:
+                    idx = self._new_index(info)
+                    idx.loaded = True  # new and empty: nothing to load
+                    self._indexes[info.cid] = idx
+        by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
+        for tx in txs:
+            for cid, delta in tx.counts.items():
+                self._counts[cid] = self._counts.get(cid, 0) + delta
+            for eff in tx.effects:
+                if eff.kind == "drop":
+                    self._apply_drop(eff.cid)
+                    by_cid.pop(eff.cid, None)
+                else:
+                    by_cid.setdefault(eff.cid, []).append(
+                        (eff.kind, eff.rid, eff.rec_id, eff.unit, eff.vseq)
+                    )
+        for cid, changes in by_cid.items():
+            target = self._indexes.get(cid)
+            if target is None:
+                continue
+            try:
+                target.apply(changes)
+            except Exception as exc:
+                log.exception("index.update_failed", collection=target.name)
+                target.broken = True
+                self._mark_dirty(target, f"update failed: {exc}")
+        self._applied_seq = self._seq
+        self._last_write = time.monotonic()
+        self._dirty_since_ckpt = True
+        if self._indexer is not None:
+            for cid in by_cid:
+                self._indexer.notify(cid)
+
+    def _apply_drop(self, cid: int) -> None:
+        idx = self._indexes.pop(cid, None)
+        self._counts.pop(cid, None)
+        if idx is not None:
+            idx.dropped = True
+            idx.drop_files(self.index_dir)
+
+    def _mark_dirty(self, idx: VectorIndex, reason: str) -> None:
+        """Persist a dirty marker (repaired at the next checkpoint or start)."""
+        cid, dims = idx.cid, idx.ann_dims
+
+        def job(tx: Tx) -> None:
+            if cid in self._by_cid:
+                tx.conn.execute(
+                    "INSERT OR REPLACE INTO dirty_tiers (cid, dims, reason, created_ms) "
+                    "VALUES (?, ?, ?, ?)",
+                    (cid, dims, reason[:500], tx.now_ms),
+                )
+
+        if not self._closed:
+            self._writer.submit(job)
+
+    def _guard(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    # ---- reads: connections and row access ----------------------------------------------
+
+    def _rconn(self) -> sqlite3.Connection:
+        if self._shut:
+            raise StoreClosed("the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = self._connect(read_only=True)
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc, "read") from exc
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._rconn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, "read") from exc
+
+    def _fetch_rows(self, cid: int, max_vseq: int | None, after: int, limit: int) -> list[Row]:
+        if max_vseq is None:
+            return self._read(
+                "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? "
+                "ORDER BY rid LIMIT ?",
+                (cid, after, limit),
+            )
+        return self._read(
+            "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? AND vseq <= ? "
+            "ORDER BY rid LIMIT ?",
+            (cid, after, max_vseq, limit),
+        )
+
+    def _live_upto(self, cid: int, seq: int) -> set[int]:
+        rows = self._wconn.execute(
+            "SELECT rid FROM records WHERE cid = ? AND vseq <= ?", (cid, seq)
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def _tail_rows(self, cid: int, seq: int) -> list[Row]:
+        return self._wconn.execute(
+            "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND vseq > ? ORDER BY rid",
+            (cid, seq),
+        ).fetchall()
+
+    def _fetch_vectors(self, rids: Sequence[int]) -> dict[int, F32]:
+        out: dict[int, F32] = {}
+        for part in _chunks(list(rids)):
+            marks = ",".join("?" * len(part))
+            for rid, blob in self._read(
+                f"SELECT rid, vector FROM records WHERE rid IN ({marks})", part
+            ):
+                if blob is not None:
+                    out[rid] = N.normalized(np.frombuffer(blob, dtype=np.float32))
+        return out
+
+    def _row_to_record(self, name: str, row: Sequence[Any], with_vector: bool) -> Record:
+        _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
+        vec = None
+        if with_vector and row[9] is not None:
+            vec = np.frombuffer(row[9], dtype=np.float32).copy()
+        return Record(
+            collection=name,
+            id=rec_id,
+            text=text,
+            metadata=_decode_meta(meta),
+            version=version,
+            created_ms=created,
+            updated_ms=updated,
+            ts_ms=ts if ts is not None else created,
+            seq=seq,
+            vector=vec,
+        )
+
+    _COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
+
+    # ---- collections -------------------------------------------------------------------
+
+    def dims_for(self, name: str) -> int:
+        """Dimension a collection has (existing) or would get (new), by the naming rule."""
+        info = self._collections.get(name)
+        return info.dims if info else N.dims_for_collection(name, self.embed_dims)
+
+    def collection(self, name: str) -> CollectionInfo | None:
+        return self._collections.get(name)
+
+    def collections(
+        self, *, prefix: str | None = None, namespace: str | None = None
+    ) -> list[CollectionInfo]:
+        """Collections sorted by name; ``prefix`` is a raw prefix, ``namespace`` exact."""
+        out = list(self._collections.values())
+        if prefix is not None:
+            out = [c for c in out if c.name.startswith(prefix)]
+        if namespace is not None:
+            out = [c for c in out if N.in_namespace(c.name, namespace)]
+        return sorted(out, key=lambda c: c.name)
+
+    def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
+        info = tx.lookup(name)
+        if info is not None:
+            return info
+        dims = N.dims_for_collection(name, self.embed_dims)
+        kind = N.kind_for_dims(dims)
+        cur = tx.conn.execute(
+            "INSERT INTO collections (name, dims, kind, created_ms) VALUES (?, ?, ?, ?)",
+            (name, dims, kind, tx.now_ms),
+        )
+        cid = cur.lastrowid
+        assert cid is not None
+        info = CollectionInfo(name, cid, dims, kind, tx.now_ms)
+        tx.set_group(name, info)
+        return info
+
+    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
+        return self.ensure_collections_future(names).result()
+
+    def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
+        wanted = [N.validate_collection(n) for n in names]
+
+        def job(tx: Tx) -> list[CollectionInfo]:
+            return [self._ensure_in_tx(tx, n) for n in wanted]
+
+        return self._submit(job)
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def _submit(self, fn: Callable[[Tx], Any], raw: bool = False) -> Future[Any]:
+        if self._closed:
+            fut: Future[Any] = Future()
+            fut.set_exception(StoreClosed("the store is closed"))
+            return fut
+        return self._writer.submit(fn, raw)
+
+    @staticmethod
+    def _result(fut: Future[Any]) -> Any:
+        return fut.result()
+
+    def _prepare(self, op: Op) -> Op:
+        """Validate an operation in the caller's thread (cheap; nothing touches the DB)."""
+        if isinstance(op, Put):
+            name = (
+                op.collection
+                if op.collection in self._collections
+                else N.validate_collection(op.collection)
+            )
+            rid = N.validate_id(op.id)
+            text = N.validate_text(op.text)
+            meta = N.validate_metadata(op.metadata)
+            dims = self.dims_for(name)
+            vec: Any = None
+            if dims == 1:
+                if op.vector is not None:
+                    arr = N.as_vector(op.vector, 1, name)
+                    del arr
+            else:
+                if op.vector is None:
+                    raise InvalidInput(
+                        f"a vector of {dims} dimensions is required for collection {name}"
+                    )
+                vec = N.as_vector(op.vector, dims, name)
+            if op.if_version is not None and (
+                isinstance(op.if_version, bool)
+                or not isinstance(op.if_version, int)
+                or op.if_version < 0
+            ):
+                raise InvalidInput("if_version must be a non-negative integer")
+            created = op.created_ms
+            if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
+                raise InvalidInput("created_ms must be an integer (milliseconds)")
+            return Put(name, rid, text, meta, vec, op.if_version, created)
+        if isinstance(op, Patch):
+            name = N.validate_collection(op.collection)
+            rid = N.validate_id(op.id)
+            meta = N.validate_metadata(op.metadata)
+            new_text = None if op.text is None else N.validate_text(op.text)
+            return Patch(name, rid, meta, new_text, op.if_version, op.bump_version, op.missing_ok)
+        if isinstance(op, Delete):
+            return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
+        if isinstance(op, DropCollection):
+            return DropCollection(N.validate_collection(op.collection))
+        raise InvalidInput(f"unknown operation {type(op).__name__}")
+
+    def _apply_op(self, tx: Tx, op: Op) -> OpResult:
+        if isinstance(op, Put):
+            return self._op_put(tx, op)
+        if isinstance(op, Patch):
+            return self._op_patch(tx, op)
+        if isinstance(op, Delete):
+            return self._op_delete(tx, op)
+        return self._op_drop(tx, op.collection)
+
+    _UPSERT = (
+        "INSERT INTO records (cid, id, text, metadata, vector, version, seq, vseq, "
+        "created_ms, updated_ms, ts_ms) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, COALESCE(?, ?)) "
+        "ON CONFLICT (cid, id) DO UPDATE SET text = excluded.text, "
+        "metadata = excluded.metadata, vector = excluded.vector, version = version + 1, "
+        "seq = excluded.seq, "
+        "vseq = CASE WHEN vector IS excluded.vector THEN vseq ELSE excluded.seq END, "
+        "updated_ms = excluded.updated_ms, ts_ms = COALESCE(?, created_ms) "
+        "RETURNING rid, version, vseq"
+    )
+
+    def _op_put(self, tx: Tx, op: Put) -> OpResult:
+        info = self._ensure_in_tx(tx, op.collection)
+        blob: bytes | None = None
+        vec: F32 | None = None
+        if info.has_vectors:
+            vec = op.vector
+            if not isinstance(vec, np.ndarray) or vec.shape != (info.dims,):
+                vec = N.as_vector(op.vector, info.dims, info.name)
+            blob = vec.tobytes()
+        if op.if_version is not None:
+            row = tx.conn.execute(
+                "SELECT version FROM records WHERE cid = ? AND id = ?", (info.cid, op.id)
+            ).fetchone()
+            actual = None if row is None else int(row[0])
+            if (op.if_version == 0 and row is not None) or (
+                op.if_version > 0 and actual != op.if_version
+            ):
+                raise VersionConflict(info.name, op.id, op.if_version, actual)
+        seq = tx.next_seq()
+        now = tx.now_ms
+        ts = N.explicit_ts(op.metadata)
+        created = now if op.created_ms is None else op.created_ms
+        rid, version, vseq = tx.conn.execute(
+            self._UPSERT,
+            (
+                info.cid,
+                op.id,
+                op.text,
+                _json_encode(op.metadata).decode(),
+                blob,
+                seq,
+                seq,
+                created,
+                now,
+                ts,
+                created,
+                ts,
+            ),
+        ).fetchall()[0]
+        if version == 1:
+            tx.count(info.cid, 1)
+        if vec is not None and vseq == seq:
+            tx.effects.append(Effect("put", info.cid, rid, op.id, vec, seq))
+        return OpResult(version, True, version == 1)
+
+    def _op_patch(self, tx: Tx, op: Patch) -> OpResult:
+        info = tx.lookup(op.collection)
+        row = None
+        if info is not None:
+            row = tx.conn.execute(
+                "SELECT rid, version, metadata, text, created_ms FROM records "
+                "WHERE cid = ? AND id = ?",
+                (info.cid, op.id),
+            ).fetchone()
+        actual = None if row is None else int(row[1])
+        if op.if_version is not None and actual != op.if_version:
+            raise VersionConflict(op.collection, op.id, op.if_version, actual)
+        if row is None:
+            if op.missing_ok:
+                return OpResult(0, False)
+            raise NotFound(f"record not found: {op.collection}/{op.id}")
+        assert info is not None
+        rid, version, meta_raw, text, created = row
+        meta = _decode_meta(meta_raw)
+        meta.update(op.metadata)
+        new_version = version + 1 if op.bump_version else version
+        tx.conn.execute(
+            "UPDATE records SET text = ?, metadata = ?, version = ?, seq = ?, updated_ms = ?, "
+            "ts_ms = ? WHERE rid = ?",
+            (
+                text if op.text is None else op.text,
+                _json_encode(meta).decode(),
+                new_version,
+                tx.next_seq(),
+                tx.now_ms,
+                N.ts_from_metadata(meta, created),
+                rid,
+            ),
+        )
+        return OpResult(new_version, True)
+
+    def _op_delete(self, tx: Tx, op: Delete) -> OpResult:
+        info = tx.lookup(op.collection)
+        if info is None:
+            return OpResult(0, False)
+        row = tx.conn.execute(
+            "SELECT rid FROM records WHERE cid = ? AND id = ?", (info.cid, op.id)
+        ).fetchone()
+        if row is None:
+            return OpResult(0, False)
+        tx.conn.execute("DELETE FROM records WHERE rid = ?", (row[0],))
+        tx.next_seq()
+        tx.count(info.cid, -1)
+        if info.has_vectors:
+            tx.effects.append(Effect("del", info.cid, row[0]))
+        return OpResult(0, True)
+
+    def _op_drop(self, tx: Tx, name: str) -> OpResult:
+        info = tx.lookup(name)
+        if info is None:
+            return OpResult(0, False)
+        tx.conn.execute("DELETE FROM records WHERE cid = ?", (info.cid,))
+        tx.conn.execute("DELETE FROM dirty_tiers WHERE cid = ?", (info.cid,))
+        tx.conn.execute("DELETE FROM collections WHERE cid = ?", (info.cid,))
+        tx.next_seq()
+        tx.set_group(name, None)
+        tx.effects.append(Effect("drop", info.cid))
+        return OpResult(0, True)
+
+    def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
+        """Run ``ops`` atomically (all or nothing); see :meth:`write`."""
+        try:
+            prepared = [self._prepare(op) for op in ops]
+        except StoreError as exc:
+            fut: Future[list[OpResult]] = Future()
+            fut.set_exception(exc)
+            return fut
+
+        def job(tx: Tx) -> list[OpResult]:
+            return [self._apply_op(tx, op) for op in prepared]
+
+        return self._submit(job)
+
+    def write(self, ops: Sequence[Op]) -> list[OpResult]:
+        """Apply ``ops`` in one transaction: every one or none (the error is raised)."""
+        return self._result(self.write_future(ops))  # type: ignore[no-any-return]
+
+    def put(
+        self,
+        collection: str,
+        record_id: str,
+        *,
+        text: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        vector: Any = None,
+        if_version: int | None = None,
+    ) -> OpResult:
+        """Upsert one record (version 1 when new, +1 otherwise); see :class:`Put`."""
+        op = Put(collection, record_id, text, metadata or {}, vector, if_version)
+        return self.write([op])[0]
+
+    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
+        return self.write(puts)
+
+    def patch(
+        self,
+        collection: str,
+        record_id: str,
+        metadata: Mapping[str, Any],
+        *,
+        text: str | None = None,
+        if_version: int | None = None,
+        bump_version: bool = True,
+        missing_ok: bool = False,
+    ) -> OpResult:
+        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
+        return self.write([op])[0]
+
+    def delete(self, collection: str, record_id: str) -> bool:
+        """Delete one record; False if it did not exist (never an error)."""
+        return self.write([Delete(collection, record_id)])[0].changed
+
+    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
+        """Delete records (idempotent, one transaction); returns how many existed."""
+        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
+
+    def drop_collections(self, names: Iterable[str]) -> int:
+        """Delete whole collections (one transaction); returns how many existed."""
+        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
+
+    def increment_future(
+        self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+    ) -> Future[int]:
+        """``metadata[key] += 1`` for each existing (collection, id); missing ones skipped.
+
+        Duplicate ids in one update count once. The version is not bumped (an access count
+        is bookkeeping, not an edit, so it never breaks a compare-and-swap).
+        """
+        plan: list[tuple[str, list[str]]] = []
+        for coll, ids in updates.items():
+            name = N.validate_collection(coll)
+            plan.append((name, sorted({N.validate_id(i) for i in ids})))
+
+        def job(tx: Tx) -> int:
+            n = 0
+            for name, ids in plan:
+                info = tx.lookup(name)
+                if info is None:
+                    continue
+                for part in _chunks(ids):
+                    marks = ",".join("?" * len(part))
+                    rows = tx.conn.execute(
+                        f"SELECT rid, metadata FROM records WHERE cid = ? AND id IN ({marks})",
+                        (info.cid, *part),
+                    ).fetchall()
+                    for rid, raw in rows:
+                        meta = _decode_meta(raw)
+                        old = meta.get(key)
+                        if isinstance(old, bool) or not isinstance(old, (int, float)):
+                            old = 0
+                        meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+                        tx.conn.execute(
+                            "UPDATE records SET metadata = ?, seq = ? WHERE rid = ?",
+                            (_json_encode(meta).decode(), tx.next_seq(), rid),
+                        )
+                        n += 1
+            return n
+
+        return self._submit(job)
+
+    def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
+        return self._result(self.increment_future(updates, key))  # type: ignore[no-any-return]
+
+    # ---- tombstones --------------------------------------------------------------------
+
+    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+        items = [str(k) for k in keys]
+
+        def job(tx: Tx) -> int:
+            tx.conn.executemany(
+                "INSERT OR REPLACE INTO tombstones (namespace, key, reason, created_ms) "
+                "VALUES (?, ?, ?, ?)",
+                [(namespace, k, reason, tx.now_ms) for k in items],
+            )
+            return len(items)
+
+        return self._result(self._submit(job))  # type: ignore[no-any-return]
+
+    def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int:
+        items = None if keys is None else [str(k) for k in keys]
+
+        def job(tx: Tx) -> int:
+            if items is None:
+                return tx.conn.execute(
+                    "DELETE FROM tombstones WHERE namespace = ?", (namespace,)
+                ).rowcount
+            n = 0
+            for k in items:
+                n += tx.conn.execute(
+                    "DELETE FROM tombstones WHERE namespace = ? AND key = ?", (namespace, k)
+                ).rowcount
+            return n
+
+        return self._result(self._submit(job))  # type: ignore[no-any-return]
+
+    def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
+        items = list(dict.fromkeys(str(k) for k in keys))
+        out: set[str] = set()
+        for part in _chunks(items):
+            marks = ",".join("?" * len(part))
+            out.update(
+                r[0]
+                for r in self._read(
+                    f"SELECT key FROM tombstones WHERE namespace = ? AND key IN ({marks})",
+                    (namespace, *part),
+                )
+            )
+        return out
+
+    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
+        """(namespace, key, reason, created_ms) sorted by namespace, key."""
+        if namespace is None:
+            return self._read(
+                "SELECT namespace, key, reason, created_ms FROM tombstones ORDER BY 1, 2"
+            )
+        return self._read(
+            "SELECT namespace, key, reason, created_ms FROM tombstones WHERE namespace = ? "
+            "ORDER BY key",
+            (namespace,),
+        )
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def get(
+        self, collection: str, record_id: str, *, include_vector: bool = False
+    ) -> Record | None:
+        self._guard()
+        info = self._collections.get(collection)
+        if info is None:
+            return None
+        rows = self._read(
+            f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id = ?",
+            (info.cid, record_id),
+        )
+        return self._row_to_record(info.name, rows[0], include_vector) if rows else None
+
+    def get_many(
+        self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+    ) -> list[Record]:
+        """Existing records among ``ids``, in id order."""
+        self._guard()
+        info = self._collections.get(collection)
+        if info is None:
+            return []
+        wanted = list(dict.fromkeys(ids))
+        out: list[Record] = []
+        for part in _chunks(wanted):
+            marks = ",".join("?" * len(part))
+            rows = self._read(
+                f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
+                (info.cid, *part),
+            )
+            out.extend(self._row_to_record(info.name, r, include_vectors) for r in rows)
+        out.sort(key=lambda r: r.id)
+        return out
+
+    def list_records(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+        limit: int | None = None,
+        after_id: str | None = None,
+        include_vectors: bool = False,
+    ) -> list[Record]:
+        """Records of a collection in id order (byte order of UTF-8, like Go's sort).
+
+        ``where``: metadata equality (all pairs must match); ``after_id`` pages.
+        """
+        self._guard()
+        info = self._collections.get(collection)
+        if info is None:
+            return []
+        clause, params, post = _where_sql(where, time_range)
+        sql = f"SELECT {self._COLS}, vector FROM records WHERE cid = ?{clause}"
+        args: list[Any] = [info.cid, *params]
+        if after_id is not None:
+            sql += " AND id > ?"
+            args.append(after_id)
+        sql += " ORDER BY id"
+        if limit is not None and limit > 0 and not post:
+            sql += " LIMIT ?"
+            args.append(limit)
+        rows = self._read(sql, args)
+        out = [self._row_to_record(info.name, r, include_vectors) for r in rows]
+        if post:
+            out = [r for r in out if _post_ok(r.metadata, post)]
+            if limit is not None and limit > 0:
+                out = out[:limit]
+        return out
+
+    def iter_records(
+        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
+    ) -> Iterable[Record]:
+        """All records of a collection in id order, paged (for export and re-embedding)."""
+        after: str | None = None
+        while True:
+            page = self.list_records(
+                collection, after_id=after, limit=batch, include_vectors=include_vectors
+            )
+            if not page:
+                return
+            yield from page
+            after = page[-1].id
+
+    def count(self, collection: str) -> int:
+        info = self._collections.get(collection)
+        return 0 if info is None else self._counts.get(info.cid, 0)
+
+    def count_prefix(self, prefix: str) -> int:
+        """Records in every collection whose name starts with the raw ``prefix``."""
+        return sum(
+            self._counts.get(c.cid, 0)
+            for c in list(self._collections.values())
+            if c.name.startswith(prefix)
+        )
+
+    def count_namespace(self, namespace: str) -> int:
+        """Records in ``namespace`` and its sub-collections (exact namespace match)."""
+        return sum(
+            self._counts.get(c.cid, 0)
+            for c in list(self._collections.values())
+            if N.in_namespace(c.name, namespace)
+        )
+
+    def total_records(self) -> int:
+        return sum(self._counts.values())
+
+    def max_seq(self) -> int:
+        return self._applied_seq
+
+    # ---- search ------------------------------------------------------------------------
+
+    def _query_vector(self, info: CollectionInfo, vector: Any) -> F32:
+        try:
+            arr = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"query vector is not numeric: {exc}") from exc
+        if arr.ndim != 1:
+            raise InvalidInput("query vector must be 1-dimensional")
+        if arr.shape[0] > info.dims and info.dims > 1:
+            arr = arr[: info.dims]  # Matryoshka: a tier collection takes the query's prefix
+        arr = N.as_vector(arr, info.dims, info.name)
+        return N.normalized(arr)
+
+    def _ids_to_rids(self, cid: int, ids: Iterable[str]) -> set[int]:
+        wanted = list(dict.fromkeys(ids))
+        out: set[int] = set()
+        for part in _chunks(wanted):
+            marks = ",".join("?" * len(part))
+            out.update(
+                r[0]
+                for r in self._read(
+                    f"SELECT rid FROM records WHERE cid = ? AND id IN ({marks})", (cid, *part)
+                )
+            )
+        return out
+
+    def _allowed_rids(
+        self,
+        cid: int,
+        where: Mapping[str, Any] | None,
+        time_range: TimeRange | None,
+    ) -> set[int] | None:
+        if not where and time_range is None:
+            return None
+        clause, params, post = _where_sql(where, time_range)
+        if not post:
+            return {
+                r[0]
+                for r in self._read(
+                    f"SELECT rid FROM records WHERE cid = ?{clause}", (cid, *params)
+                )
+            }
+        rows = self._read(
+            f"SELECT rid, metadata FROM records WHERE cid = ?{clause}", (cid, *params)
+        )
+        return {rid for rid, raw in rows if _post_ok(_decode_meta(raw), post)}
+
+    def _index(self, cid: int) -> VectorIndex | None:
+        idx = self._indexes.get(cid)
+        if idx is not None and not idx.loaded and not idx.broken:
+            idx.load_exact(self._fetch_rows)
+            if self._indexer is not None:
+                self._indexer.notify(cid)
+        return idx
+
+    def _scan(
+        self,
+        info: CollectionInfo,
+        q: F32,
+        k: int,
+        exclude: set[int],
+        allowed: set[int] | None,
+    ) -> list[Candidate]:
+        """Exact search straight from SQLite (broken index, k <= 0 on big collections)."""
+        best: list[Candidate] = []
+        after = 0
+        while rows := self._fetch_rows(info.cid, None, after, 20_000):
+            after = rows[-1][0]
+            keep = [r for r in rows if r[0] not in exclude and (allowed is None or r[0] in allowed)]
+            if not keep:
+                continue
+            rids, ids, units, _v = decode_rows(keep, info.dims)
+            part = top_candidates(rids, (units @ q).astype(np.float32), ids, k)
+            best = sorted(best + part, key=lambda c: (-c[1], c[2]))
+            if k > 0:
+                best = best[:k]
+        return best
+
+    def search(
+        self,
+        collection: str,
+        vector: Any,
+        k: int,
+        *,
+        exclude_ids: Iterable[str] = (),
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[Hit]:
+        """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all.
+
+        A missing collection gives ``[]``. Vectorless collections score every record 0.
+        """
+        self._guard()
+        info = self._collections.get(collection)
+        if info is None:
+            return []
+        excluded_ids = list(exclude_ids)
+        if not info.has_vectors:
+            recs = self.list_records(collection, where=where, time_range=time_range)
+            if excluded_ids:
+                ex = set(excluded_ids)
+                recs = [r for r in recs if r.id not in ex]
+            if k > 0:
+                recs = recs[:k]
+            return [self._hit(r, 0.0) for r in recs]
+        q = self._query_vector(info, vector)
+        exclude = self._ids_to_rids(info.cid, excluded_ids) if excluded_ids else set()
+        allowed = self._allowed_rids(info.cid, where, time_range)
+        if allowed is not None and not allowed:
+            return []
+        idx = self._index(info.cid)
+        cands: list[Candidate]
+        if idx is None or idx.broken or k <= 0:
+            cands = self._scan(info, q, k, exclude, allowed)
+        else:
+            try:
+                cands = idx.search(q, k, exclude, allowed, self._fetch_vectors)
+            except NeedScan:
+                cands = self._scan(info, q, k, exclude, allowed)
+        return self._materialize(info, cands, k)
+
+    def _materialize(self, info: CollectionInfo, cands: list[Candidate], k: int) -> list[Hit]:
+        scores: dict[int, float] = {}
+        for rid, score, _id in cands:
+            scores[rid] = max(-1.0, min(1.0, score))
+        if k > 0 and len(scores) > k:
+            # Keep every candidate tied with the k-th score so that ties resolve by id.
+            ranked = sorted(scores.values(), reverse=True)
+            cut = ranked[k - 1]
+            scores = {rid: s for rid, s in scores.items() if s >= cut}
+        hits: list[Hit] = []
+        rids = list(scores)
+        name = info.name
+        for part in _chunks(rids):
+            marks = ",".join("?" * len(part))
+            sql = (
+                "SELECT rid, id, text, metadata, version, created_ms, ts_ms FROM records "
+                f"WHERE rid IN ({marks})"
+            )
+            for rid, rec_id, text, meta, version, created, ts in self._read(sql, part):
+                hits.append(
+                    Hit(
+                        name,
+                        rec_id,
+                        text,
+                        _decode_meta(meta),
+                        version,
+                        scores[rid],
+                        created,
+                        created if ts is None else ts,
+                    )
+                )
+        hits.sort(key=lambda h: (-h.score, h.id))
+        return hits[:k] if k > 0 else hits
+
+    @staticmethod
+    def _hit(rec: Record, score: float) -> Hit:
+        return Hit(
+            collection=rec.collection,
+            id=rec.id,
+            text=rec.text,
+            metadata=rec.metadata,
+            version=rec.version,
+            score=score,
+            created_ms=rec.created_ms,
+            ts_ms=rec.ts_ms,
+        )
+
+    def search_collections(
+        self,
+        collections: Sequence[str],
+        vector: Any,
+        k: int,
+        *,
+        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[Hit]:
+        """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
+        if k <= 0 or not collections:
+            return []
+        merged: list[Hit] = []
+        for name in dict.fromkeys(collections):
+            excl = (exclude_by_collection or {}).get(name, ())
+            merged.extend(
+                self.search(name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
+            )
+        merged.sort(key=lambda h: (-h.score, h.collection, h.id))
+        return merged[:k]
+
+    # ---- checkpoints and index maintenance ---------------------------------------------
+
+    def checkpoint(self) -> dict[str, int]:
+        """Repair dirty indexes, save changed graphs, truncate the WAL."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        saved = self._checkpoint_indexes()
+        fut = self._submit(
+            lambda tx: tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), True
+        )
+        with contextlib.suppress(StoreError, sqlite3.Error):
+            fut.result()
+        return saved
+
+    def _checkpoint_indexes(self) -> dict[str, int]:
+        with self._ckpt_lock:
+            self._dirty_since_ckpt = False
+            self._last_checkpoint = time.monotonic()
+            saved = repaired = 0
+            markers = self._dirty_cids()
+            for idx in list(self._indexes.values()):
+                if idx.broken or idx.needs_repair or idx.cid in markers:
+                    if not self._closed:
+                        self._repair(idx)
+                        repaired += 1
+                    continue
+                try:
+                    if idx.save(self.index_dir, self.fingerprint, lambda: self._applied_seq):
+                        saved += 1
+                except OSError as exc:
+                    log.warning("index.save_failed", collection=idx.name, error=str(exc))
+            return {"saved": saved, "repaired": repaired}
+
+    def _dirty_cids(self) -> set[int]:
+        return {r[0] for r in self._read("SELECT DISTINCT cid FROM dirty_tiers")}
+
+    def _repair(self, idx: VectorIndex) -> None:
+        """Rebuild a dirty index from SQLite and clear its marker."""
+        log.info("index.repair", collection=idx.name, dims=idx.ann_dims)
+        idx.drop_files(self.index_dir)
+        idx.reset()
+        idx.load_exact(self._fetch_rows)
+        cid = idx.cid
+
+        def clear(tx: Tx) -> None:
+            tx.conn.execute("DELETE FROM dirty_tiers WHERE cid = ?", (cid,))
+
+        with contextlib.suppress(StoreError):
+            self._submit(clear).result()
+        if self._indexer is not None:
+            self._indexer.notify(cid)
+
+    def _tick(self) -> None:
+        while not self._stop_event.wait(0.5):
+            now = time.monotonic()
+            idle = now - self._last_write >= self.checkpoint_idle_s
+            overdue = now - self._last_checkpoint >= max(60.0, 20 * self.checkpoint_idle_s)
+            if self._dirty_since_ckpt and (idle or overdue):
+                try:
+                    self.checkpoint()
+                except StoreClosed:
+                    return
+                except Exception:
+                    log.exception("store.checkpoint_failed")
+
+    def index_status(self) -> list[IndexStatus]:
+        out = []
+        for cid, idx in sorted(self._indexes.items()):
+            out.append(
+                IndexStatus(
+                    collection=idx.name,
+                    dims=idx.ann_dims,
+                    count=self._counts.get(cid, 0),
+                    mode=idx.mode(),
+                    ann_count=len(idx.ann_live),
+                    pending=idx.pending(),
+                    deleted_fraction=round(idx.deleted_fraction(), 4),
+                )
+            )
+        return out
+
+    def wait_indexed(self, timeout: float = 60.0) -> bool:
+        """Block until the indexer has nothing left to do (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            busy = any(
+                idx.building
+                or idx.plan(self._counts.get(cid, 0), self.exact_threshold, self.rebuild_fraction)
+                or (
+                    not idx.loaded
+                    and not idx.broken
+                    and self._counts.get(cid, 0) >= self.exact_threshold
+                )
+                for cid, idx in list(self._indexes.items())
+            )
+            if not busy:
+                return True
+            if self._indexer is None:
+                self.run_index_work()
+            else:
+                time.sleep(0.02)
+        return False
+
+    def run_index_work(self) -> int:
+        """Do all pending index work in the calling thread (when ``background=False``)."""
+        steps = 0
+        for cid in list(self._indexes):
+            while self._index_step(cid):
+                steps += 1
+        return steps
+
+    def _index_step(self, cid: int) -> bool:
+        idx = self._indexes.get(cid)
+        if idx is None:
+            return False
+        count = self._counts.get(cid, 0)
+        action = idx.plan(count, self.exact_threshold, self.rebuild_fraction)
+        if action is None and not idx.loaded and count >= self.exact_threshold and not idx.broken:
+            idx.load_exact(self._fetch_rows)
+            return True
+        if action is None:
+            return False
+        try:
+            if action == "build":
+                return idx.build(
+                    self._fetch_rows,
+                    lambda: self._applied_seq,
+                    count,
+                    self._stop_event.is_set,
+                )
+            if action == "move":
+                return idx.move_chunk() > 0
+            if action == "shrink":
+                idx.shrink(self._fetch_rows)
+                return True
+        except Exception as exc:
+            log.exception("index.work_failed", collection=idx.name, action=action)
+            idx.needs_repair = True
+            self._mark_dirty(idx, f"{action} failed: {exc}")
+        return False
+
+    # ---- export / import / re-embed (see ndjson.py) ------------------------------------
+
+    def export_ndjson(
+        self,
+        out: TextIO,
+        *,
+        collections: Iterable[str] | None = None,
+        include_vectors: bool = True,
+        progress: Progress | None = None,
+    ) -> ExportStats:
+        from sidecar.store.ndjson import export_ndjson
+
+        return export_ndjson(
+            self,
+            out,
+            collections=collections,
+            include_vectors=include_vectors,
+            progress=progress,
+        )
+
+    def import_ndjson(
+        self,
+        src: Iterable[str],
+        *,
+        embed: EmbedFn | None = None,
+        progress: Progress | None = None,
+        batch: int = 256,
+    ) -> ImportStats:
+        from sidecar.store.ndjson import import_ndjson
+
+        return import_ndjson(self, src, embed=embed, progress=progress, batch=batch)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "collections": len(self._collections),
+            "records": self.total_records(),
+            "seq": self._applied_seq,
+            "schema": SCHEMA_VERSION,
+            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
+        }
+
+
+class _Indexer(threading.Thread):
+    """Background index maintenance: builds, tail moves, rebuilds, shrinks."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(name="libravdb-store-indexer", daemon=True)
+        self.store = store
+        self._cond = threading.Condition()
+        self._pending: dict[int, None] = {}
+        self._stopping = False
+
+    def notify(self, cid: int) -> None:
+        with self._cond:
+            self._pending[cid] = None
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait(1.0)
+                if self._stopping:
+                    return
+                cid = next(iter(self._pending))
+                del self._pending[cid]
+            try:
+                more = self.store._index_step(cid)
+            except Exception:
+                log.exception("index.indexer_failed")
+                more = False
+            if more:
+                with self._cond:
+                    self._pending[cid] = None

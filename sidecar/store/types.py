@@ -1,0 +1,159 @@
+"""Value types of the store API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    name: str
+    cid: int
+    dims: int
+    kind: str  # "vector" | "vectorless"
+    created_ms: int
+
+    @property
+    def has_vectors(self) -> bool:
+        return self.kind == "vector"
+
+
+@dataclass(slots=True)
+class Record:
+    collection: str
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    version: int
+    created_ms: int
+    updated_ms: int
+    ts_ms: int
+    seq: int
+    vector: Vector | None = None  # only when asked for (include_vectors=True)
+
+
+@dataclass(slots=True)
+class Hit:
+    collection: str
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    version: int
+    score: float
+    created_ms: int = 0
+    ts_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """Half-open interval ``[start_ms, end_ms)`` on the record timestamp.
+
+    The record timestamp is ``metadata.ts`` (milliseconds; a number or a numeric string) when
+    present, else the creation time. ``None`` leaves that side open.
+    """
+
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+
+# ---- write operations (for Store.write, executed atomically) -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Upsert by (collection, id); bumps the version of an existing record.
+
+    ``if_version``: ``None`` = unconditional; ``0`` = only if the record does not exist;
+    ``n > 0`` = only if the stored version is ``n`` (compare-and-swap).
+    ``vector`` is required for vector collections and ignored (may be None) for vectorless.
+    """
+
+    collection: str
+    id: str
+    text: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    vector: Any = None
+    if_version: int | None = None
+    created_ms: int | None = None  # keep a creation time (import); only for new records
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """Merge ``metadata`` into an existing record (new keys override old ones).
+
+    ``text`` replaces the text when not None. Bumps the version unless ``bump_version`` is
+    False. ``missing_ok``: a missing record is skipped instead of raising NotFound.
+    """
+
+    collection: str
+    id: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    text: str | None = None
+    if_version: int | None = None
+    bump_version: bool = True
+    missing_ok: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete one record. Idempotent: deleting a missing record is not an error."""
+
+    collection: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DropCollection:
+    """Delete a whole collection and its records. Idempotent."""
+
+    collection: str
+
+
+Op = Put | Patch | Delete | DropCollection
+
+
+@dataclass(frozen=True, slots=True)
+class OpResult:
+    """Outcome of one operation: the record's version after it (0 when absent/deleted)
+    and whether something changed (``created`` for puts of new records)."""
+
+    version: int
+    changed: bool
+    created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImportStats:
+    records: int = 0
+    reembedded: int = 0
+    without_vector: int = 0
+    collections: int = 0
+    tombstones: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExportStats:
+    records: int = 0
+    collections: int = 0
+    tombstones: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    collection: str
+    dims: int
+    count: int
+    mode: str  # "unloaded" | "exact" | "hnsw" | "broken"
+    ann_count: int
+    pending: int
+    deleted_fraction: float
+
+
+Names = Sequence[str]

@@ -1,0 +1,270 @@
+"""The single writer thread: every write of the store runs here, in group-committed batches.
+
+Callers submit a job (a function of a :class:`Tx`) and get a ``concurrent.futures.Future``.
+The writer drains whatever is queued, runs each job inside its own SAVEPOINT of one
+``BEGIN IMMEDIATE`` transaction, commits once (one fsync for the whole group), then applies
+the in-memory effects of the jobs that succeeded and resolves their futures. A job that
+raises is rolled back to its savepoint alone; the others commit. So an acknowledged write is
+always committed, and a failed one wrote nothing.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from sidecar.store.errors import StorageUnavailable, StoreClosed, StoreError
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+    from sidecar.store.types import CollectionInfo
+
+log = structlog.get_logger(__name__)
+
+MAX_GROUP = 256
+
+_MISSING = object()
+
+
+def map_sqlite_error(exc: BaseException, action: str = "write") -> BaseException:
+    """sqlite3 errors from the disk become StorageUnavailable; others pass through."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        msg = str(exc)
+        code = getattr(exc, "sqlite_errorname", "") or ""
+        low = msg.lower()
+        if (
+            "readonly" in low
+            or "read-only" in low
+            or "disk is full" in low
+            or "disk i/o" in low
+            or "unable to open" in low
+            or "locked" in low
+            or code.startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANT"))
+        ):
+            err = StorageUnavailable(
+                f"storage unavailable, the {action} was not applied: {msg}", sqlite=code or msg
+            )
+            err.__cause__ = exc
+            return err
+    return exc
+
+
+@dataclass(slots=True)
+class Effect:
+    kind: str  # "put" | "del" | "drop" | "create" | "marker"
+    cid: int
+    rid: int = 0
+    rec_id: str = ""
+    unit: Any = None
+    vseq: int = 0
+    info: CollectionInfo | None = None
+
+
+@dataclass(slots=True)
+class Tx:
+    """What a job sees: the connection, a seq allocator and the effect log."""
+
+    store: Store
+    conn: sqlite3.Connection
+    group: dict[str, CollectionInfo | None]
+    now_ms: int
+    effects: list[Effect] = field(default_factory=list)
+    counts: dict[int, int] = field(default_factory=dict)
+    undo: list[tuple[str, object]] = field(default_factory=list)
+
+    def next_seq(self) -> int:
+        return self.store._alloc_seq()
+
+    def lookup(self, name: str) -> CollectionInfo | None:
+        if name in self.group:
+            return self.group[name]
+        return self.store._collections.get(name)
+
+    def set_group(self, name: str, info: CollectionInfo | None) -> None:
+        self.undo.append((name, self.group.get(name, _MISSING)))
+        self.group[name] = info
+
+    def count(self, cid: int, delta: int) -> None:
+        self.counts[cid] = self.counts.get(cid, 0) + delta
+
+    def rollback_group(self) -> None:
+        for name, old in reversed(self.undo):
+            if old is _MISSING:
+                self.group.pop(name, None)
+            else:
+                self.group[name] = old  # type: ignore[assignment]
+        self.undo.clear()
+
+
+JobFn = Callable[[Tx], Any]
+
+
+@dataclass(slots=True)
+class Job:
+    fn: JobFn
+    future: Future[Any]
+    raw: bool = False  # run outside any transaction (e.g. PRAGMA wal_checkpoint)
+
+
+class Writer(threading.Thread):
+    def __init__(self, store: Store) -> None:
+        super().__init__(name="libravdb-store-writer", daemon=True)
+        self.store = store
+        self.queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._stopping = False
+
+    def submit(self, fn: JobFn, raw: bool = False) -> Future[Any]:
+        fut: Future[Any] = Future()
+        if self._stopping:
+            fut.set_exception(StoreClosed("the store is closed"))
+            return fut
+        self.queue.put(Job(fn, fut, raw))
+        return fut
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.queue.put(None)
+
+    def run(self) -> None:
+        while True:
+            job = self.queue.get()
+            if job is None:
+                break
+            jobs = [job]
+            stop = False
+            while len(jobs) < MAX_GROUP:
+                try:
+                    nxt = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                jobs.append(nxt)
+            try:
+                self._run(jobs)
+            except BaseException as exc:  # never let the writer die silently
+                log.exception("store.writer_failed")
+                for j in jobs:
+                    if not j.future.done():
+                        j.future.set_exception(map_sqlite_error(exc))
+            if stop:
+                break
+        # Fail whatever was queued after the stop marker.
+        while True:
+            try:
+                left = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if left is not None and not left.future.done():
+                left.future.set_exception(StoreClosed("the store is closed"))
+
+    def _run(self, jobs: list[Job]) -> None:
+        batch: list[Job] = []
+        for job in jobs:
+            if job.raw:
+                if batch:
+                    self._run_group(batch)
+                    batch = []
+                self._run_raw(job)
+            else:
+                batch.append(job)
+        if batch:
+            self._run_group(batch)
+
+    def _run_raw(self, job: Job) -> None:
+        if not job.future.set_running_or_notify_cancel():
+            return
+        try:
+            tx = Tx(self.store, self.store._wconn, {}, self.store._now_ms())
+            result = job.fn(tx)
+        except BaseException as exc:
+            job.future.set_exception(map_sqlite_error(exc))
+        else:
+            job.future.set_result(result)
+
+    def _run_group(self, jobs: list[Job]) -> None:
+        store = self.store
+        conn = store._wconn
+        live = [j for j in jobs if j.future.set_running_or_notify_cancel()]
+        if not live:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            err = map_sqlite_error(exc)
+            for j in live:
+                j.future.set_exception(err)
+            return
+        group: dict[str, CollectionInfo | None] = {}
+        now = store._now_ms()
+        done: list[tuple[Job, Any, Tx]] = []
+        aborted: BaseException | None = None
+        for j in live:
+            tx = Tx(store, conn, group, now)
+            try:
+                conn.execute("SAVEPOINT job")
+            except sqlite3.Error as exc:
+                aborted = exc
+                j.future.set_exception(map_sqlite_error(exc))
+                continue
+            try:
+                result = j.fn(tx)
+            except BaseException as exc:
+                tx.rollback_group()
+                try:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                except sqlite3.Error as rb_exc:
+                    aborted = rb_exc
+                if not conn.in_transaction:
+                    aborted = aborted or exc
+                j.future.set_exception(map_sqlite_error(exc))
+                if aborted is not None:
+                    break
+                continue
+            try:
+                conn.execute("RELEASE job")
+            except sqlite3.Error as exc:
+                aborted = exc
+                j.future.set_exception(map_sqlite_error(exc))
+                break
+            done.append((j, result, tx))
+        if aborted is None and done:
+            try:
+                store._persist_seq(conn)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                aborted = exc
+        elif aborted is None:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                aborted = exc
+        if aborted is not None:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    log.exception("store.rollback_failed")
+            err = map_sqlite_error(aborted)
+            for j in live:
+                if not j.future.done():
+                    j.future.set_exception(err)
+            for j, _r, _tx in done:
+                if not j.future.done():
+                    j.future.set_exception(err)
+            log.warning("store.write_failed", error=str(aborted), jobs=len(live))
+            return
+        store._after_commit([tx for _j, _r, tx in done], group)
+        for j, result, _tx in done:
+            j.future.set_result(result)
