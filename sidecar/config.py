@@ -87,6 +87,27 @@ class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     centroid_k: int = 10
 
 
+class CompactionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    min_turns: int = 4  # the protected recent tail keeps at least this many turns
+    tail_tokens: int = 128  # ...and extends to this token target
+    prior_context_tokens: int = 96  # bounded prior-summary context (delta conditioning)
+    target_size: int = 20  # turns per chronological cluster
+    max_active_summaries: int = 8  # more active summaries than this are condensed a level up
+    auto: bool = True  # background auto-compaction from the per-session token accumulator
+    session_budget_tokens: int = 8000
+    soft_fraction: float = 0.70
+    emergency_fraction: float = 0.85
+
+
+class AuthoredSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    # Markdown roots the daemon watches: "generic:/path" or "obsidian:/path" (kind optional).
+    roots: list[str] = msgspec.field(default_factory=list)
+    include: list[str] = msgspec.field(default_factory=lambda: ["**/*.md"])
+    exclude: list[str] = msgspec.field(default_factory=list)
+    core_globs: list[str] = msgspec.field(default_factory=list)  # documents that yield hard rules
+    debounce_ms: int = 500
+
+
 class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_entries: int = 500  # 0 = unbounded
 
@@ -101,6 +122,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     gating: GatingSettings = msgspec.field(default_factory=GatingSettings)
     journal: JournalSettings = msgspec.field(default_factory=JournalSettings)
+    compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
+    authored: AuthoredSettings = msgspec.field(default_factory=AuthoredSettings)
 
     @property
     def data_path(self) -> Path:
@@ -149,6 +172,9 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_GATING_TECH_NORM": "gating.tech_norm",
     "LIBRAVDB_GATING_CENTROID_K": "gating.centroid_k",
     "LIBRAVDB_LIFECYCLE_JOURNAL_MAX_ENTRIES": "journal.max_entries",
+    "LIBRAVDB_COMPACTION_AUTO": "compaction.auto",
+    "LIBRAVDB_COMPACTION_MIN_TURNS": "compaction.min_turns",
+    "LIBRAVDB_COMPACTION_SESSION_BUDGET_TOKENS": "compaction.session_budget_tokens",
 }
 
 
