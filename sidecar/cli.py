@@ -71,9 +71,76 @@ def _tool_commands(sub: Any) -> None:
     call.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
 
 
+def _maintenance_commands(sub: Any) -> None:
+    def common(cmd: Any) -> None:
+        cmd.add_argument(
+            "--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)"
+        )
+        cmd.add_argument("--config", metavar="FILE", help="TOML settings file")
+
+    reembed = sub.add_parser(
+        "reembed", help="re-embed every record with the current model (daemon stopped)"
+    )
+    common(reembed)
+    export = sub.add_parser("export", help="write the store as NDJSON (daemon stopped)")
+    common(export)
+    export.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
+    export.add_argument("--collection", action="append", help="only this collection (repeat)")
+    export.add_argument("--namespace", help="only the collections of this namespace")
+    export.add_argument("--no-vectors", action="store_true", help="omit vectors (smaller)")
+    imp = sub.add_parser("import", help="load an NDJSON export (daemon stopped)")
+    common(imp)
+    imp.add_argument("file", help="the NDJSON file written by export")
+
+
+def _run_maintenance(args: argparse.Namespace) -> int:
+    from sidecar import tools
+
+    try:
+        settings = load_settings({"data_dir": args.data_dir, "config_file": args.config})
+    except ConfigError as exc:
+        print(f"libravdb: {exc}", file=sys.stderr)
+        return 1
+    from sidecar.logging_setup import configure_logging
+
+    configure_logging("warning")
+    try:
+        if args.command == "reembed":
+            summary = tools.run_reembed(settings)
+        elif args.command == "export":
+            if args.output:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    summary = tools.run_export(
+                        settings,
+                        out,
+                        collections=args.collection,
+                        namespace=args.namespace,
+                        include_vectors=not args.no_vectors,
+                    )
+            else:
+                summary = tools.run_export(
+                    settings,
+                    sys.stdout,
+                    collections=args.collection,
+                    namespace=args.namespace,
+                    include_vectors=not args.no_vectors,
+                )
+        else:
+            from pathlib import Path
+
+            summary = tools.run_import(settings, Path(args.file))
+    except tools.ToolError as exc:
+        print(f"libravdb {args.command}: {exc}", file=sys.stderr)
+        return 1
+    print(summary, file=sys.stderr)
+    return 0
+
+
 def _run_tool(args: argparse.Namespace) -> int:
     from sidecar import console
 
+    if args.command in ("reembed", "export", "import"):
+        return _run_maintenance(args)
     if args.command == "console":
         return console.run_console(args.endpoint)
     if args.command == "call":
@@ -88,6 +155,7 @@ def daemon_main(argv: Sequence[str] | None = None) -> int:
     _serve_parser(sub)
     sub.add_parser("version", help="print the version")
     _tool_commands(sub)
+    _maintenance_commands(sub)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["serve", *argv]
@@ -105,6 +173,7 @@ def tool_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="libravdb", description="libravdb tools and console")
     sub = parser.add_subparsers(dest="command", required=True)
     _tool_commands(sub)
+    _maintenance_commands(sub)
     sub.add_parser("version", help="print the version")
     args = parser.parse_args(argv)
     if args.command == "version":
