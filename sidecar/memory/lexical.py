@@ -1,0 +1,663 @@
+"""The lexical channel: an analyzer for English conversation and a BM25 index.
+
+Analyzer (:func:`analyze`), the same for documents and queries:
+
+1. Unicode case folding; typographic apostrophes become ``'``; the possessive ``'s`` is
+   dropped ("Caroline's" → "caroline") and other apostrophes are removed ("don't" →
+   "dont", "I've" → "ive").
+2. Tokens are runs of Unicode letters and digits (``[^\\W_]+``), so non-ASCII words and
+   CJK runs survive (the reference split on anything outside ``[a-z0-9_]``).
+3. English stop words (:data:`STOPWORDS`, including the apostrophe-less contractions)
+   and one-character tokens (except digits) are dropped.
+4. Stemming (``stem="light"``, the default, :func:`light_stem`): plurals, ``-ing``,
+   ``-ed`` (with the doubled consonant undone), then a final silent ``e`` and ``y`` -> ``i``,
+   only on ASCII words longer than three letters, so names, numbers and other scripts
+   stay intact. ``stem="none"`` keeps surface forms.
+
+Measured on the LoCoMo dev split (BM25 alone, evidence recall at 1,000 tokens): plain
+tokens 0.629, + stop words 0.661, + light stemming without stop words 0.673, both 0.701.
+
+:class:`BM25Index` is one document set (its own statistics, Okapi BM25 with ``k1`` 1.2
+and ``b`` 0.75, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``, which is never negative).
+Adds and removals are incremental: documents get an internal slot; postings are
+appended; a removal updates the statistics at once and leaves a dead slot that queries
+mask out; dead slots are compacted away once they outnumber the live ones. Per-term
+postings are cached as numpy arrays of ``(slot, tf-and-length weight)``, so a query is a
+handful of vectorised scatters into one dense score array (about 3 ms p50 for 50k
+documents on a busy two-core machine). The cached weights use an average document
+length that is refreshed only when the true one drifts by more than 5 %
+(:data:`AVGDL_TOLERANCE`), so adds do not invalidate the cache; ``search`` and ``score``
+use the same value and agree.
+
+:class:`LexicalIndex` keeps one :class:`BM25Index` per collection (scope), so every
+scope has its own statistics; a search over several collections merges their hits.
+
+Not thread-safe: the caller serialises writers against readers (the daemon holds one
+per namespace behind its store lock).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+StemMode = Literal["light", "none"]
+
+DEFAULT_K1 = 1.2
+DEFAULT_B = 0.75
+AVGDL_TOLERANCE = 0.05
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+_POSSESSIVE_RE = re.compile(r"(?<=[^\W_])'s\b")
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+# Function words of English conversation. Contractions appear without their apostrophe
+# because the analyzer removes it before matching.
+STOPWORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "arent",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cant",
+        "cannot",
+        "could",
+        "couldnt",
+        "did",
+        "didnt",
+        "do",
+        "does",
+        "doesnt",
+        "doing",
+        "dont",
+        "down",
+        "during",
+        "each",
+        "else",
+        "ever",
+        "few",
+        "for",
+        "from",
+        "further",
+        "get",
+        "gets",
+        "got",
+        "had",
+        "hadnt",
+        "has",
+        "hasnt",
+        "have",
+        "havent",
+        "having",
+        "he",
+        "hed",
+        "hell",
+        "hes",
+        "her",
+        "here",
+        "heres",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "hows",
+        "i",
+        "id",
+        "ill",
+        "im",
+        "ive",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isnt",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "lets",
+        "like",
+        "me",
+        "more",
+        "most",
+        "much",
+        "must",
+        "mustnt",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "oh",
+        "ok",
+        "okay",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "really",
+        "same",
+        "shant",
+        "she",
+        "shed",
+        "shell",
+        "shes",
+        "should",
+        "shouldnt",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "thats",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "theres",
+        "these",
+        "they",
+        "theyd",
+        "theyll",
+        "theyre",
+        "theyve",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "very",
+        "was",
+        "wasnt",
+        "we",
+        "wed",
+        "well",
+        "were",
+        "weve",
+        "werent",
+        "what",
+        "whats",
+        "when",
+        "whens",
+        "where",
+        "wheres",
+        "which",
+        "while",
+        "who",
+        "whos",
+        "whom",
+        "why",
+        "whys",
+        "will",
+        "with",
+        "wont",
+        "would",
+        "wouldnt",
+        "yeah",
+        "yes",
+        "yet",
+        "you",
+        "youd",
+        "youll",
+        "youre",
+        "youve",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+    ]
+)
+
+
+# --------------------------------------------------------------------------- analyzer
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _has_vowel(s: str) -> bool:
+    return any(c in _VOWELS for c in s)
+
+
+def _undouble(s: str) -> str:
+    # "runn" -> "run", "stopp" -> "stop"; keep "ll", "ss", "zz" ("fall", "miss", "buzz").
+    if len(s) >= 3 and s[-1] == s[-2] and s[-1] not in "lsz" and s[-1].isalpha():
+        return s[:-1]
+    return s
+
+
+def light_stem(word: str) -> str:
+    """A conservative English suffix stripper (plurals, -ing, -ed, final -e and -y).
+
+    Only ASCII-alphabetic words longer than 3 characters are touched, so names, numbers
+    and non-English words pass through. Documents and queries go through the same
+    function, so it only has to conflate inflections, not produce dictionary forms:
+    "movie"/"movies" → "movi", "hope"/"hoping"/"hoped" → "hop", "paintings" → "paint",
+    "studies"/"studied"/"study" → "studi", "watches" → "watch", "running" → "run".
+    """
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    w = word
+    # plurals and third person
+    if w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "i"
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+        if w.endswith(("she", "che", "xe", "ze")):
+            w = w[:-1]
+    # progressive and past
+    if w.endswith("ing") and len(w) > 5 and _has_vowel(w[:-3]):
+        w = _undouble(w[:-3])
+    elif w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "i"
+    elif w.endswith("ed") and len(w) > 4 and _has_vowel(w[:-2]):
+        w = _undouble(w[:-2])
+    # final silent e and y
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    elif len(w) > 2 and w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    return w
+
+
+def analyze(
+    text: str,
+    *,
+    stem: StemMode = "light",
+    stopwords: frozenset[str] = STOPWORDS,
+) -> list[str]:
+    """The terms of ``text`` in order (see the module doc)."""
+    if not text:
+        return []
+    folded = _POSSESSIVE_RE.sub("", text.casefold().translate(_APOSTROPHES)).replace("'", "")
+    out: list[str] = []
+    for tok in _TOKEN_RE.findall(folded):
+        if tok in stopwords or (len(tok) == 1 and not tok.isdigit()):
+            continue
+        out.append(light_stem(tok) if stem == "light" else tok)
+    return out
+
+
+def query_terms(
+    text: str, *, stem: StemMode = "light", stopwords: frozenset[str] = STOPWORDS
+) -> list[str]:
+    """The distinct terms of ``text``, in first-occurrence order (keyword extraction)."""
+    return list(dict.fromkeys(analyze(text, stem=stem, stopwords=stopwords)))
+
+
+# ------------------------------------------------------------------------------ index
+
+F32 = npt.NDArray[np.float32]
+I32 = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    collection: str
+    id: str
+    score: float
+
+
+_EMPTY_TERMS: Mapping[str, int] = {}
+
+
+class BM25Index:
+    """Okapi BM25 over one document set (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        stem: StemMode = "light",
+        stopwords: frozenset[str] = STOPWORDS,
+    ) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise ValueError("need k1 >= 0 and 0 <= b <= 1")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.stem: StemMode = stem
+        self.stopwords = stopwords
+        self._slot_of: dict[str, int] = {}
+        self._ids: list[str | None] = []  # slot -> id (None once removed)
+        self._doc_terms: list[Counter[str] | None] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._cache: dict[str, tuple[I32, F32]] = {}
+        self._df: Counter[str] = Counter()
+        self._dl = np.zeros(64, dtype=np.float32)
+        self._alive = np.zeros(64, dtype=bool)
+        self._total_len = 0
+        self._dead = 0
+        self._wavgdl = 0.0
+
+    # ---------------------------------------------------------------- documents
+    def analyze(self, text: str) -> list[str]:
+        return analyze(text, stem=self.stem, stopwords=self.stopwords)
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._slot_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._slot_of))
+
+    @property
+    def avgdl(self) -> float:
+        n = len(self._slot_of)
+        return self._total_len / n if n else 0.0
+
+    def doc_terms(self, doc_id: str) -> Mapping[str, int]:
+        """The analyzed term counts of a document (empty if unknown). A read-only view:
+        do not modify it."""
+        slot = self._slot_of.get(doc_id)
+        terms = self._doc_terms[slot] if slot is not None else None
+        return terms if terms is not None else _EMPTY_TERMS
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Index ``text`` under ``doc_id``, replacing an earlier version of the id."""
+        self.add_terms(doc_id, self.analyze(text))
+
+    def add_many(self, docs: Iterable[tuple[str, str]]) -> None:
+        for doc_id, text in docs:
+            self.add(doc_id, text)
+
+    def add_terms(self, doc_id: str, terms: Sequence[str]) -> None:
+        """Index already analyzed ``terms`` (for callers that analyze once)."""
+        if doc_id in self._slot_of:
+            self.remove(doc_id)
+        slot = len(self._ids)
+        if slot >= self._dl.shape[0]:
+            cap = max(64, 2 * self._dl.shape[0])
+            self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
+            self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
+        counts = Counter(terms)
+        self._slot_of[doc_id] = slot
+        self._ids.append(doc_id)
+        self._doc_terms.append(counts)
+        length = sum(counts.values())
+        self._dl[slot] = length
+        self._alive[slot] = True
+        self._total_len += length
+        for term, tf in counts.items():
+            plist = self._postings.get(term)
+            if plist is None:
+                plist = ([], [])
+                self._postings[term] = plist
+            plist[0].append(slot)
+            plist[1].append(tf)
+            self._df[term] += 1
+            self._cache.pop(term, None)
+
+    def remove(self, doc_id: str) -> bool:
+        slot = self._slot_of.pop(doc_id, None)
+        if slot is None:
+            return False
+        counts = self._doc_terms[slot]
+        self._doc_terms[slot] = None
+        self._ids[slot] = None
+        self._alive[slot] = False
+        if counts is not None:
+            self._total_len -= sum(counts.values())
+            for term in counts:
+                self._df[term] -= 1
+                if self._df[term] <= 0:
+                    del self._df[term]
+        self._dead += 1
+        if self._dead > max(1024, len(self._slot_of)):
+            self._compact()
+        return True
+
+    def clear(self) -> None:
+        self.__init__(k1=self.k1, b=self.b, stem=self.stem, stopwords=self.stopwords)  # type: ignore[misc]
+
+    def _compact(self) -> None:
+        live = [
+            (doc_id, terms)
+            for doc_id, terms in zip(self._ids, self._doc_terms, strict=True)
+            if doc_id is not None and terms is not None
+        ]
+        self.clear()
+        for doc_id, terms in live:
+            self.add_terms(doc_id, list(terms.elements()))
+
+    # ------------------------------------------------------------------ queries
+    def _norm_avgdl(self) -> float:
+        """The average length used for length normalisation. It follows the true
+        average but is only updated when that drifts by more than
+        :data:`AVGDL_TOLERANCE`, so cached per-term weights stay valid across most adds
+        and removals (a 5 % change of ``avgdl`` moves BM25 by well under 5 %)."""
+        avgdl = self.avgdl or 1.0
+        w = self._wavgdl
+        if w <= 0 or abs(avgdl - w) > AVGDL_TOLERANCE * w:
+            self._wavgdl = avgdl
+            self._cache.clear()
+        return self._wavgdl
+
+    def _weights(self, term: str) -> tuple[I32, F32] | None:
+        """``(slots, tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)))`` of a term, cached."""
+        avgdl = self._norm_avgdl()
+        cached = self._cache.get(term)
+        if cached is None:
+            plist = self._postings.get(term)
+            if plist is None:
+                return None
+            slots = np.asarray(plist[0], dtype=np.int32)
+            tf = np.asarray(plist[1], dtype=np.float32)
+            k1, b = self.k1, self.b
+            norm = k1 * (1.0 - b + b * self._dl[slots] / avgdl)
+            cached = (slots, (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32))
+            self._cache[term] = cached
+        return cached
+
+    def idf(self, term: str) -> float:
+        df = self._df.get(term, 0)
+        n = len(self._slot_of)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+
+    def _score_array(self, terms: Sequence[str]) -> F32 | None:
+        n_slots = len(self._ids)
+        if not self._slot_of or n_slots == 0:
+            return None
+        scores = np.zeros(n_slots, dtype=np.float32)
+        hit = False
+        for term in dict.fromkeys(terms):
+            idf = self.idf(term)
+            arrays = self._weights(term) if idf > 0 else None
+            if arrays is None:
+                continue
+            slots, weight = arrays
+            scores[slots] += np.float32(idf) * weight
+            hit = True
+        if not hit:
+            return None
+        if self._dead:
+            scores *= self._alive[:n_slots]
+        return scores
+
+    def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, score)`` for a query text (or analyzed terms), best first;
+        ties by id. Only documents sharing a term with the query are returned."""
+        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        scores = self._score_array(terms)
+        if scores is None or k <= 0:
+            return []
+        cand = np.flatnonzero(scores > 0)
+        if cand.size > k:
+            part = np.argpartition(-scores[cand], k - 1)[:k]
+            kth = scores[cand[part]].min()
+            cand = cand[scores[cand] >= kth]  # keep ties at the boundary, cut after sorting
+        out: list[tuple[str, float]] = []
+        for slot in cand.tolist():
+            doc_id = self._ids[slot]
+            if doc_id is not None:
+                out.append((doc_id, float(scores[slot])))
+        out.sort(key=lambda h: (-h[1], h[0]))
+        return out[:k]
+
+    def score(self, query: str | Sequence[str], ids: Iterable[str]) -> dict[str, float]:
+        """BM25 of the given documents (0 for a document without a query term or an
+        unknown id)."""
+        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        wanted = list(ids)
+        out = dict.fromkeys(wanted, 0.0)
+        if not terms or not wanted:
+            return out
+        avgdl = self._norm_avgdl()
+        k1, b = self.k1, self.b
+        idfs = {t: self.idf(t) for t in dict.fromkeys(terms)}
+        for doc_id in wanted:
+            slot = self._slot_of.get(doc_id)
+            counts = self._doc_terms[slot] if slot is not None else None
+            if slot is None or counts is None:
+                continue
+            norm = k1 * (1.0 - b + b * float(self._dl[slot]) / avgdl)
+            total = 0.0
+            for term, idf in idfs.items():
+                tf = counts.get(term, 0)
+                if tf and idf > 0:
+                    total += idf * tf * (k1 + 1.0) / (tf + norm)
+            out[doc_id] = total
+        return out
+
+
+class LexicalIndex:
+    """One :class:`BM25Index` per collection (scope), each with its own statistics."""
+
+    def __init__(
+        self,
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        stem: StemMode = "light",
+        stopwords: frozenset[str] = STOPWORDS,
+    ) -> None:
+        self.k1 = k1
+        self.b = b
+        self.stem: StemMode = stem
+        self.stopwords = stopwords
+        self._indexes: dict[str, BM25Index] = {}
+
+    def collection(self, name: str) -> BM25Index:
+        """The index of ``name``, created empty on first use."""
+        idx = self._indexes.get(name)
+        if idx is None:
+            idx = BM25Index(k1=self.k1, b=self.b, stem=self.stem, stopwords=self.stopwords)
+            self._indexes[name] = idx
+        return idx
+
+    @property
+    def collections(self) -> list[str]:
+        return sorted(self._indexes)
+
+    def __len__(self) -> int:
+        return sum(len(i) for i in self._indexes.values())
+
+    def add(self, collection: str, doc_id: str, text: str) -> None:
+        self.collection(collection).add(doc_id, text)
+
+    def remove(self, collection: str, doc_id: str) -> bool:
+        idx = self._indexes.get(collection)
+        return idx.remove(doc_id) if idx is not None else False
+
+    def drop(self, collection: str) -> bool:
+        return self._indexes.pop(collection, None) is not None
+
+    def search(
+        self, query: str, collections: Iterable[str] | None = None, k: int = 10
+    ) -> list[LexicalHit]:
+        """The ``k`` best hits over ``collections`` (all when None), best first."""
+        names = self.collections if collections is None else list(dict.fromkeys(collections))
+        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        hits: list[LexicalHit] = []
+        for name in names:
+            idx = self._indexes.get(name)
+            if idx is None:
+                continue
+            hits.extend(LexicalHit(name, i, s) for i, s in idx.search(terms, k))
+        hits.sort(key=lambda h: (-h.score, h.collection, h.id))
+        return hits[:k]
+
+    def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """BM25 of ``(collection, id)`` pairs under their own collection's statistics."""
+        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        by_coll: dict[str, list[str]] = {}
+        for coll, doc_id in keys:
+            by_coll.setdefault(coll, []).append(doc_id)
+        out: dict[tuple[str, str], float] = {}
+        for coll, ids in by_coll.items():
+            idx = self._indexes.get(coll)
+            scores = idx.score(terms, ids) if idx is not None else dict.fromkeys(ids, 0.0)
+            out.update({(coll, i): s for i, s in scores.items()})
+        return out
+
+
+def keyword_coverage(
+    query_keywords: Sequence[str], doc_terms: Mapping[str, int] | Iterable[str]
+) -> float:
+    """``|K ∩ terms(d)| / |K|`` (mathematics §7.5); 0 when ``K`` is empty."""
+    keys = set(query_keywords)
+    if not keys:
+        return 0.0
+    terms = doc_terms if isinstance(doc_terms, Mapping) else set(doc_terms)
+    return sum(1 for k in keys if k in terms) / len(keys)

@@ -1,0 +1,614 @@
+"""Hybrid ranking of retrieval candidates (mathematics §1, §2, §7; pure, numpy).
+
+A :class:`Candidate` is anything the assembler may inject: a raw turn (of the current
+session or of the namespace's earlier sessions), a summary, a durable memory, a global
+record, an authored variant node, an elevated guidance shard or a dream entry. It
+carries its text, where it came from (``scope``, ``collection``, ``session_id``), the
+client turn ids it covers (``turn_ids``), its event time ``ts`` (epoch ms) and session
+position ``seq`` when it is a turn, and either a unit ``vector`` or a precomputed
+``dense`` cosine, plus optionally a precomputed ``lexical`` BM25 score.
+
+The final score of a candidate ``d`` for a query ``q`` is a product, so that no prior
+can lift an irrelevant record above a relevant one::
+
+    score(d) = ctx(d) * P(d) * Q(d) * Omega(d) * K(d) * T(d)
+
+* **Relevance** ``rel(d)`` fuses the dense and the lexical channel. Score fusion
+  (default): ``(1 - lambda) * c_n(d) + lambda * b_n(d)``, ``c_n`` the cosine min-max
+  normalised over the candidate pool, ``b_n = bm25 / max bm25``, lambda 0.4. Weighted
+  reciprocal-rank fusion is available (``fusion="rrf"``); on the LoCoMo dev split score
+  fusion was better at every k tried (docs/benchmarks.md).
+* **Context** ``ctx(d) = rel(d) + mu * max(rel(prev), rel(next)) + rho * max rel(session(d))
+  + sigma * [speaker(d) is the one person q names]``. A turn next to a matching turn (the
+  question it answers, the answer to it) and a turn of a matching session gain; so does
+  a turn said by the person the query asks about. Neighbours are the turns of the same
+  session at ``seq +- 1`` present in the pool (the assembler fetches missing neighbours
+  through a hook); the session term uses the best turn of the session in the pool.
+  Defaults mu 0.3, rho 0.5, sigma 0.3. Speakers come from ``speaker``,
+  ``metadata.speaker``/``name`` or a transcript prefix ``"Name: "``.
+* **Prior** ``P(d) = alpha' + beta * R(d) + gamma * S(d)``: mathematics §1 with its
+  similarity term moved into ``ctx``. ``R(d) = exp(-lambda_scope * age_s)`` with the
+  per-scope decay of §2, ``S(d)`` the scope weight (:data:`SCOPES`: session 1.0, history
+  and durable 0.6, global 0.3, ...), beta 0.2, gamma 0.1, ``alpha' = 1 - beta - gamma``,
+  so ``P`` is in [0.7, 1]. Recency and scope modulate relevance, never replace it.
+* **Summary quality** ``Q(d) = 1 - delta * decay_rate`` for summaries (delta 0.5;
+  ``decay_rate`` or ``1 - confidence``), 1 otherwise.
+* **Authority and access frequency** ``Omega(d) = 1 + w_f * f(d) + w_a * a(d)``,
+  ``f = ln(1 + acc) / ln(1 + max acc)`` over the pool (§7.3), ``a`` the record's
+  ``authority`` (1 for authored records); w_f 0.1, w_a 0.2.
+* **Keyword coverage** ``K(d) = (1 + kappa * M(K, d)) / (1 + kappa)`` (§7.5) with ``M``
+  the share of the query's keywords (lexical analyzer terms) found in ``d``; kappa 0.1
+  (mostly redundant with BM25 once the lexical channel is fused; higher values cost
+  recall on the dev split).
+* **Temporal** ``T(d) = 1 + tau * affinity(ts(d)) + w_o * order(d)`` from the query's
+  :class:`~sidecar.memory.temporal.TemporalPlan`: tau 0.3 for date anchors; ``order``
+  the chronological position (earliest = 1 for "first" questions, latest = 1 for "last"
+  ones), w_o 0.05.
+
+Defaults were chosen on the LoCoMo dev split by a small grid over (lambda, mu, rho,
+sigma, kappa), the same values for every conversation; leave-one-conversation-out
+selection over the same grid gives 0.881 against 0.890 in-sample, and every point of the
+grid was within 0.024 of the best (docs/benchmarks.md).
+
+Similarity floor (§7.4): a candidate with cosine below ``theta1`` (0.05), no BM25 score,
+no query keyword and no matching neighbour is dropped as orthogonal noise.
+
+:func:`rank` returns :class:`Scored` items, best first, each with its score parts (for
+``reason`` and debugging). Everything is deterministic: ties break by collection and id.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.memory.lexical import BM25Index, LexicalIndex, analyze, query_terms
+from sidecar.memory.temporal import TemporalPlan
+from sidecar.memory.tokens import estimate_tokens
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+Fusion = Literal["score", "rrf"]
+
+# ------------------------------------------------------------------------------ scopes
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeParams:
+    """Scope weight ``S`` and per-second recency decay ``lambda`` (mathematics §1-§2)."""
+
+    weight: float
+    decay_per_s: float
+
+
+SCOPES: Mapping[str, ScopeParams] = {
+    "session": ScopeParams(1.0, 1e-4),  # the active session (outside the tail)
+    "history": ScopeParams(0.6, 1e-5),  # the namespace's raw turns of earlier sessions
+    "durable": ScopeParams(0.6, 1e-5),  # admitted durable user memory
+    "summary": ScopeParams(0.8, 1e-5),  # summaries of compacted history
+    "elevated": ScopeParams(1.0, 1e-5),  # guidance shards
+    "authored": ScopeParams(0.6, 0.0),  # authored variant nodes do not age
+    "dream": ScopeParams(0.6, 1e-5),
+    "global": ScopeParams(0.3, 2e-6),
+}
+DEFAULT_SCOPE = ScopeParams(0.6, 1e-5)
+
+
+# --------------------------------------------------------------------------- candidate
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A record the assembler may inject (see the module doc).
+
+    ``kind``: ``turn`` | ``summary`` | ``memory`` | ``authored`` | ``guidance`` |
+    ``dream`` (free-form; ``turn`` and ``summary`` have meaning here). ``turn_ids``: the
+    client message ids covered (a raw turn: its own id when empty). ``tokens``: its cost
+    (default :func:`estimate_tokens` of ``text``).
+    """
+
+    kind: str
+    collection: str
+    id: str
+    text: str
+    scope: str = "history"
+    turn_ids: tuple[str, ...] = ()
+    session_id: str = ""
+    role: str = ""
+    ts: int | None = None
+    seq: int | None = None
+    speaker: str = ""
+    vector: F32 | None = field(default=None, compare=False, repr=False)
+    dense: float | None = None
+    lexical: float | None = None
+    tokens: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.collection, self.id)
+
+    @property
+    def cost(self) -> int:
+        return self.tokens if self.tokens is not None else estimate_tokens(self.text)
+
+    @property
+    def covered(self) -> tuple[str, ...]:
+        """Client turn ids this record stands for (a raw turn: its own id)."""
+        if self.turn_ids:
+            return self.turn_ids
+        return (self.id,) if self.kind == "turn" else ()
+
+    @property
+    def sources(self) -> frozenset[tuple[str, str]]:
+        """``(session_id, turn_id)`` pairs: the same source turn in two scopes has the
+        same pair, whatever the record ids."""
+        return frozenset((self.session_id, t) for t in self.covered)
+
+    @property
+    def is_summary(self) -> bool:
+        return self.kind == "summary" or self.metadata.get("type") == "summary"
+
+
+_SPEAKER_PREFIX = re.compile(r"^\s*([A-Z][\w.'\-]*(?:\s[A-Z][\w.'\-]*){0,2}):\s")
+
+
+def speaker_of(c: Candidate) -> str:
+    """The speaker's name: the field, ``metadata.speaker``/``metadata.name``, else a
+    transcript prefix ``"Name: "`` at the start of the text; "" if none."""
+    if c.speaker:
+        return c.speaker
+    if c.metadata:
+        for key in ("speaker", "name"):
+            v = c.metadata.get(key)
+            if isinstance(v, str) and v.strip():
+                return v.strip()
+    head = c.text[:48]
+    if ":" not in head:
+        return ""
+    m = _SPEAKER_PREFIX.match(head)
+    return m.group(1) if m else ""
+
+
+_CAP_WORD = re.compile(r"\b[A-Z][\w'\-]{2,}")
+
+
+def named_speakers(query: str, speakers: Iterable[str]) -> list[str]:
+    """Speakers the query names: a speaker's full name or first name as a whole word
+    (case-insensitive), or a capitalised query word of 3+ letters that starts the
+    speaker's first name ("Mel" → "Melanie")."""
+    q = query.casefold()
+    caps = {w.casefold().removesuffix("'s") for w in _CAP_WORD.findall(query)}
+    out: list[str] = []
+    for name in dict.fromkeys(s for s in speakers if s):
+        full = name.casefold()
+        first = full.split()[0]
+        if (
+            re.search(rf"\b{re.escape(full)}\b", q)
+            or (len(first) >= 3 and re.search(rf"\b{re.escape(first)}\b", q))
+            or any(len(w) >= 3 and first.startswith(w) for w in caps)
+        ):
+            out.append(name)
+    return out
+
+
+# ---------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    fusion: Fusion = "score"
+    lexical_weight: float = 0.4  # lambda of score fusion
+    rrf_k: int = 10
+    rrf_dense_weight: float = 1.25
+    neighbor_weight: float = 0.3  # mu
+    session_weight: float = 0.5  # rho
+    speaker_weight: float = 0.3  # sigma
+    beta: float = 0.2  # recency (mathematics §1)
+    gamma: float = 0.1  # scope weight (mathematics §1)
+    delta: float = 0.5  # summary quality
+    frequency_weight: float = 0.1  # omega_f
+    authority_weight: float = 0.2  # omega_a
+    kappa: float = 0.1  # keyword coverage (§7.5)
+    tau: float = 0.3  # temporal affinity
+    order_weight: float = 0.05  # first/last ordering preference
+    theta1: float = 0.05  # similarity floor (with no keyword overlap)
+    scopes: Mapping[str, ScopeParams] = field(default_factory=lambda: dict(SCOPES))
+
+    def scope(self, name: str) -> ScopeParams:
+        return self.scopes.get(name, DEFAULT_SCOPE)
+
+
+DEFAULT_SCORING = ScoringConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A ranked candidate and the parts of its score (``nan`` = not applicable)."""
+
+    candidate: Candidate
+    score: float
+    dense: float = 0.0
+    lexical: float = 0.0
+    rel: float = 0.0
+    ctx: float = 0.0
+    prior: float = 1.0
+    kw: float = 0.0
+    speaker: float = 0.0
+    quality: float = 1.0
+    auth: float = 1.0
+    time: float = 0.0
+    hop: float = 0.0
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """The non-neutral parts by name (for debugging and ``reason``)."""
+        out = {
+            "dense": self.dense,
+            "lexical": self.lexical,
+            "rel": self.rel,
+            "ctx": self.ctx,
+            "prior": self.prior,
+            "kw": self.kw,
+        }
+        for name, value, neutral in (
+            ("speaker", self.speaker, 0.0),
+            ("Q", self.quality, 1.0),
+            ("auth", self.auth, 1.0),
+            ("time", self.time, 0.0),
+            ("hop", self.hop, 0.0),
+        ):
+            if value != neutral:
+                out[name] = value
+        return out
+
+    def reason(self) -> str:
+        """A compact account of the score: the channels, the context, and whichever
+        other factor is not neutral."""
+        text = f"dense={self.dense:.3f} bm25={self.lexical:.2f} ctx={self.ctx:.3f}"
+        if self.speaker:
+            text += " speaker"
+        if self.time:
+            text += f" time={self.time:.2f}"
+        if self.quality != 1.0:
+            text += f" Q={self.quality:.2f}"
+        if self.auth != 1.0:
+            text += f" auth={self.auth:.2f}"
+        if self.hop:
+            text += " hop"
+        return text
+
+
+class LexicalScorer(Protocol):
+    """Scores ``(collection, id)`` keys for a query with corpus statistics (the daemon's
+    :class:`~sidecar.memory.lexical.LexicalIndex`)."""
+
+    def score(
+        self, query: str, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], float]: ...
+
+
+class _SingleIndex:
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+
+    def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        keys = list(keys)
+        s = self.index.score(query, [k[1] for k in keys])
+        return {k: s[k[1]] for k in keys}
+
+
+def as_lexical_scorer(
+    index: BM25Index | LexicalIndex | LexicalScorer | None,
+) -> LexicalScorer | None:
+    if isinstance(index, BM25Index):
+        return _SingleIndex(index)
+    return index
+
+
+# ----------------------------------------------------------------------------- parts
+
+
+def _clamp01(x: float) -> float:
+    return 0.0 if not x > 0.0 else 1.0 if x > 1.0 else x
+
+
+def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F64:
+    """Cosine per candidate: ``dense`` when given, else ``vector · query`` (unit
+    vectors assumed), else 0."""
+    out = np.zeros(len(candidates), dtype=np.float64)
+    need: list[int] = []
+    for i, c in enumerate(candidates):
+        if c.dense is not None:
+            out[i] = float(c.dense)
+        elif c.vector is not None and query_vector is not None:
+            need.append(i)
+    if need and query_vector is not None:
+        q = np.asarray(query_vector, dtype=np.float32).ravel()
+        mat = np.stack([np.asarray(candidates[i].vector, dtype=np.float32).ravel() for i in need])
+        out[need] = mat @ q
+    return np.clip(np.nan_to_num(out), -1.0, 1.0)
+
+
+def lexical_scores(
+    query: str,
+    candidates: Sequence[Candidate],
+    scorer: LexicalScorer | None = None,
+) -> F64:
+    """BM25 per candidate: ``lexical`` when given, else from ``scorer`` (corpus
+    statistics), else BM25 over the pool itself (statistics of the candidates)."""
+    out = np.zeros(len(candidates), dtype=np.float64)
+    missing = [i for i, c in enumerate(candidates) if c.lexical is None]
+    for i, c in enumerate(candidates):
+        if c.lexical is not None:
+            out[i] = float(c.lexical)
+    if not missing:
+        return out
+    if scorer is not None:
+        got = scorer.score(query, [candidates[i].key for i in missing])
+        for i in missing:
+            out[i] = got.get(candidates[i].key, 0.0)
+        return out
+    pool = BM25Index()
+    for i in missing:
+        pool.add(str(i), candidates[i].text)
+    got_pool = pool.score(query, [str(i) for i in missing])
+    for i in missing:
+        out[i] = got_pool[str(i)]
+    return out
+
+
+def fuse(dense: F64, lexical: F64, cfg: ScoringConfig = DEFAULT_SCORING) -> F64:
+    """Relevance in [0, 1] from the two channels (module doc)."""
+    n = dense.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    if cfg.fusion == "rrf":
+        out = np.zeros(n)
+        k = max(1, cfg.rrf_k)
+        order_d = np.argsort(-dense, kind="stable")
+        out[order_d] += cfg.rrf_dense_weight / (k + 1 + np.arange(n))
+        lex_pos = lexical > 0
+        if lex_pos.any():
+            order_l = np.argsort(-lexical, kind="stable")
+            ranks_l = np.empty(n)
+            ranks_l[order_l] = np.arange(n)
+            out += np.where(lex_pos, 1.0 / (k + 1 + ranks_l), 0.0)
+        top = (cfg.rrf_dense_weight + 1.0) / (k + 1)
+        return np.asarray(out / top, dtype=np.float64)
+    hi, lo = float(dense.max()), float(dense.min())
+    c_norm = (dense - lo) / (hi - lo) if hi > lo else np.where(dense > 0, 1.0, 0.0)
+    bmax = float(lexical.max())
+    b_norm = lexical / bmax if bmax > 0 else np.zeros(n)
+    lam = min(max(cfg.lexical_weight, 0.0), 1.0)
+    return np.asarray((1.0 - lam) * c_norm + lam * b_norm, dtype=np.float64)
+
+
+def context_scores(
+    rel: F64, candidates: Sequence[Candidate], cfg: ScoringConfig = DEFAULT_SCORING
+) -> tuple[F64, F64]:
+    """``(neighbour term, session term)`` per candidate (raw turns with a session and a
+    ``seq`` only; 0 otherwise)."""
+    n = len(candidates)
+    neigh = np.zeros(n)
+    sess = np.zeros(n)
+    if n == 0 or (cfg.neighbor_weight <= 0 and cfg.session_weight <= 0):
+        return neigh, sess
+    at: dict[tuple[str, int], int] = {}
+    best: dict[str, float] = {}
+    for i, c in enumerate(candidates):
+        if c.kind != "turn" or not c.session_id:
+            continue
+        if c.seq is not None:
+            at[(c.session_id, c.seq)] = i
+        best[c.session_id] = max(best.get(c.session_id, 0.0), float(rel[i]))
+    for i, c in enumerate(candidates):
+        if c.kind != "turn" or not c.session_id:
+            continue
+        if c.seq is not None:
+            p = at.get((c.session_id, c.seq - 1))
+            q = at.get((c.session_id, c.seq + 1))
+            neigh[i] = max(rel[p] if p is not None else 0.0, rel[q] if q is not None else 0.0)
+        sess[i] = best.get(c.session_id, 0.0)
+    return cfg.neighbor_weight * neigh, cfg.session_weight * sess
+
+
+def prior(c: Candidate, now_ms: int | None, cfg: ScoringConfig = DEFAULT_SCORING) -> float:
+    """``alpha' + beta·R + gamma·S`` (module doc); a missing ``ts`` or ``now`` counts as age 0."""
+    params = cfg.scope(c.scope)
+    age_s = 0.0
+    if now_ms is not None and c.ts is not None and c.ts > 0:
+        age_s = max(0.0, (now_ms - c.ts) / 1000.0)
+    recency = math.exp(-params.decay_per_s * age_s)
+    beta = min(max(cfg.beta, 0.0), 1.0)
+    gamma = min(max(cfg.gamma, 0.0), 1.0 - beta)
+    return (1.0 - beta - gamma) + beta * recency + gamma * _clamp01(params.weight)
+
+
+def summary_quality(c: Candidate, cfg: ScoringConfig = DEFAULT_SCORING) -> float:
+    """``1 - delta·decay_rate`` for summaries (``decay_rate`` or ``1 - confidence``)."""
+    if not c.is_summary:
+        return 1.0
+    decay = c.metadata.get("decay_rate")
+    if not isinstance(decay, int | float):
+        conf = c.metadata.get("confidence")
+        decay = 1.0 - float(conf) if isinstance(conf, int | float) else 0.5
+    return 1.0 - _clamp01(cfg.delta) * _clamp01(float(decay))
+
+
+def authority(c: Candidate) -> float:
+    v = c.metadata.get("authority")
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return _clamp01(float(v))
+    return 1.0 if c.metadata.get("authored") is True or c.scope == "authored" else 0.0
+
+
+def access_count(c: Candidate) -> int:
+    v = c.metadata.get("access_count")
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0
+
+
+# ------------------------------------------------------------------------------- rank
+
+
+@dataclass(frozen=True, slots=True)
+class QueryContext:
+    """What :func:`rank` needs about the query, computed once per assemble."""
+
+    text: str
+    vector: F32 | None
+    plan: TemporalPlan | None = None
+    now_ms: int | None = None
+    keywords: tuple[str, ...] = ()
+    lexical_query: str = ""
+
+    @staticmethod
+    def build(
+        text: str,
+        vector: F32 | None,
+        *,
+        plan: TemporalPlan | None = None,
+        now_ms: int | None = None,
+    ) -> QueryContext:
+        lex = plan.content_query if plan is not None and plan.content_query else text
+        return QueryContext(text, vector, plan, now_ms, tuple(query_terms(lex)), lex)
+
+
+@dataclass(frozen=True, slots=True)
+class Channels:
+    """The dense and lexical score of each candidate of a pool (computed once)."""
+
+    dense: F64
+    lexical: F64
+
+    @staticmethod
+    def compute(
+        query: QueryContext,
+        candidates: Sequence[Candidate],
+        lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    ) -> Channels:
+        return Channels(
+            dense_scores(query.vector, candidates),
+            lexical_scores(
+                query.lexical_query or query.text, candidates, as_lexical_scorer(lexical)
+            ),
+        )
+
+    def extend(self, other: Channels) -> Channels:
+        return Channels(
+            np.concatenate([self.dense, other.dense]), np.concatenate([self.lexical, other.lexical])
+        )
+
+
+def preliminary(channels: Channels, cfg: ScoringConfig = DEFAULT_SCORING) -> F64:
+    """The fused relevance alone (to pick whose neighbours to fetch)."""
+    return fuse(channels.dense, channels.lexical, cfg)
+
+
+def rank(
+    query: QueryContext,
+    candidates: Sequence[Candidate],
+    *,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    cfg: ScoringConfig = DEFAULT_SCORING,
+    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None = None,
+    channels: Channels | None = None,
+) -> list[Scored]:
+    """Score and sort ``candidates`` (module doc), best first; drops the orthogonal
+    noise below the similarity floor. Candidates must have distinct keys. ``channels``:
+    their precomputed dense and lexical scores (else computed here)."""
+    n = len(candidates)
+    if n == 0:
+        return []
+    ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
+    dense, lex = ch.dense, ch.lexical
+    rel = fuse(dense, lex, cfg)
+    neigh, sess = context_scores(rel, candidates, cfg)
+    spk_names = [speaker_of(c) for c in candidates]
+    speakers = named_speakers(query.text, set(spk_names))
+    named = speakers[0] if len(speakers) == 1 else ""
+    spk = np.array([cfg.speaker_weight if named and s == named else 0.0 for s in spk_names])
+    ctx = rel + neigh + sess + spk
+
+    # prior P = alpha' + beta*R + gamma*S, vectorised
+    beta = min(max(cfg.beta, 0.0), 1.0)
+    gamma = min(max(cfg.gamma, 0.0), 1.0 - beta)
+    params = [cfg.scope(c.scope) for c in candidates]
+    decay = np.array([p.decay_per_s for p in params])
+    weight = np.clip(np.array([p.weight for p in params]), 0.0, 1.0)
+    if query.now_ms is not None:
+        ts = np.array([c.ts if c.ts is not None and c.ts > 0 else query.now_ms for c in candidates])
+        age = np.maximum(0.0, (query.now_ms - ts) / 1000.0)
+    else:
+        age = np.zeros(n)
+    pri = (1.0 - beta - gamma) + beta * np.exp(-decay * age) + gamma * weight
+
+    q = np.array([summary_quality(c, cfg) if c.is_summary else 1.0 for c in candidates])
+    acc = np.array([access_count(c) if c.metadata else 0 for c in candidates], dtype=np.float64)
+    max_acc = float(acc.max())
+    freq = np.log1p(acc) / math.log1p(max_acc) if max_acc > 0 else np.zeros(n)
+    auth = np.array(
+        [authority(c) if c.metadata or c.scope == "authored" else 0.0 for c in candidates]
+    )
+    omega = 1.0 + cfg.frequency_weight * freq + cfg.authority_weight * auth
+
+    keys = query.keywords
+    overlap = np.zeros(n)
+    if keys:
+        for i, c in enumerate(candidates):
+            terms = terms_of(c) if terms_of is not None else set(analyze(c.text))
+            if not isinstance(terms, Mapping | set | frozenset):
+                terms = set(terms)
+            overlap[i] = sum(1 for k in keys if k in terms)
+    cov = overlap / len(keys) if keys else np.zeros(n)
+    kw = (1.0 + cfg.kappa * cov) / (1.0 + cfg.kappa)
+
+    plan = query.plan
+    aff = np.zeros(n)
+    order_term = np.zeros(n)
+    if plan is not None and plan.windows:
+        aff = plan.affinities([c.ts for c in candidates])
+    if plan is not None and plan.order is not None and cfg.order_weight > 0:
+        with_ts = sorted((c.ts, i) for i, c in enumerate(candidates) if c.ts is not None)
+        m = len(with_ts)
+        for pos, (_, i) in enumerate(with_ts):
+            frac = pos / (m - 1) if m > 1 else 0.0
+            order_term[i] = (1.0 - frac) if plan.order == "asc" else frac
+    t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
+    final = ctx * pri * q * omega * kw * t
+    keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
+
+    out: list[Scored] = []
+    rows = zip(
+        candidates,
+        keep.tolist(),
+        final.tolist(),
+        dense.tolist(),
+        lex.tolist(),
+        rel.tolist(),
+        ctx.tolist(),
+        pri.tolist(),
+        cov.tolist(),
+        spk.tolist(),
+        q.tolist(),
+        omega.tolist(),
+        aff.tolist(),
+        strict=True,
+    )
+    for c, ok, fin, d, lx, r, cx, p, kv, sp, qq, om, af in rows:
+        if ok:
+            out.append(Scored(c, fin, d, lx, r, cx, p, kv, sp, qq, om, af))
+    out.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
+    return out
+
+
+def rescore(item: Scored, factor: float) -> Scored:
+    """A copy of ``item`` with its score multiplied by ``factor`` (an attenuation)."""
+    return replace(item, score=item.score * factor)
