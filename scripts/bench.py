@@ -176,6 +176,7 @@ SECTIONS: dict[str, Section] = {
     "transport": bench_transport,
     "engines": _module_section("scripts.bench_engines"),
     "store": _module_section("scripts.bench_store"),
+    "memory": _module_section("scripts.bench_memory"),
 }
 
 

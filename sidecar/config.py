@@ -106,6 +106,7 @@ class AuthoredSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     exclude: list[str] = msgspec.field(default_factory=list)
     core_globs: list[str] = msgspec.field(default_factory=list)  # documents that yield hard rules
     debounce_ms: int = 500
+    poll_interval_ms: int = 2000  # how often the roots are walked (stat only; hashing on change)
 
 
 class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

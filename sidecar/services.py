@@ -36,3 +36,10 @@ def install_services(app: App) -> None:
             store_kwargs={"synchronous": settings.store.synchronous.upper()},
         ),
     )
+    from sidecar.memory.service import MemoryService  # sessions: ingest/compact/forget
+
+    app.provide(MemoryService, MemoryService(settings, app.service(StoreService), hub))
+    if settings.authored.roots:  # the daemon-owned markdown watcher (docs/authored.md)
+        from sidecar.memory.watcher import AuthoredWatcher, watcher_for_app
+
+        app.provide(AuthoredWatcher, watcher_for_app(app))

@@ -155,8 +155,15 @@ def run_import(settings: Settings, source: Path) -> str:
     embedder = _embedder(settings)
     try:
         with _open_store(settings, embedder) as store, source.open(encoding="utf-8") as src:
+            from sidecar.memory.forget import resurrection_guard
+
             bar = ProgressBar("importing")
-            stats = store.import_ndjson(src, embed=_embed_fn(embedder), progress=bar)
+            stats = store.import_ndjson(
+                src,
+                embed=_embed_fn(embedder),
+                progress=bar,
+                skip=resurrection_guard(store.list_tombstones()),
+            )
             bar.finish()
     except StoreError as exc:
         raise ToolError(exc.message) from exc
@@ -164,5 +171,6 @@ def run_import(settings: Settings, source: Path) -> str:
         embedder.close()
     return (
         f"imported {stats.records} records into {stats.collections} collections "
-        f"({stats.reembedded} re-embedded, {stats.tombstones} tombstones)"
+        f"({stats.reembedded} re-embedded, {stats.skipped} forgotten records skipped, "
+        f"{stats.tombstones} tombstones)"
     )

@@ -129,3 +129,42 @@ def test_import_of_a_missing_file(tmp_path: Path) -> None:
     done = libravdb(tmp_path, "import", "--data-dir", str(tmp_path / "d"), str(tmp_path / "nope"))
     assert done.returncode == 1
     assert "no such file" in done.stderr
+
+
+def test_import_cannot_resurrect_forgotten_records(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    messages = [
+        {"id": "m1", "role": "user", "content": "My passport number is in the blue folder."},
+        {"id": "m2", "role": "assistant", "content": "Noted: the blue folder has the passport."},
+    ]
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            reply = conn.call("ingest", {"sessionId": "s1", "userId": "u1", "messages": messages})
+            assert reply["result"]["ingested"] == 2, reply
+    finally:
+        assert daemon.stop() == 0
+
+    dump = tmp_path / "before-forget.ndjson"
+    assert libravdb(tmp_path, "export", "--data-dir", str(data), "-o", str(dump)).returncode == 0
+
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            forgot = conn.call("forget", {"userId": "u1", "includeSessions": True})
+            assert forgot["result"]["deleted"] >= 2, forgot
+    finally:
+        assert daemon.stop() == 0
+
+    imported = libravdb(tmp_path, "import", "--data-dir", str(data), str(dump))
+    assert imported.returncode == 0, imported.stderr
+    assert "forgotten records skipped" in imported.stderr
+
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            for collection in ("turns:u1", "session_raw:s1", "user:u1"):
+                listed = conn.call("list_collection", {"collection": collection})
+                assert listed["result"]["results"] == [], collection
+    finally:
+        daemon.stop()

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+SkipFn = Callable[[str, str, dict[str, Any]], bool]
+
 FORMAT = "libravdb-store"
 VERSION = 1
 
@@ -144,8 +146,12 @@ def import_ndjson(
     embed: EmbedFn | None = None,
     progress: Progress | None = None,
     batch: int = 256,
+    skip: SkipFn | None = None,
 ) -> ImportStats:
     """Upsert every record of an export. Raises InvalidInput on a malformed file.
+
+    ``skip(collection, id, metadata)`` returning true drops a record (the memory layer
+    passes one built from the tombstones, so an import cannot resurrect forgotten data).
 
     Records are written in transactions of ``batch``; a failure stops the import with the
     earlier batches kept (import again to finish: it is idempotent).
@@ -153,7 +159,14 @@ def import_ndjson(
     header: dict[str, Any] | None = None
     pending: list[tuple[dict[str, Any], Any]] = []
     need_embed: list[int] = []
-    stats = {"records": 0, "reembedded": 0, "without_vector": 0, "collections": 0, "tombs": 0}
+    stats = {
+        "records": 0,
+        "reembedded": 0,
+        "without_vector": 0,
+        "collections": 0,
+        "tombs": 0,
+        "skipped": 0,
+    }
     tombs: list[tuple[str, str, str]] = []
     ended = False
     use_vectors = False
@@ -231,6 +244,9 @@ def import_ndjson(
             text = obj.get("text", "")
             if not isinstance(text, str):
                 raise InvalidInput(f"line {lineno}: text must be a string")
+            if skip is not None and skip(coll, str(obj.get("id")), obj.get("metadata") or {}):
+                stats["skipped"] += 1
+                continue
             dims = store.dims_for(coll)
             vec: Any = None
             if dims > 1:
@@ -269,4 +285,5 @@ def import_ndjson(
         without_vector=stats["without_vector"],
         collections=stats["collections"],
         tombstones=len(tombs),
+        skipped=stats["skipped"],
     )

@@ -1554,10 +1554,11 @@ class Store:
         embed: EmbedFn | None = None,
         progress: Progress | None = None,
         batch: int = 256,
+        skip: Callable[[str, str, dict[str, Any]], bool] | None = None,
     ) -> ImportStats:
         from sidecar.store.ndjson import import_ndjson
 
-        return import_ndjson(self, src, embed=embed, progress=progress, batch=batch)
+        return import_ndjson(self, src, embed=embed, progress=progress, batch=batch, skip=skip)
 
     def stats(self) -> dict[str, Any]:
         return {

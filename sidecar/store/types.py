@@ -136,6 +136,7 @@ class ImportStats:
     without_vector: int = 0
     collections: int = 0
     tombstones: int = 0
+    skipped: int = 0  # records dropped by the caller's skip predicate (tombstoned)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,103 @@
+"""v2 session memory methods: ``ingest``, ``compact``, ``expand``, ``forget``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol.base import MethodSchema, WireStruct
+
+
+class IngestMessage(WireStruct):
+    """One message. ``content`` is a string or a list of text parts (``{type:"text",
+    text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now);
+    ``id`` the client's stable message id (default: derived from session, position and
+    content hash)."""
+
+    role: str
+    content: Any = None
+    id: str | None = None
+    ts: int | None = None
+
+
+class IngestParams(WireStruct):
+    session_id: str
+    messages: list[IngestMessage]
+    namespace: str | None = None
+    user_id: str | None = None
+
+
+class IngestResult(WireStruct):
+    ingested: int
+    skipped: int
+    ids: list[str]
+
+
+class CompactParams(WireStruct):
+    session_id: str
+    force: bool = False
+    target_size: int | None = None
+
+
+class CompactResult(WireStruct):
+    did_compact: bool
+    clusters_formed: int
+    clusters_declined: int
+    turns_covered: int
+    summary_method: str
+    mean_confidence: float
+    summary_ids: list[str] = msgspec.field(default_factory=list)
+
+
+class ExpandParams(WireStruct):
+    session_id: str
+    summary_id: str
+    max_depth: int | None = None
+
+
+class ExpandedTurn(WireStruct):
+    """A raw turn, or (``role: "summary"``) a summary left unexpanded by ``maxDepth``."""
+
+    id: str
+    role: str
+    ts: int
+    text: str
+
+
+class ExpandResult(WireStruct):
+    turns: list[ExpandedTurn]
+
+
+class ForgetParams(WireStruct):
+    namespace: str | None = None
+    user_id: str | None = None
+    include_sessions: bool = False
+
+
+class ForgetResult(WireStruct):
+    deleted: int
+
+
+METHODS: dict[str, MethodSchema] = {
+    "ingest": MethodSchema(
+        IngestParams,
+        IngestResult,
+        "store a batch of session messages as raw history (one transaction, one embed "
+        "call); gated admission of user turns to durable memory",
+    ),
+    "compact": MethodSchema(
+        CompactParams,
+        CompactResult,
+        "summarize the session's uncovered turns outside the recent tail (incremental, "
+        "lossless lineage)",
+    ),
+    "expand": MethodSchema(
+        ExpandParams, ExpandResult, "the raw turns a summary covers, chronological"
+    ),
+    "forget": MethodSchema(
+        ForgetParams,
+        ForgetResult,
+        "delete every record of a namespace (and its sessions when asked), leaving tombstones",
+    ),
+}

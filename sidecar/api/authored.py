@@ -1,0 +1,205 @@
+"""v2 methods: ``authored.ingest``, ``authored.delete``, ``dream.promote``,
+``lifecycle.hint``, ``lifecycle.journal`` (docs/protocol.md, docs/authored.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from protocol.authored import (
+    AuthoredDeleteParams,
+    AuthoredDeleteResult,
+    AuthoredIngestParams,
+    AuthoredIngestResult,
+    DreamPromoteParams,
+    DreamPromoteResult,
+    DreamRejection,
+    JournalEntry,
+    LifecycleHintParams,
+    LifecycleHintResult,
+    LifecycleJournalParams,
+    LifecycleJournalResult,
+    SourceInfo,
+)
+from sidecar.api.context import CallContext
+from sidecar.api.registry import Registry
+from sidecar.api.v1_store import _engine_error, store_rpc_error
+from sidecar.engines import EngineError
+from sidecar.errors import InvalidInput
+from sidecar.memory.authored_service import AuthoredInputError, SourceMeta, authored_for
+from sidecar.memory.dream import DreamEntry, parse_dream_diary
+from sidecar.memory.dream_service import DreamInputError, DreamProvenance, dream_for
+from sidecar.memory.journal import journal_for
+from sidecar.store import errors as se
+
+T = TypeVar("T")
+
+
+async def guarded(call: Awaitable[T], what: str = "embed document") -> T:
+    """Await ``call``, mapping input/store/engine failures to JSON-RPC errors."""
+    try:
+        return await call
+    except (AuthoredInputError, DreamInputError) as exc:
+        raise InvalidInput(str(exc)) from exc
+    except se.StoreError as exc:
+        raise store_rpc_error(exc) from exc
+    except EngineError as exc:
+        raise _engine_error(exc, what) from exc
+
+
+def _source(info: SourceInfo | None) -> SourceMeta:
+    if info is None:
+        return SourceMeta()
+    return SourceMeta(
+        root=info.root,
+        path=info.path,
+        kind=info.kind,
+        file_hash=info.file_hash,
+        size=info.size,
+        mtime_ms=info.mtime_ms,
+        ingest_version=info.ingest_version,
+        hash_backend=info.hash_backend,
+    )
+
+
+def _journal_entry(rid: str, meta: dict[str, Any]) -> JournalEntry:
+    ts = meta.get("ts")
+    return JournalEntry(
+        id=rid,
+        hook=str(meta.get("hook") or ""),
+        session_id=str(meta.get("sessionId") or ""),
+        reason=str(meta.get("reason") or ""),
+        ts=ts if isinstance(ts, int) and not isinstance(ts, bool) else 0,
+        metadata=meta,
+    )
+
+
+def register(registry: Registry) -> None:
+    @registry.method("authored.ingest")
+    async def authored_ingest(
+        ctx: CallContext, params: AuthoredIngestParams
+    ) -> AuthoredIngestResult:
+        rep = await guarded(
+            authored_for(ctx.app).ingest(
+                params.source_doc,
+                params.text,
+                core=params.core,
+                tokenizer_id=params.tokenizer_id,
+                source=_source(params.source),
+                dry_run=params.dry_run,
+            )
+        )
+        return AuthoredIngestResult(
+            source_doc=rep.source_doc,
+            core=rep.core,
+            nodes=rep.nodes,
+            hard=rep.hard,
+            soft=rep.soft,
+            variant=rep.variant,
+            removed=rep.removed,
+            unchanged=rep.unchanged,
+            suppressed=rep.suppressed,
+            hop_targets=rep.hop_targets,
+            cache_key=rep.cache_key,
+        )
+
+    @registry.method("authored.delete")
+    async def authored_delete(
+        ctx: CallContext, params: AuthoredDeleteParams
+    ) -> AuthoredDeleteResult:
+        n = await guarded(authored_for(ctx.app).delete(params.source_doc))
+        return AuthoredDeleteResult(source_doc=params.source_doc.strip(), deleted=n)
+
+    @registry.method("dream.promote")
+    async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPromoteResult:
+        if (params.text is None) == (params.entries is None):
+            raise InvalidInput("exactly one of text or entries is required")
+        if params.text is not None:
+            entries = parse_dream_diary(params.text)
+        else:
+            entries = [
+                DreamEntry(
+                    text=e.text,
+                    score=e.score,
+                    recall_count=e.recall_count,
+                    unique_queries=e.unique_queries,
+                    section=e.section,
+                    line=max(0, e.line),
+                    index=i + 1,
+                    metadata=e.metadata or {},
+                )
+                for i, e in enumerate(params.entries or [])
+            ]
+        s = params.source or SourceInfo()
+        prov = DreamProvenance(
+            root=s.root,
+            path=s.path,
+            kind=s.kind,
+            file_hash=s.file_hash,
+            size=s.size,
+            mtime_ms=s.mtime_ms,
+            ingest_version=s.ingest_version,
+            hash_backend=s.hash_backend,
+        )
+        ns = params.namespace.strip() or params.user_id.strip()
+        if not ns:
+            raise InvalidInput("userId or namespace is required")
+        rep = await guarded(dream_for(ctx.app).promote(ns, params.source_doc, entries, prov))
+        return DreamPromoteResult(
+            promoted=rep.promoted,
+            rejected=rep.rejected,
+            removed=rep.removed,
+            suppressed=rep.suppressed,
+            collection=rep.collection,
+            ids=rep.ids,
+            rejections=[
+                DreamRejection(text=r.entry.text, line=r.entry.line, reasons=list(r.reasons))
+                for r in rep.rejections
+            ],
+        )
+
+    @registry.method("lifecycle.hint")
+    async def lifecycle_hint(ctx: CallContext, params: LifecycleHintParams) -> LifecycleHintResult:
+        hook = params.hook.strip()
+        if not hook:
+            raise InvalidInput("hook is required")
+        fields: dict[str, Any] = {"hook": hook}
+        for key, value in (
+            ("sessionId", params.session_id),
+            ("reason", params.reason),
+            ("sessionKey", params.session_key),
+            ("sessionFile", params.session_file),
+            ("agentId", params.agent_id),
+            ("workspaceDir", params.workspace_dir),
+            ("nextSessionId", params.next_session_id),
+            ("nextSessionKey", params.next_session_key),
+            ("messageCount", params.message_count),
+            ("durationMs", params.duration_ms),
+            ("transcriptArchived", params.transcript_archived),
+        ):
+            if value is not None and value != "":
+                fields[key] = value
+        if params.extra:
+            fields["extra"] = params.extra
+        res = await guarded(journal_for(ctx.app).append(hook, params.session_id, fields))
+        return LifecycleHintResult(
+            id=res.id,
+            hook=hook,
+            session_id=params.session_id,
+            reason=params.reason,
+            ts=res.ts,
+            pruned=res.pruned,
+        )
+
+    @registry.method("lifecycle.journal")
+    async def lifecycle_journal(
+        ctx: CallContext, params: LifecycleJournalParams
+    ) -> LifecycleJournalResult:
+        recs, total = await guarded(
+            journal_for(ctx.app).entries(
+                session_id=params.session_id, hook=params.hook, limit=params.limit
+            )
+        )
+        return LifecycleJournalResult(
+            entries=[_journal_entry(r.id, r.metadata) for r in recs], total=total
+        )

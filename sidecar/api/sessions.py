@@ -1,0 +1,143 @@
+"""v2 session memory methods: ``ingest``, ``compact``, ``expand``, ``forget``.
+
+The logic lives in ``sidecar.memory`` (``MemoryService``); these handlers only decode,
+map errors and shape results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from protocol.sessions import (
+    CompactParams,
+    CompactResult,
+    ExpandedTurn,
+    ExpandParams,
+    ExpandResult,
+    ForgetParams,
+    ForgetResult,
+    IngestParams,
+    IngestResult,
+)
+from sidecar.api.context import CallContext
+from sidecar.api.registry import Registry
+from sidecar.api.v1_store import _engine_error, store_rpc_error
+from sidecar.engines import EngineError
+from sidecar.errors import InvalidInput, ModelUnavailable, NotFound, RpcError
+from sidecar.memory.compactor import CompactionOptions
+from sidecar.memory.forget import forget_namespace
+from sidecar.memory.service import MemoryService
+from sidecar.memory.sessions import IngestError, messages_from_wire
+from sidecar.store import errors as se
+from sidecar.store.names import explicit_ts
+
+
+def memory_service(ctx: CallContext) -> MemoryService:
+    return ctx.app.service(MemoryService)
+
+
+@contextmanager
+def memory_errors(what: str = "embed document") -> Iterator[None]:
+    """Map memory, store and engine exceptions onto RPC errors."""
+    try:
+        yield
+    except RpcError:
+        raise
+    except (IngestError, ValueError) as exc:
+        raise InvalidInput(str(exc)) from exc
+    except se.StoreError as exc:
+        raise store_rpc_error(exc) from exc
+    except EngineError as exc:
+        raise _engine_error(exc, what) from exc
+    except RuntimeError as exc:  # e.g. the store service is not started
+        raise ModelUnavailable(str(exc)) from exc
+
+
+def register(registry: Registry) -> None:
+    @registry.method("ingest")
+    async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
+        svc = memory_service(ctx)
+        with memory_errors():
+            out = await svc.ingest(
+                params.session_id,
+                messages_from_wire(params.messages),
+                namespace=params.namespace,
+                user_id=params.user_id,
+            )
+        return IngestResult(ingested=out.ingested, skipped=out.skipped, ids=out.ids)
+
+    @registry.method("compact")
+    async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
+        svc = memory_service(ctx)
+        if not params.session_id.strip():
+            raise InvalidInput("sessionId is required")
+        if params.target_size is not None and params.target_size < 0:
+            raise InvalidInput("targetSize must be >= 0")
+        opts = CompactionOptions.from_settings(
+            svc.settings, target_size=params.target_size or None, force=params.force
+        )
+        with memory_errors():
+            out = await svc.compact(params.session_id, opts)
+        return CompactResult(
+            did_compact=out.did_compact,
+            clusters_formed=out.clusters_formed,
+            clusters_declined=out.clusters_declined,
+            turns_covered=out.turns_covered,
+            summary_method=out.summary_method,
+            mean_confidence=out.mean_confidence,
+            summary_ids=out.summary_ids + out.condensed_ids,
+        )
+
+    @registry.method("expand")
+    async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
+        from sidecar.memory.compactor import expand_summary
+
+        svc = memory_service(ctx)
+        if not params.session_id.strip():
+            raise InvalidInput("sessionId is required")
+        if not params.summary_id.strip():
+            raise InvalidInput("summaryId is required")
+        with memory_errors():
+            items = await expand_summary(
+                svc, params.session_id, params.summary_id, params.max_depth
+            )
+        if items is None:
+            raise NotFound(
+                f"summary {params.summary_id!r} not found in session {params.session_id!r}"
+            )
+        turns: list[ExpandedTurn] = []
+        for it in items:
+            meta = it.record.metadata
+            if it.kind == "summary":
+                ts = meta.get("source_ts_min")
+                turns.append(
+                    ExpandedTurn(
+                        id=it.id,
+                        role="summary",
+                        ts=ts if isinstance(ts, int) else it.record.ts_ms,
+                        text=it.record.text,
+                    )
+                )
+            else:
+                role = meta.get("role")
+                ts_val = explicit_ts(meta)
+                turns.append(
+                    ExpandedTurn(
+                        id=it.id,
+                        role=role if isinstance(role, str) else "",
+                        ts=it.record.created_ms if ts_val is None else ts_val,
+                        text=it.record.text,
+                    )
+                )
+        return ExpandResult(turns=turns)
+
+    @registry.method("forget")
+    async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
+        svc = memory_service(ctx)
+        ns = params.namespace if params.namespace and params.namespace.strip() else params.user_id
+        if not ns or not ns.strip():
+            raise InvalidInput("namespace or userId is required")
+        with memory_errors():
+            out = await forget_namespace(svc, ns, include_sessions=params.include_sessions)
+        return ForgetResult(deleted=out.deleted)

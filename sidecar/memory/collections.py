@@ -1,0 +1,222 @@
+"""Collection names, record ids and metadata conventions shared by all memory code.
+
+Every module that reads or writes memory records builds names and ids through these
+helpers, so the layout lives in one place (reference contract §3.2, §3.3).
+
+Layout (``<sid>`` = session id, ``<ns>`` = durable namespace):
+
+=============================  ==========================================================
+``session:<sid>``              v1 host's active view (``insert_session_turn``); v2 ingest
+                               does not write it
+``session_raw:<sid>``          immutable raw history of the session, every role
+``session_summary:<sid>``      summaries (turn-level and condensed)
+``session_edge:<sid>``         coverage edges summary -> child (vectorless)
+``session_state:<sid>``        one record ``__session_state__`` (vectorless)
+``turns:<ns>``                 the namespace's raw history across sessions, **both roles**
+                               (metadata ``role``, ``sessionId``); gating's turn neighbours
+                               are its ``role == "user"`` records
+``user:<ns>``                  durable memories (gated admission of user turns)
+``elevated:user:<ns>``         verbatim guidance shards of user-attributed turns
+``elevated:session:<sid>``     guidance shards of turns without a user
+``dream:<ns>``                 promoted dream-diary entries
+``authored:hard|soft|variant`` authored markdown tiers (global)
+``global``                     global memory (host-managed)
+``_internal:lifecycle_journal`` lifecycle hints
+=============================  ==========================================================
+
+Namespaces are opaque strings. The default namespace of a session without ``userId`` is
+``session:<sid>`` (so ``turns:session:<sid>`` etc.).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+# ---- fixed names ------------------------------------------------------------------------
+
+AUTHORED_HARD = "authored:hard"
+AUTHORED_SOFT = "authored:soft"
+AUTHORED_VARIANT = "authored:variant"
+AUTHORED_COLLECTIONS = (AUTHORED_HARD, AUTHORED_SOFT, AUTHORED_VARIANT)
+AUTHORED_TIERS = {"hard": AUTHORED_HARD, "soft": AUTHORED_SOFT, "variant": AUTHORED_VARIANT}
+GLOBAL = "global"
+LIFECYCLE_JOURNAL = "_internal:lifecycle_journal"
+SESSION_STATE_ID = "__session_state__"
+
+# ---- prefixes ---------------------------------------------------------------------------
+
+SESSION_PREFIX = "session:"
+SESSION_RAW_PREFIX = "session_raw:"
+SESSION_SUMMARY_PREFIX = "session_summary:"
+SESSION_EDGE_PREFIX = "session_edge:"
+SESSION_STATE_PREFIX = "session_state:"
+SESSION_RECALL_PREFIX = "session_recall:"
+TURNS_PREFIX = "turns:"
+USER_PREFIX = "user:"
+ELEVATED_USER_PREFIX = "elevated:user:"
+ELEVATED_SESSION_PREFIX = "elevated:session:"
+DREAM_PREFIX = "dream:"
+
+# ---- metadata values --------------------------------------------------------------------
+
+TYPE_TURN = "turn"
+TYPE_SUMMARY = "summary"
+TYPE_EDGE = "coverage_edge"
+TYPE_GUIDANCE = "guidance_shard"
+TYPE_SESSION_STATE = "session_state"
+PROVENANCE_SESSION_TURN = "session_turn"
+PROVENANCE_TURN_INDEX = "turn_index"
+PROVENANCE_DURABLE = "durable_user_memory"
+
+
+def _req(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} is required")
+    return value
+
+
+# ---- per session ------------------------------------------------------------------------
+
+
+def session(sid: str) -> str:
+    """``session:<sid>``: the v1 active view."""
+    return SESSION_PREFIX + _req(sid, "session ID")
+
+
+def session_raw(sid: str) -> str:
+    return SESSION_RAW_PREFIX + _req(sid, "session ID")
+
+
+def session_summary(sid: str) -> str:
+    return SESSION_SUMMARY_PREFIX + _req(sid, "session ID")
+
+
+def session_edge(sid: str) -> str:
+    return SESSION_EDGE_PREFIX + _req(sid, "session ID")
+
+
+def session_state(sid: str) -> str:
+    return SESSION_STATE_PREFIX + _req(sid, "session ID")
+
+
+def session_recall(sid: str) -> str:
+    return SESSION_RECALL_PREFIX + _req(sid, "session ID")
+
+
+def elevated_session(sid: str) -> str:
+    return ELEVATED_SESSION_PREFIX + _req(sid, "session ID")
+
+
+def lossless_collections(sid: str) -> list[str]:
+    """The lossless set ensured for every session (reference §3.10)."""
+    return [session_raw(sid), session_summary(sid), session_edge(sid), session_state(sid)]
+
+
+def session_collections(sid: str) -> list[str]:
+    """Every collection that belongs to one session (what forgetting a session drops)."""
+    return [
+        session(sid),
+        *lossless_collections(sid),
+        session_recall(sid),
+        elevated_session(sid),
+    ]
+
+
+# ---- per namespace ----------------------------------------------------------------------
+
+
+def default_namespace(session_id: str, user_id: str | None = None) -> str:
+    """``userId`` when given (non-blank), else ``session:<sid>``."""
+    if user_id is not None and user_id.strip():
+        return user_id
+    return "session:" + _req(session_id, "session ID")
+
+
+def turns(ns: str) -> str:
+    """``turns:<ns>``: the namespace's raw history (both roles) across sessions."""
+    return TURNS_PREFIX + _req(ns, "namespace")
+
+
+def user(ns: str) -> str:
+    """``user:<ns>``: durable memories."""
+    return USER_PREFIX + _req(ns, "namespace")
+
+
+def elevated_user(ns: str) -> str:
+    return ELEVATED_USER_PREFIX + _req(ns, "namespace")
+
+
+def dream(ns: str) -> str:
+    return DREAM_PREFIX + _req(ns, "namespace")
+
+
+def namespace_collections(ns: str) -> list[str]:
+    """Every collection that belongs to a namespace as a whole (what ``forget`` drops)."""
+    return [turns(ns), user(ns), elevated_user(ns), dream(ns)]
+
+
+def authored(tier: str) -> str:
+    """``authored:<tier>`` for tier hard / soft / variant."""
+    try:
+        return AUTHORED_TIERS[tier]
+    except KeyError:
+        raise ValueError(f"authored tier must be hard, soft or variant, not {tier!r}") from None
+
+
+def session_id_of(collection: str) -> str | None:
+    """The session id of a per-session collection name, else None."""
+    for prefix in (
+        SESSION_RAW_PREFIX,
+        SESSION_SUMMARY_PREFIX,
+        SESSION_EDGE_PREFIX,
+        SESSION_STATE_PREFIX,
+        SESSION_RECALL_PREFIX,
+        ELEVATED_SESSION_PREFIX,
+        SESSION_PREFIX,
+    ):
+        if collection.startswith(prefix):
+            return collection[len(prefix) :]
+    return None
+
+
+# ---- ids --------------------------------------------------------------------------------
+
+
+def namespace_turn_id(sid: str, turn_id: str) -> str:
+    """Id of a turn in ``turns:<ns>`` and ``user:<ns>``: ``<sid>:<turnId>``.
+
+    The session is part of the id so that equal client ids in different sessions of one
+    namespace never collide (host-behaviour B3).
+    """
+    return f"{sid}:{turn_id}"
+
+
+def edge_id(summary_id: str, child_id: str) -> str:
+    return f"edge:{summary_id}:{child_id}"
+
+
+# ---- tombstones (forget) ----------------------------------------------------------------
+
+#: Tombstones are stored under the memory namespace (store tombstone ``namespace``) with
+#: key :func:`tombstone_key`. Session-scoped records use the namespace of the session.
+TOMBSTONE_REASON_FORGET = "forget"
+
+
+def tombstone_key(collection: str, record_id: str) -> str:
+    """Unambiguous tombstone key of one record: ``["<collection>","<id>"]`` (JSON)."""
+    return json.dumps([collection, record_id], ensure_ascii=False, separators=(",", ":"))
+
+
+def tombstone_keys(collection: str, ids: Iterable[str]) -> list[str]:
+    return [tombstone_key(collection, i) for i in ids]
+
+
+def parse_tombstone_key(key: str) -> tuple[str, str] | None:
+    try:
+        value = json.loads(key)
+    except ValueError:
+        return None
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value[0], value[1]
+    return None

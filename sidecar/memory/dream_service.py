@@ -1,0 +1,189 @@
+"""Dream-diary promotion into ``dream:<namespace>`` (reference contract §8.1; fixes §14.19).
+
+Entries (parsed by the host, or from raw diary text by
+:func:`sidecar.memory.dream.parse_dream_diary`) are gated by
+:func:`sidecar.memory.dream.gate_entries` (text >= 16 bytes, score >= 0.6, recall >= 2,
+unique >= 2). In ONE store transaction the accepted entries (embedded in one batch call)
+replace every earlier record of the same ``source_doc`` in the collection, **also when every
+entry is rejected** (the reference kept stale entries then). Ids are
+``<sourceDoc>#dream#%06d`` numbered over the accepted entries.
+
+Stored metadata: the entry's own ``metadata`` first, then force-set ``source_doc``,
+``source_root``, ``source_path``, ``source_kind`` (default ``dream``), ``file_hash``,
+``source_size``, ``source_mtime_ms``, ``ingest_version``, ``hash_backend`` (the reference
+writes these even when empty/zero), ``source_type: "dream"``, ``dream_score``,
+``dream_recall_count``, ``dream_unique_queries``, ``dream_section``, ``dream_line`` (the
+real file line when known, see :func:`resolve_source_line`), ``dream_index`` (1-based
+candidate index), ``dream_promoted_at`` (ms), ``authored: true``,
+``type: "dream_promotion"``, ``access_count: 0``, ``text``.
+
+**Tombstones** (``forget``, convention of :mod:`sidecar.memory.collections`): an accepted
+entry is not written when the tombstone namespace ``<ns>`` holds its key
+``tombstone_key("dream:<ns>", id)`` or the whole-diary key
+``tombstone_key("dream:<ns>", sourceDoc)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sidecar.memory import collections
+from sidecar.memory.dream import DreamEntry, RejectedEntry, dream_entry_id, gate_entries
+from sidecar.store.types import Delete, Put
+
+if TYPE_CHECKING:
+    from sidecar.app import App
+    from sidecar.store.service import StoreService
+
+
+class DreamInputError(ValueError):
+    """Unacceptable input (blank userId/sourceDoc); nothing was written."""
+
+
+def dream_collection(namespace: str) -> str:
+    return collections.dream(namespace)
+
+
+def document_tombstone_key(namespace: str, source_doc: str) -> str:
+    """Tombstone key forgetting a whole diary: ``["dream:<ns>","<sourceDoc>"]``."""
+    return collections.tombstone_key(dream_collection(namespace), source_doc)
+
+
+@dataclass(frozen=True, slots=True)
+class DreamProvenance:
+    root: str = ""
+    path: str = ""
+    kind: str = ""  # "" = "dream"
+    file_hash: str = ""
+    size: int = 0
+    mtime_ms: int = 0
+    ingest_version: int = 0
+    hash_backend: str = ""
+
+
+@dataclass(slots=True)
+class PromoteReport:
+    collection: str
+    promoted: int = 0
+    rejected: int = 0
+    removed: int = 0
+    suppressed: int = 0
+    ids: list[str] = field(default_factory=list)
+    rejections: tuple[RejectedEntry, ...] = ()
+
+
+class DreamService:
+    """Promote dream entries. One per App (:func:`dream_for`)."""
+
+    def __init__(self, svc: StoreService) -> None:
+        self.svc = svc
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def _lock(self, key: tuple[str, str]) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[key] = lock
+        return lock
+
+    async def promote(
+        self,
+        namespace: str,
+        source_doc: str,
+        entries: Sequence[DreamEntry],
+        provenance: DreamProvenance | None = None,
+    ) -> PromoteReport:
+        ns, sd = namespace.strip(), source_doc.strip()
+        if not ns:
+            raise DreamInputError("userId is required")
+        if not sd:
+            raise DreamInputError("sourceDoc is required")
+        prov = provenance or DreamProvenance()
+        coll = dream_collection(ns)
+        gated = gate_entries(entries)
+        report = PromoteReport(coll, rejected=len(gated.rejected), rejections=gated.rejected)
+        store = self.svc.store
+        async with self._lock((coll, sd)):
+            old: list[str] = []
+            if store.store.collection(coll) is not None:
+                old = [r.id for r in await store.list_records(coll, where={"source_doc": sd})]
+            accepted = list(enumerate(gated.accepted))
+            if accepted:
+                ids = [dream_entry_id(sd, i) for i, _ in accepted]
+                keys = dict(zip(collections.tombstone_keys(coll, ids), ids, strict=True))
+                doc_key = document_tombstone_key(ns, sd)
+                found = await store.tombstoned(ns, [*keys, doc_key])
+                dead = set(ids) if doc_key in found else {keys[k] for k in found if k in keys}
+                kept = [(i, e) for i, e in accepted if dream_entry_id(sd, i) not in dead]
+                report.suppressed = len(accepted) - len(kept)
+                accepted = kept
+            now_ms = time.time_ns() // 1_000_000
+            puts: list[Put] = []
+            if accepted:
+                vecs = np.asarray(
+                    await self.svc.embed([e.text.strip() for _, e in accepted], "document"),
+                    dtype=np.float32,
+                )
+                if vecs.ndim != 2 or vecs.shape[0] != len(accepted):
+                    raise RuntimeError(f"embedder returned {vecs.shape} for {len(accepted)} texts")
+                for row, (i, e) in enumerate(accepted):
+                    rid = dream_entry_id(sd, i)
+                    puts.append(
+                        Put(coll, rid, e.text.strip(), _metadata(sd, prov, e, now_ms), vecs[row])
+                    )
+            new_ids = {p.id for p in puts}
+            deletes = [Delete(coll, rid) for rid in old if rid not in new_ids]
+            if deletes or puts:
+                await store.write([*deletes, *puts])
+            report.promoted = len(puts)
+            report.removed = len(old) - len(new_ids & set(old))
+            report.ids = [p.id for p in puts]
+        return report
+
+
+def _metadata(sd: str, prov: DreamProvenance, e: DreamEntry, now_ms: int) -> dict[str, Any]:
+    meta: dict[str, Any] = dict(e.metadata)
+    meta.update(
+        source_doc=sd,
+        source_root=prov.root,
+        source_path=prov.path,
+        source_kind=prov.kind.strip() or "dream",
+        file_hash=prov.file_hash,
+        source_size=int(prov.size),
+        source_mtime_ms=int(prov.mtime_ms),
+        ingest_version=int(prov.ingest_version),
+        hash_backend=prov.hash_backend,
+        source_type="dream",
+        dream_score=float(e.score),
+        dream_recall_count=int(e.recall_count),
+        dream_unique_queries=int(e.unique_queries),
+        dream_section=e.section,
+        dream_line=int(e.line),
+        dream_index=int(e.index),
+        dream_promoted_at=now_ms,
+        authored=True,
+        type="dream_promotion",
+        access_count=0,
+        text=e.text.strip(),
+    )
+    return meta
+
+
+def dream_for(app: App) -> DreamService:
+    """The App's dream service (created on first use)."""
+    from sidecar.store.service import StoreService
+
+    service = app.maybe_service(DreamService)
+    if service is None:
+        service = DreamService(app.service(StoreService))
+        app.provide(DreamService, service)
+    return service

@@ -1,0 +1,137 @@
+"""Forget a namespace: delete every record of it and leave tombstones.
+
+``forget_namespace(svc, ns, include_sessions)`` removes, in one store transaction, the
+collections that belong to the namespace (exact match: ``<c>`` or ``<c>:<more>``):
+
+* ``turns:<ns>`` (raw history index), ``user:<ns>`` (durable memories),
+  ``elevated:user:<ns>`` (guidance shards), ``dream:<ns>`` (promoted dream entries);
+* with ``include_sessions``, every session of the namespace (sessions found in
+  ``turns:<ns>``, sessions whose ingest state names the namespace, and ``<sid>`` when
+  the namespace is the default ``session:<sid>``): ``session:``, ``session_raw:``,
+  ``session_summary:``, ``session_edge:``, ``session_state:``, ``session_recall:``,
+  ``elevated:session:``.
+
+Before deleting, a tombstone is stored for every record under the namespace
+(``store.add_tombstones(ns, [collections.tombstone_key(collection, id)])``). Ingest
+skips tombstoned raw turns; dream promotion, markdown re-ingest and import should call
+:func:`tombstoned_ids` (or ``store.tombstoned``) before writing a record of the namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sidecar.memory import collections as C
+from sidecar.memory.sessions import INGEST_STATE_ID
+from sidecar.store.aio import AsyncStore
+from sidecar.store.names import in_namespace
+from sidecar.store.types import DropCollection
+
+if TYPE_CHECKING:
+    from sidecar.memory.service import MemoryService
+
+
+@dataclass(slots=True)
+class ForgetOutcome:
+    deleted: int = 0
+    collections: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    tombstones: int = 0
+
+
+async def tombstoned_ids(
+    store: AsyncStore, namespace: str, collection: str, ids: Iterable[str]
+) -> set[str]:
+    """The ids among ``ids`` that ``forget`` deleted from ``collection`` of ``namespace``."""
+    wanted = list(ids)
+    dead = await store.tombstoned(namespace, C.tombstone_keys(collection, wanted))
+    return {i for i in wanted if C.tombstone_key(collection, i) in dead}
+
+
+async def sessions_of_namespace(store: AsyncStore, namespace: str) -> list[str]:
+    found: dict[str, None] = {}
+    if namespace.startswith(C.SESSION_PREFIX):
+        found[namespace[len(C.SESSION_PREFIX) :]] = None
+    for rec in await store.list_records(C.turns(namespace)):
+        sid = rec.metadata.get("sessionId")
+        if isinstance(sid, str) and sid:
+            found[sid] = None
+    for info in store.collections(prefix=C.SESSION_STATE_PREFIX):
+        state = await store.get(info.name, INGEST_STATE_ID)
+        if state is not None and state.metadata.get("namespace") == namespace:
+            sid = C.session_id_of(info.name)
+            if sid:
+                found[sid] = None
+    return list(found)
+
+
+async def forget_namespace(
+    svc: MemoryService, namespace: str, *, include_sessions: bool = False
+) -> ForgetOutcome:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise ValueError("namespace or userId is required")
+    store = svc.store
+    scopes = [C.turns(namespace), C.user(namespace), C.elevated_user(namespace), C.dream(namespace)]
+    sessions: list[str] = []
+    exact: set[str] = set()
+    if include_sessions:
+        sessions = await sessions_of_namespace(store, namespace)
+        for sid in sessions:
+            exact.update(C.session_collections(sid))
+    doomed = [
+        info.name
+        for info in store.collections()
+        if info.name in exact or any(in_namespace(info.name, s) for s in scopes)
+    ]
+    out = ForgetOutcome(collections=doomed, sessions=sessions)
+    keys: list[str] = []
+    for name in doomed:
+        ids = [r.id for r in await store.list_records(name)]
+        out.deleted += len(ids)
+        keys.extend(C.tombstone_keys(name, ids))
+    if keys:
+        out.tombstones = await store.add_tombstones(namespace, keys, C.TOMBSTONE_REASON_FORGET)
+    if doomed:
+        await store.write([DropCollection(n) for n in doomed])
+    svc.forget_sessions(sessions)
+    from sidecar.memory.service import InvalidationEvent
+
+    svc.publish(InvalidationEvent("forget", namespace=namespace))
+    for sid in sessions:
+        epoch = svc.barrier.advance(sid)
+        svc.publish(InvalidationEvent("forget", session_id=sid, namespace=namespace, epoch=epoch))
+    return out
+
+
+def resurrection_guard(
+    tombstones: Iterable[tuple[str, str, str, int]],
+) -> Callable[[str, str, dict[str, Any]], bool]:
+    """A predicate for imports: true for a record that ``forget`` (or a document delete)
+    tombstoned, so an NDJSON import cannot bring it back.
+
+    ``tombstones`` are the store's rows ``(namespace, key, reason, created_ms)``. Record
+    keys are ``tombstone_key(collection, id)``; whole documents are tombstoned as
+    ``authored:<sourceDoc>`` (authored) or ``tombstone_key("dream:<ns>", <sourceDoc>)``.
+    """
+    dead: set[tuple[str, str]] = set()
+    dead_authored_docs: set[str] = set()
+    for _ns, key, _reason, _ms in tombstones:
+        parsed = C.parse_tombstone_key(key)
+        if parsed is not None:
+            dead.add(parsed)
+        elif key.startswith("authored:"):
+            dead_authored_docs.add(key[len("authored:") :])
+
+    def skip(collection: str, record_id: str, metadata: dict[str, Any]) -> bool:
+        if (collection, record_id) in dead:
+            return True
+        doc = metadata.get("source_doc")
+        if not isinstance(doc, str):
+            return False
+        if (collection, doc) in dead:
+            return True
+        return collection in C.AUTHORED_COLLECTIONS and doc in dead_authored_docs
+
+    return skip

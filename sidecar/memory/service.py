@@ -1,0 +1,280 @@
+"""``MemoryService``: the App component that owns the session memory runtime.
+
+It holds what the ingest, compaction and forget code share across calls:
+
+* per-session locks: ``ingest_lock(sid)`` serializes ingests of one session (position
+  counter, duplicate check); ``compaction_lock(sid)`` serializes compactions. They are
+  separate, so a running (background) compaction never blocks ingest;
+* the auto-compaction :class:`TokenAccumulator` and the background tasks it starts;
+* the :class:`CompactionBarrier` (per-session compaction epoch) and the invalidation hook
+  (:meth:`subscribe`) that assemblers and caches use.
+
+The operations themselves live in :mod:`sessions`, :mod:`compactor` and :mod:`forget`;
+the methods here are thin entry points so callers need only this object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import structlog
+
+from protocol.core import ComponentState
+from sidecar.config import Settings
+from sidecar.memory import collections as C
+from sidecar.memory.autocompact import (
+    AutoCompactPolicy,
+    CompactionBarrier,
+    Pressure,
+    TokenAccumulator,
+)
+from sidecar.memory.gate import GatingConfig
+from sidecar.store.aio import AsyncStore
+from sidecar.store.service import StoreService
+
+if TYPE_CHECKING:
+    from sidecar.engines import EngineHub
+    from sidecar.memory.compactor import CompactionOptions, CompactionOutcome
+    from sidecar.memory.sessions import IngestOutcome, MessageIn
+
+log = structlog.get_logger(__name__)
+
+F32 = np.ndarray[Any, np.dtype[np.float32]]
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidationEvent:
+    """Something derived from a session or namespace before this event is stale.
+
+    ``reason`` is ``"compaction"`` (``session_id`` and its new ``epoch`` set) or
+    ``"forget"`` (``namespace`` set; ``session_id``/``epoch`` set once per forgotten
+    session).
+    """
+
+    reason: str
+    session_id: str | None = None
+    namespace: str | None = None
+    epoch: int = 0
+
+
+Listener = Callable[[InvalidationEvent], None]
+
+
+class MemoryService:
+    name = "memory"
+
+    def __init__(
+        self,
+        settings: Settings,
+        store_service: StoreService,
+        hub: EngineHub | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store_service = store_service
+        self.hub = hub
+        comp = settings.compaction
+        self.accumulator = TokenAccumulator(
+            AutoCompactPolicy(
+                session_budget_tokens=max(1, comp.session_budget_tokens),
+                soft_fraction=comp.soft_fraction,
+                emergency_fraction=comp.emergency_fraction,
+                enabled=comp.auto,
+            )
+        )
+        self.barrier = CompactionBarrier()
+        g = settings.gating
+        self.gating = GatingConfig(
+            threshold=g.threshold,
+            w1c=g.w1c,
+            w2c=g.w2c,
+            w3c=g.w3c,
+            w1t=g.w1t,
+            w2t=g.w2t,
+            w3t=g.w3t,
+            tech_norm=g.tech_norm,
+            centroid_k=g.centroid_k,
+            memory_k=int(getattr(g, "memory_k", 5)),
+        )
+        self._ingest_locks: dict[str, asyncio.Lock] = {}
+        self._compaction_locks: dict[str, asyncio.Lock] = {}
+        self._listeners: list[Listener] = []
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._rerun: set[str] = set()
+        self._prototypes: F32 | None = None
+        self.auto_runs = 0
+        self.auto_failures = 0
+        self._closed = False
+
+    # ---- component ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = list(self._tasks.values())
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    def states(self) -> dict[str, ComponentState]:
+        return {}
+
+    async def counts(self) -> dict[str, int]:
+        return {}
+
+    # ---- shared handles ----------------------------------------------------------------
+
+    @property
+    def store(self) -> AsyncStore:
+        return self.store_service.store
+
+    async def embed(self, texts: Sequence[str], kind: str = "document") -> F32:
+        """One batched embedding call; blank texts get a zero vector (cosine 0 to all)."""
+        out = np.zeros((len(texts), self.store.store.embed_dims), dtype=np.float32)
+        rows = [i for i, t in enumerate(texts) if t.strip()]
+        if rows:
+            vecs = await self.store_service.embed([texts[i] for i in rows], kind)
+            out[rows] = np.asarray(vecs, dtype=np.float32)
+        return out
+
+    async def prototype_vectors(self) -> F32:
+        """Document embeddings of the guidance prototypes (computed once)."""
+        if self._prototypes is None:
+            from sidecar.memory.continuity import GUIDANCE_PROTOTYPES
+
+            self._prototypes = await self.embed(list(GUIDANCE_PROTOTYPES), "document")
+        return self._prototypes
+
+    def ingest_lock(self, session_id: str) -> asyncio.Lock:
+        return self._ingest_locks.setdefault(session_id, asyncio.Lock())
+
+    def compaction_lock(self, session_id: str) -> asyncio.Lock:
+        return self._compaction_locks.setdefault(session_id, asyncio.Lock())
+
+    # ---- epoch and invalidation --------------------------------------------------------
+
+    def epoch(self, session_id: str) -> int:
+        """The session's compaction epoch as known in this process (0 before any)."""
+        return self.barrier.epoch(session_id)
+
+    async def load_epoch(self, session_id: str) -> int:
+        """The epoch, restored from the stored ``compaction_generation`` if higher."""
+        rec = await self.store.get(C.session_state(session_id), C.SESSION_STATE_ID)
+        if rec is not None:
+            gen = rec.metadata.get("compaction_generation")
+            if isinstance(gen, int) and not isinstance(gen, bool):
+                self.barrier.set(session_id, gen)
+        return self.barrier.epoch(session_id)
+
+    def is_current(self, session_id: str, epoch: int) -> bool:
+        return self.barrier.is_current(session_id, epoch)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` after every compaction and forget; returns an
+        unsubscribe function. Listeners run synchronously and must not block."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def publish(self, event: InvalidationEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("memory.listener_failed", reason=event.reason)
+
+    def advance_epoch(self, session_id: str, at_least: int = 0) -> int:
+        if at_least:
+            self.barrier.set(session_id, at_least - 1)
+        epoch = self.barrier.advance(session_id)
+        self.publish(InvalidationEvent("compaction", session_id=session_id, epoch=epoch))
+        return epoch
+
+    # ---- operations --------------------------------------------------------------------
+
+    async def ingest(
+        self,
+        session_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+    ) -> IngestOutcome:
+        from sidecar.memory.sessions import ingest
+
+        return await ingest(self, session_id, messages, namespace=namespace, user_id=user_id)
+
+    async def compact(
+        self, session_id: str, options: CompactionOptions | None = None
+    ) -> CompactionOutcome:
+        from sidecar.memory.compactor import CompactionOptions, compact_session
+
+        opts = options or CompactionOptions.from_settings(self.settings)
+        async with self.compaction_lock(session_id):
+            return await compact_session(self, session_id, opts)
+
+    # ---- auto-compaction ---------------------------------------------------------------
+
+    def note_ingested(self, session_id: str, tokens: int) -> Pressure:
+        """Count ingested tokens; start a background compaction on new pressure."""
+        level = self.accumulator.add(session_id, tokens)
+        if level != Pressure.NONE and not self._closed:
+            self.schedule_compaction(session_id, level)
+        return level
+
+    def schedule_compaction(self, session_id: str, level: Pressure = Pressure.SOFT) -> None:
+        task = self._tasks.get(session_id)
+        if task is not None and not task.done():
+            self._rerun.add(session_id)
+            return
+        self._tasks[session_id] = asyncio.get_running_loop().create_task(
+            self._auto(session_id, level), name=f"auto-compact:{session_id}"
+        )
+
+    async def _auto(self, session_id: str, level: Pressure) -> None:
+        try:
+            while True:
+                self._rerun.discard(session_id)
+                try:
+                    out = await self.compact(session_id)
+                    self.auto_runs += 1
+                    log.info(
+                        "memory.auto_compaction",
+                        session=session_id,
+                        pressure=level.name.lower(),
+                        did_compact=out.did_compact,
+                        turns_covered=out.turns_covered,
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self.auto_failures += 1
+                    log.warning("memory.auto_compaction_failed", session=session_id, error=str(exc))
+                if session_id not in self._rerun or self._closed:
+                    break
+        finally:
+            self._tasks.pop(session_id, None)
+
+    async def wait_idle(self, limit_s: float = 30.0) -> None:
+        """Wait for running background compactions (tests and shutdown)."""
+        deadline = asyncio.get_running_loop().time() + limit_s
+        while self._tasks:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TimeoutError("background compaction still running")
+            await asyncio.wait(list(self._tasks.values()), timeout=remaining)
+
+    def forget_sessions(self, session_ids: Sequence[str]) -> None:
+        for sid in session_ids:
+            self.accumulator.forget(sid)

@@ -1,0 +1,334 @@
+"""Session ingest: immutable raw history, the namespace turn index, gated durable admission.
+
+One ``ingest`` call stores a batch of messages of one session:
+
+1. Validate everything first (roles, content, ids, timestamps): bad input raises
+   :class:`IngestError` and nothing is written.
+2. Ids: the client's message id, else ``turns.derive_turn_id(session, position, role,
+   text)`` with the session position (never wall-clock). Ids already stored in
+   ``session_raw:<sid>``, repeated in the batch, or tombstoned by ``forget`` are skipped.
+3. One batched embedding call for the new turns.
+4. Gating from neighbour scores computed **before** anything is inserted: the ``k =
+   centroid_k`` nearest user turns of ``turns:<ns>`` and the ``memory_k`` nearest
+   durable memories of ``user:<ns>``, plus the earlier turns of the same batch (as if
+   the batch had been ingested one message at a time). A turn is never its own
+   neighbour. Every turn gets its signals; user turns with ``G >= threshold`` are
+   admitted to ``user:<ns>``.
+5. One store transaction writes ``session_raw:<sid>`` (every role), ``turns:<ns>``
+   (every role; id ``<sid>:<turnId>``), ``user:<ns>`` (admitted user turns) and the
+   session's ingest state (position counter, CAS).
+
+Afterwards the token count goes to the auto-compaction accumulator, which may start a
+background compaction; ingest never waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sidecar.memory import collections as C
+from sidecar.memory.gate import GatingSignals, compute_gating
+from sidecar.memory.tokens import estimate_tokens, message_text
+from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
+from sidecar.store.store import Store
+from sidecar.store.types import Put
+
+if TYPE_CHECKING:
+    from sidecar.memory.service import MemoryService
+
+INGEST_STATE_ID = "__ingest_state__"
+# Metadata kept on the namespace index copy in turns:<ns> (the full record is in session_raw).
+_INDEX_KEYS = (
+    "type",
+    "role",
+    "ts",
+    "sessionId",
+    "userId",
+    "namespace",
+    "source_turn_id",
+    "seq",
+    "token_count",
+    "stability_weight",
+    "gating_score",
+    "gating_admitted",
+)
+MAX_BATCH = 10_000
+_TS_MAX = 2**63 - 1
+
+
+class IngestError(ValueError):
+    """Invalid ingest input; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageIn:
+    role: str
+    content: Any = None
+    id: str | None = None
+    ts: int | None = None
+
+
+@dataclass(slots=True)
+class IngestOutcome:
+    ingested: int
+    skipped: int
+    ids: list[str]
+    namespace: str
+    admitted: list[str] = field(default_factory=list)
+    gating: dict[str, GatingSignals] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Prepared:
+    index: int
+    id: str
+    role: str
+    text: str
+    ts: int
+    position: int
+
+
+def resolve_namespace(session_id: str, namespace: str | None, user_id: str | None) -> str:
+    if namespace is not None and namespace.strip():
+        return namespace
+    return C.default_namespace(session_id, user_id)
+
+
+def _validate(
+    session_id: str, messages: Sequence[MessageIn]
+) -> list[tuple[str, str, str | None, int | None]]:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise IngestError("sessionId is required")
+    if len(messages) > MAX_BATCH:
+        raise IngestError(f"at most {MAX_BATCH} messages per ingest call, got {len(messages)}")
+    out: list[tuple[str, str, str | None, int | None]] = []
+    for i, m in enumerate(messages):
+        try:
+            role = normalize_role(m.role if isinstance(m.role, str) else "")
+        except ValueError as exc:
+            raise IngestError(f"messages[{i}].role: {exc}") from None
+        try:
+            text = message_text(m.content)
+        except TypeError as exc:
+            raise IngestError(f"messages[{i}].content: {exc}") from None
+        if "\x00" in text:
+            raise IngestError(f"messages[{i}].content contains a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise IngestError(f"messages[{i}].content is not valid Unicode text") from None
+        mid = m.id
+        if mid is not None:
+            if not isinstance(mid, str) or not mid.strip():
+                raise IngestError(f"messages[{i}].id must be a non-empty string when given")
+            if len(mid.encode("utf-8", "surrogatepass")) > 512 or "\x00" in mid:
+                raise IngestError(f"messages[{i}].id is too long or contains NUL")
+        ts = m.ts
+        if ts is not None and (
+            isinstance(ts, bool) or not isinstance(ts, int) or not 0 <= ts <= _TS_MAX
+        ):
+            raise IngestError(f"messages[{i}].ts must be epoch milliseconds (>= 0)")
+        out.append((role, text, mid, ts))
+    return out
+
+
+def _turn_metadata(p: _Prepared, session_id: str, ns: str, gating: GatingSignals) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "type": C.TYPE_TURN,
+        "role": p.role,
+        "ts": p.ts,
+        "sessionId": session_id,
+        "userId": ns,
+        "namespace": ns,
+        "provenance_class": C.PROVENANCE_SESSION_TURN,
+        "stability_weight": stability_weight(p.role),
+        "source_turn_id": p.id,
+        "seq": p.position,
+        "token_count": estimate_tokens(p.text),
+        "raw_history": True,
+        "active_view": False,
+    }
+    meta.update(gating.to_metadata())
+    return meta
+
+
+MATRIX_MIN_ROWS = 2_000  # always score this many stored neighbours exactly in one matmul
+MATRIX_ROWS_PER_TURN = 64  # ...or up to this many per new turn of the batch
+
+
+def _neighbour_scores(
+    store: Store,
+    collection: str,
+    vecs: np.ndarray[Any, Any],
+    k: int,
+    where: Mapping[str, Any] | None,
+) -> list[list[float]]:
+    """Top-``k`` cosine scores of each row of ``vecs`` against ``collection`` (pre-insert).
+
+    Small collections (relative to the batch) are scored with one matrix product over
+    their stored vectors; large ones use the index, one search per turn.
+    """
+    n = len(vecs)
+    if store.collection(collection) is None or k <= 0:
+        return [[] for _ in range(n)]
+    count = store.count(collection)
+    if count <= max(MATRIX_MIN_ROWS, MATRIX_ROWS_PER_TURN * n):
+        recs = store.list_records(collection, where=where, include_vectors=True)
+        rows = [r.vector for r in recs if r.vector is not None]
+        if not rows:
+            return [[] for _ in range(n)]
+        mat = np.asarray(np.stack(rows), dtype=np.float32)
+        norms = np.linalg.norm(mat, axis=1)
+        norms[norms < 1e-12] = np.inf
+        qn = np.linalg.norm(vecs, axis=1)
+        qn[qn < 1e-12] = np.inf
+        scores = (vecs @ mat.T) / qn[:, None] / norms[None, :]
+        kk = min(k, scores.shape[1])
+        top = -np.partition(-scores, kk - 1, axis=1)[:, :kk]
+        return [sorted((float(x) for x in row), reverse=True) for row in top]
+    return [[h.score for h in store.search(collection, v, k, where=where)] for v in vecs]
+
+
+def _gate_batch(
+    store: Store,
+    ns: str,
+    prepared: Sequence[_Prepared],
+    vecs: np.ndarray[Any, Any],
+    svc: MemoryService,
+) -> tuple[list[GatingSignals], list[bool]]:
+    """Gating for each new turn, sequentially, before anything is inserted (thread)."""
+    cfg = svc.gating
+    stored_turns = _neighbour_scores(store, C.turns(ns), vecs, cfg.centroid_k, {"role": "user"})
+    stored_mems = _neighbour_scores(store, C.user(ns), vecs, cfg.memory_k, None)
+    n = len(prepared)
+    sims = vecs @ vecs.T if n > 1 else np.zeros((n, n), dtype=np.float32)
+    signals: list[GatingSignals] = []
+    admitted: list[bool] = []
+    user_rows: list[int] = []
+    mem_rows: list[int] = []
+    for i, p in enumerate(prepared):
+        turn_scores = stored_turns[i] + [float(sims[i, j]) for j in user_rows]
+        mem_scores = stored_mems[i] + [float(sims[i, j]) for j in mem_rows]
+        sig = compute_gating(p.text, turn_scores, mem_scores, cfg)
+        ok = p.role == "user" and sig.admitted and bool(p.text.strip())
+        signals.append(sig)
+        admitted.append(ok)
+        if p.role == "user":
+            user_rows.append(i)
+        if ok:
+            mem_rows.append(i)
+    return signals, admitted
+
+
+def _int(value: object, default: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return int(value) if math.isfinite(value) else default
+
+
+async def ingest(
+    svc: MemoryService,
+    session_id: str,
+    messages: Sequence[MessageIn],
+    *,
+    namespace: str | None = None,
+    user_id: str | None = None,
+) -> IngestOutcome:
+    checked = _validate(session_id, messages)
+    ns = resolve_namespace(session_id, namespace, user_id)
+    if "\x00" in ns:
+        raise IngestError("namespace contains a NUL character")
+    raw_coll = C.session_raw(session_id)
+    state_coll = C.session_state(session_id)
+    store = svc.store
+    async with svc.ingest_lock(session_id):
+        state = await store.get(state_coll, INGEST_STATE_ID)
+        base = _int(state.metadata.get("next_position")) if state is not None else 0
+        now = int(time.time() * 1000)
+        prepared: list[_Prepared] = []
+        for i, (role, text, mid, ts) in enumerate(checked):
+            pos = base + i
+            tid = mid if mid is not None else derive_turn_id(session_id, pos, role, text)
+            prepared.append(_Prepared(i, tid, role, text, now if ts is None else ts, pos))
+        ids = [p.id for p in prepared]
+        existing = {r.id for r in await store.get_many(raw_coll, ids)}
+        dead = await store.tombstoned(ns, C.tombstone_keys(raw_coll, ids))
+        seen: set[str] = set()
+        new: list[_Prepared] = []
+        for p in prepared:
+            if p.id in existing or p.id in seen or C.tombstone_key(raw_coll, p.id) in dead:
+                continue
+            seen.add(p.id)
+            new.append(p)
+        skipped = len(prepared) - len(new)
+        if not new:
+            return IngestOutcome(0, skipped, ids, ns)
+
+        vecs = await svc.embed([p.text for p in new], "document")
+        signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
+        puts: list[Put] = []
+        turns_coll, user_coll = C.turns(ns), C.user(ns)
+        admitted_ids: list[str] = []
+        for p, vec, sig, ok in zip(new, vecs, signals, admitted, strict=True):
+            meta = _turn_metadata(p, session_id, ns, sig)
+            puts.append(Put(raw_coll, p.id, p.text, meta, vec, if_version=0))
+            nid = C.namespace_turn_id(session_id, p.id)
+            index_meta = {k: meta[k] for k in _INDEX_KEYS}
+            index_meta["provenance_class"] = C.PROVENANCE_TURN_INDEX
+            puts.append(Put(turns_coll, nid, p.text, index_meta, vec))
+            if ok:
+                dmeta = {
+                    **meta,
+                    "provenance_class": C.PROVENANCE_DURABLE,
+                    "stability_weight": max(stability_weight(p.role), sig.g),
+                    "raw_history": False,
+                }
+                puts.append(Put(user_coll, nid, p.text, dmeta, vec))
+                admitted_ids.append(p.id)
+        state_meta = {
+            "type": "ingest_state",
+            "sessionId": session_id,
+            "namespace": ns,
+            "next_position": base + len(prepared),
+            "turn_count": (_int(state.metadata.get("turn_count")) if state else 0) + len(new),
+            "updated_at": now,
+        }
+        puts.append(
+            Put(
+                state_coll,
+                INGEST_STATE_ID,
+                "",
+                state_meta,
+                None,
+                if_version=state.version if state is not None else 0,
+            )
+        )
+        await store.write(puts)
+
+    svc.note_ingested(session_id, sum(estimate_tokens(p.text) for p in new))
+    return IngestOutcome(
+        ingested=len(new),
+        skipped=skipped,
+        ids=ids,
+        namespace=ns,
+        admitted=admitted_ids,
+        gating={p.id: s for p, s in zip(new, signals, strict=True)},
+    )
+
+
+def messages_from_wire(items: Sequence[Mapping[str, Any] | Any]) -> list[MessageIn]:
+    """``MessageIn`` from wire structs or mappings (role, content, id, ts)."""
+    out: list[MessageIn] = []
+    for m in items:
+        if isinstance(m, Mapping):
+            out.append(MessageIn(m.get("role", ""), m.get("content"), m.get("id"), m.get("ts")))
+        else:
+            out.append(MessageIn(m.role, m.content, m.id, m.ts))
+    return out

@@ -1,0 +1,93 @@
+"""In-process dispatcher fixture (JSON in, JSON out) with a deterministic hash embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sidecar.api import build_registry
+from sidecar.app import App
+from sidecar.config import load_settings
+from sidecar.server.dispatch import Dispatcher
+from sidecar.store.service import StoreService
+
+DIMS = 16
+Call = Callable[..., Awaitable[Any]]
+
+
+class EmbedSpy:
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.fail = False
+
+    async def __call__(self, texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+        if self.fail:
+            from sidecar.engines import EngineError
+
+            raise EngineError("embedder exploded")
+        self.calls.append(len(texts))
+        out = np.zeros((len(texts), DIMS), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text]:
+                d = hashlib.sha256(tok.encode()).digest()
+                out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
+            n = np.linalg.norm(out[i])
+            out[i] /= n if n else 1
+        return out
+
+
+class Rpc:
+    def __init__(self, app: App, embed: EmbedSpy) -> None:
+        self.app = app
+        self.embed = embed
+        self.dispatcher = Dispatcher(app, build_registry())
+        self._ids = iter(range(1, 10**9))
+
+    async def __call__(self, method: str, params: Any = None, *, error: bool = False) -> Any:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None:
+            msg["params"] = params
+
+        async def send(_line: bytes) -> None:
+            return None
+
+        raw = await self.dispatcher.handle_frame(json.dumps(msg).encode(), 1, send)
+        assert raw is not None
+        reply = json.loads(raw)
+        if error:
+            assert "error" in reply, reply
+            return reply["error"]
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    async def listing(self, collection: str) -> list[dict[str, Any]]:
+        res = await self("list_collection", {"collection": collection})
+        return list(res["results"])
+
+
+async def make_rpc(tmp_path: Path, **flags: Any) -> tuple[Rpc, App]:
+    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
+    app = App(settings)
+    spy = EmbedSpy()
+    app.provide(
+        StoreService,
+        StoreService(settings, embed=spy, embed_dims=DIMS, fingerprint="hash-embed"),
+    )
+    await app.start()
+    return Rpc(app, spy), app
+
+
+@pytest.fixture
+async def rpc(tmp_path: Path) -> AsyncIterator[Rpc]:
+    r, app = await make_rpc(tmp_path)
+    try:
+        yield r
+    finally:
+        await app.close()

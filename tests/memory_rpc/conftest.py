@@ -1,0 +1,87 @@
+"""In-process daemon for the memory RPC tests: the real dispatcher, store and memory
+service, with a deterministic hash embedder (shared words => similar vectors)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sidecar.api import build_registry
+from sidecar.app import App
+from sidecar.config import load_settings
+from sidecar.memory.service import MemoryService
+from sidecar.server.dispatch import Dispatcher
+from sidecar.store.service import StoreService
+
+DIMS = 32
+Call = Callable[..., Awaitable[Any]]
+
+
+async def hash_embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+    out = np.zeros((len(texts), DIMS), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text or "empty"]:
+            d = hashlib.sha256(tok.encode()).digest()
+            out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
+        n = np.linalg.norm(out[i])
+        out[i] /= n if n else 1
+    return out
+
+
+@dataclass
+class Harness:
+    app: App
+    call: Call
+    memory: MemoryService
+
+
+async def make_harness(tmp_path: Path, **flags: Any) -> tuple[Harness, Callable[[], Any]]:
+    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
+    app = App(settings)
+    store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash")
+    app.provide(StoreService, store_svc)
+    memory = MemoryService(settings, store_svc)
+    app.provide(MemoryService, memory)
+    await app.start()
+    dispatcher = Dispatcher(app, build_registry())
+    counter = iter(range(1, 10**9))
+
+    async def send(_line: bytes) -> None:
+        return None
+
+    async def call(method: str, params: Any = None, *, error: bool = False) -> Any:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": next(counter), "method": method}
+        if params is not None:
+            msg["params"] = params
+        raw = await dispatcher.handle_frame(json.dumps(msg).encode(), 1, send)
+        assert raw is not None
+        reply = json.loads(raw)
+        if error:
+            assert "error" in reply, reply
+            return reply["error"]
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    return Harness(app, call, memory), app.close
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    h, close = await make_harness(tmp_path)
+    try:
+        yield h
+    finally:
+        await close()
+
+
+@pytest.fixture
+async def rpc(harness: Harness) -> Call:
+    return harness.call

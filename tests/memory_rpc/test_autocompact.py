@@ -1,0 +1,100 @@
+"""Auto-compaction (token accumulator, background, per-session lock, never blocks ingest),
+the compaction epoch and its invalidation hook."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sidecar.memory.compactor import CompactionOptions
+from sidecar.memory.service import InvalidationEvent
+from sidecar.memory.sessions import MessageIn
+from tests.memory_rpc.conftest import make_harness
+
+
+def _msgs(start: int, n: int) -> list[MessageIn]:
+    return [
+        MessageIn(
+            "user" if i % 2 == 0 else "assistant",
+            f"message {i} about the garden and the deploy pipeline number {i}",
+            f"m{i:04d}",
+            1000 + i,
+        )
+        for i in range(start, start + n)
+    ]
+
+
+async def test_soft_threshold_triggers_background_compaction(tmp_path: Path) -> None:
+    h, close = await make_harness(
+        tmp_path, **{"compaction.session_budget_tokens": 400, "compaction.target_size": 5}
+    )
+    try:
+        events: list[InvalidationEvent] = []
+        unsubscribe = h.memory.subscribe(events.append)
+        assert h.memory.epoch("s") == 0
+        # 10 turns * ~17 tokens = 170 < 280 (70%): nothing scheduled
+        await h.memory.ingest("s", _msgs(0, 10))
+        await h.memory.wait_idle()
+        assert h.memory.auto_runs == 0 and events == []
+        # crossing 70% schedules one background compaction; ingest returns at once
+        await h.memory.ingest("s", _msgs(10, 10))
+        await h.memory.wait_idle()
+        assert h.memory.auto_runs == 1
+        assert [e.reason for e in events] == ["compaction"] and events[0].session_id == "s"
+        epoch = h.memory.epoch("s")
+        assert epoch == events[0].epoch == 1 and h.memory.is_current("s", 1)
+        sums = await h.memory.store.list_records("session_summary:s")
+        assert sums
+        # the accumulator restarted from the uncovered remainder
+        assert h.memory.accumulator.tokens("s") < 280
+        unsubscribe()
+        out = await h.memory.compact("s", CompactionOptions(target_size=5))
+        assert not out.did_compact and len(events) == 1
+    finally:
+        await close()
+
+
+async def test_ingest_not_blocked_by_running_compaction(tmp_path: Path) -> None:
+    h, close = await make_harness(tmp_path, **{"compaction.session_budget_tokens": 100})
+    try:
+        await h.memory.ingest("s", _msgs(0, 30))
+        async with h.memory.compaction_lock("s"):  # a compaction "in progress"
+            out = await asyncio.wait_for(h.memory.ingest("s", _msgs(30, 5)), 5)
+            assert out.ingested == 5
+        await h.memory.wait_idle()
+        assert h.memory.auto_runs >= 1
+    finally:
+        await close()
+
+
+async def test_auto_compaction_can_be_disabled(tmp_path: Path) -> None:
+    h, close = await make_harness(
+        tmp_path, **{"compaction.session_budget_tokens": 50, "compaction.auto": False}
+    )
+    try:
+        await h.memory.ingest("s", _msgs(0, 30))
+        await h.memory.wait_idle()
+        assert h.memory.auto_runs == 0
+        assert await h.memory.store.list_records("session_summary:s") == []
+        assert await h.memory.load_epoch("s") == 0
+    finally:
+        await close()
+
+
+async def test_epoch_survives_restart(tmp_path: Path) -> None:
+    h, close = await make_harness(tmp_path, **{"compaction.auto": False})
+    try:
+        await h.memory.ingest("s", _msgs(0, 30))
+        out = await h.memory.compact("s", CompactionOptions(target_size=5))
+        assert out.did_compact and out.epoch == 1
+    finally:
+        await close()
+    h, close = await make_harness(tmp_path, **{"compaction.auto": False})
+    try:
+        assert h.memory.epoch("s") == 0
+        assert await h.memory.load_epoch("s") == 1
+        await h.memory.ingest("s", _msgs(30, 30))
+        out = await h.memory.compact("s", CompactionOptions(target_size=5))
+        assert out.epoch == 2
+    finally:
+        await close()
