@@ -219,6 +219,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
+    from sidecar.logging_setup import configure_logging
+
+    configure_logging("warning")  # in-process sections must not print info logs into the table
     command = (
         "python scripts/bench.py " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "make bench"
     )

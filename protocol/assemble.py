@@ -1,0 +1,102 @@
+"""v2 context assembly: ``assemble`` and ``search`` (issue 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocol.base import MethodSchema, WireStruct
+
+
+class AssembleParams(WireStruct):
+    session_id: str
+    token_budget: float
+    namespace: str | None = None
+    user_id: str | None = None
+    # the host's current messages ({role, content, id?, ts?}), returned unchanged
+    messages: list[dict[str, Any]] | None = None
+    prompt: str | None = None
+    memory_budget_fraction: float = 0.25
+
+
+class AssembleBudget(WireStruct):
+    total: int
+    hard: int
+    tail: int
+    soft: int
+    elevated: int
+    retrieval: int
+    recovery: int
+    used: int
+
+
+class AssembleSelected(WireStruct):
+    kind: str
+    collection: str
+    id: str
+    turn_ids: list[str]
+    session_id: str
+    role: str
+    ts: int | None
+    score: float
+    tokens: int
+    reason: str
+
+
+class AssembleResult(WireStruct, omit_defaults=True):
+    messages: list[Any]
+    system_prompt_addition: str
+    estimated_tokens: int
+    budget: AssembleBudget
+    selected: list[AssembleSelected]
+    degraded: list[str] | None = None
+    timings: dict[str, float] | None = None
+
+
+class SearchFilters(WireStruct):
+    role: str | None = None
+    since: int | None = None
+    until: int | None = None
+    kind: str | None = None
+
+
+class SearchParams(WireStruct):
+    query: str
+    namespace: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    scopes: list[str] | None = None
+    k: int = 8
+    filters: SearchFilters | None = None
+
+
+class SearchHitOut(WireStruct):
+    kind: str
+    collection: str
+    id: str
+    turn_ids: list[str]
+    session_id: str
+    role: str
+    ts: int | None
+    score: float
+    text: str
+
+
+class SearchResult(WireStruct):
+    hits: list[SearchHitOut] = msgspec.field(default_factory=list)
+
+
+METHODS: dict[str, MethodSchema] = {
+    "assemble": MethodSchema(
+        AssembleParams,
+        AssembleResult,
+        "assemble the memory context of one turn under a token budget: hard rules, the "
+        "exact recent tail, the soft prefix, elevated guidance, hybrid retrieval, recovery",
+    ),
+    "search": MethodSchema(
+        SearchParams,
+        SearchResult,
+        "hybrid (dense + BM25) search over a namespace's memory scopes, with filters",
+    ),
+}

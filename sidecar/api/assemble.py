@@ -1,0 +1,115 @@
+"""v2 methods ``assemble`` and ``search`` (issue 6).
+
+The handlers validate, resolve the namespace like ``ingest`` (``namespace``, else
+``userId``, else ``session:<sessionId>``) and delegate to
+:class:`sidecar.memory.retrieval.Retrieval`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from protocol.assemble import (
+    AssembleParams,
+    AssembleResult,
+    SearchHitOut,
+    SearchParams,
+    SearchResult,
+)
+from sidecar.api.context import CallContext
+from sidecar.api.registry import Registry
+from sidecar.api.sessions import memory_errors
+from sidecar.errors import InvalidInput
+from sidecar.memory.retrieval import SEARCH_SCOPES, retrieval_for
+from sidecar.memory.sessions import resolve_namespace
+from sidecar.memory.tokens import message_text
+
+MAX_K = 200
+
+
+def _query_of(params: AssembleParams) -> str:
+    if params.prompt is not None and params.prompt.strip():
+        return params.prompt
+    if params.messages:
+        try:
+            return message_text(params.messages[-1].get("content"))
+        except TypeError:
+            return ""
+    return ""
+
+
+def register(registry: Registry) -> None:
+    @registry.method("assemble")
+    async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
+        if not params.session_id.strip():
+            raise InvalidInput("sessionId is required")
+        if not math.isfinite(params.token_budget) or params.token_budget <= 0:
+            raise InvalidInput("tokenBudget must be a positive number")
+        frac = params.memory_budget_fraction
+        if not math.isfinite(frac) or not 0 < frac <= 1:
+            raise InvalidInput("memoryBudgetFraction must be in (0, 1]")
+        messages = params.messages
+        for i, m in enumerate(messages or ()):
+            if not isinstance(m.get("role"), str):
+                raise InvalidInput(f"messages[{i}].role must be a string")
+            try:
+                message_text(m.get("content"))
+            except TypeError as exc:
+                raise InvalidInput(f"messages[{i}].content: {exc}") from None
+            ts = m.get("ts")
+            if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
+                raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
+        ns = resolve_namespace(params.session_id, params.namespace, params.user_id)
+        with memory_errors("embed query"):
+            plan, timings = await retrieval_for(ctx.app).assemble(
+                session_id=params.session_id,
+                namespace=ns,
+                query=_query_of(params),
+                token_budget=params.token_budget,
+                memory_fraction=frac,
+                messages=messages,
+            )
+        wire = plan.to_wire()
+        wire["timings"] = {
+            **{k: round(v, 3) for k, v in timings.items()},
+            **wire.get("timings", {}),
+        }
+        return msgspec.convert(wire, AssembleResult)
+
+    @registry.method("search")
+    async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
+        if not params.query.strip():
+            raise InvalidInput("query is required")
+        if params.k <= 0 or params.k > MAX_K:
+            raise InvalidInput(f"k must be in 1..{MAX_K}")
+        ns = params.namespace if params.namespace and params.namespace.strip() else None
+        ns = ns or (params.user_id if params.user_id and params.user_id.strip() else None)
+        if ns is None:
+            if not params.session_id or not params.session_id.strip():
+                raise InvalidInput("namespace, userId or sessionId is required")
+            ns = resolve_namespace(params.session_id, None, None)
+        scopes = params.scopes
+        if scopes is not None:
+            bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]
+            if bad:
+                raise InvalidInput(
+                    f"unknown scope(s) {bad}; known: {', '.join((*SEARCH_SCOPES, 'session'))}"
+                )
+        f = params.filters
+        if f is not None and f.since is not None and f.until is not None and f.since > f.until:
+            raise InvalidInput("filters.since must be <= filters.until")
+        with memory_errors("embed query"):
+            hits = await retrieval_for(ctx.app).search(
+                query=params.query,
+                namespace=ns,
+                session_id=params.session_id,
+                scopes=scopes,
+                k=params.k,
+                role=f.role if f else None,
+                since=f.since if f else None,
+                until=f.until if f else None,
+                kind=f.kind if f else None,
+            )
+        return SearchResult(hits=[msgspec.convert(h.to_wire(), SearchHitOut) for h in hits])
