@@ -167,9 +167,20 @@ def _module_section(module_name: str) -> Section:
     def run(args: argparse.Namespace) -> list[Row]:
         module = importlib.import_module(module_name)
         rows = module.run(quick=args.quick)
-        return [r if isinstance(r, Row) else Row(**r) for r in rows]
+        return [r if isinstance(r, Row) else _row_from_dict(r) for r in rows]
 
     return run
+
+
+def _row_from_dict(row: dict[str, object]) -> Row:
+    """Rows from section modules: {metric, value, unit?, target?, verdict? | ok?}."""
+    value = row.get("value", "")
+    unit = row.get("unit")
+    shown = f"{value} {unit}".strip() if unit else str(value)
+    verdict = str(row.get("verdict", ""))
+    if not verdict and row.get("ok") is not None:
+        verdict = "met" if row["ok"] else "missed"
+    return Row(str(row["metric"]), shown, str(row.get("target", "")), verdict)
 
 
 SECTIONS: dict[str, Section] = {

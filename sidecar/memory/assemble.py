@@ -86,7 +86,7 @@ from sidecar.memory.budget import (
 )
 from sidecar.memory.continuity import bundle_safe_start, select_recent_tail
 from sidecar.memory.lexical import BM25Index, LexicalIndex, analyze
-from sidecar.memory.render import Placement, render_output
+from sidecar.memory.render import Placement, render_addition, render_output
 from sidecar.memory.scoring import (
     DEFAULT_SCORING,
     F32,
@@ -100,7 +100,7 @@ from sidecar.memory.scoring import (
     rank,
 )
 from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.tokens import count_message_tokens, estimate_tokens
 from sidecar.memory.turns import Turn
 
 # ------------------------------------------------------------------------------- types
@@ -484,12 +484,19 @@ def plan_assembly(
         rec = [c for c in _dedupe(recover(), chosen) if c.key not in known]
         recovery_pool = rank(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
     reserve = recovery_reserve(ledger.remaining, bcfg) if recovery_pool else 0
-    r_budget = max(0, ledger.remaining - reserve)
+    # Section preambles are not charged per item; keep room for them (and the recalled
+    # section's own) so retrieval does not overfill what _finish must then trim.
+    uncharged = 0
+    if config.placement == "prompt":
+        probe = SelectedItem(part="retrieval", kind="turn", collection="", id="", text="")
+        rendered = estimate_tokens(render_addition([*chosen.items, probe]))
+        uncharged = max(0, rendered - ledger.used - overhead)
+    r_budget = max(0, ledger.remaining - reserve - uncharged)
     _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, expand, terms_of)
     if recovery_pool:
         _fill(
             recovery_pool,
-            ledger.remaining,
+            max(0, ledger.remaining - uncharged),
             "recovery",
             chosen,
             ledger,
@@ -702,6 +709,13 @@ def _expand_into(
     return total
 
 
+def injected_tokens(addition: str, messages: Sequence[Any], original: Sequence[Any]) -> int:
+    """Tokens the assembly adds to the prompt: the addition, or the injected messages."""
+    if addition:
+        return estimate_tokens(addition)
+    return count_message_tokens(list(messages)[: len(messages) - len(original)])
+
+
 def _finish(
     chosen: _Chosen,
     ledger: BudgetLedger,
@@ -720,6 +734,20 @@ def _finish(
     messages, addition, estimated = render_output(
         items, original_messages, degraded=degraded, placement=cfg.placement
     )
+    # The ledger charges item text plus a per-entry envelope but not the section
+    # preambles. The rendered memory must still fit the budget, so the weakest retrieved
+    # items give way (only retrieval and recovery are ever truncated).
+    while not degraded and injected_tokens(addition, messages, original_messages) > ledger.total:
+        droppable = [i for i in items if i.part in ("retrieval", "recovery")]
+        if not droppable:
+            break
+        weakest = min(droppable, key=lambda i: (i.score, i.id))
+        items = tuple(i for i in items if i is not weakest)
+        spent = getattr(partition, weakest.part) - weakest.tokens
+        partition = replace(partition, **{weakest.part: max(0, spent)})
+        messages, addition, estimated = render_output(
+            items, original_messages, degraded=degraded, placement=cfg.placement
+        )
     times = dict(timings or {})
     times["totalMs"] = (time.perf_counter() - t0) * 1000
     if not math.isfinite(times["totalMs"]):

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from protocol.codes import ErrorCode
+from sidecar.memory.tokens import estimate_tokens
 from tests.support import DaemonProcess, RawConnection, start_daemon
 
 NS = "alice"
@@ -159,6 +160,9 @@ def test_budget_never_exceeded_across_budgets(conn: RawConnection) -> None:
         b = res["budget"]
         if "degraded" not in res:
             assert b["used"] <= b["total"], (budget, b)
+            # what is actually injected (preambles included) fits the memory budget too
+            injected = estimate_tokens(res["systemPromptAddition"])
+            assert injected <= b["total"], (budget, injected, b)
         assert any(i["collection"] == "authored:hard" for i in res["selected"])
 
 

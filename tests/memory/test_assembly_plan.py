@@ -263,9 +263,14 @@ def test_summary_expansion_and_hops_and_neighbours() -> None:
     got = [s for s in p.selected if s.part == "retrieval"]
     assert [s.id for s in got] == ["h0", "h1", "h2"]
     assert all("expanded from summary sum:x" in s.reason for s in got)
-    # no room for the raw turns: the summary itself is injected
-    tiny = plan(candidates=[summary], expand=expand, token_budget=40)
+    # no room for the raw turns (with the section preamble): the summary itself is injected
+    tiny = plan(candidates=[summary], expand=expand, token_budget=320)
     assert parts(tiny, "retrieval") == ["sum:x"]
+    assert estimate_tokens(tiny.system_prompt_addition) <= tiny.budget.total
+    # a budget smaller than the preamble injects nothing rather than overflowing
+    none = plan(candidates=[summary], expand=expand, token_budget=40)
+    assert parts(none, "retrieval") == []
+    assert none.system_prompt_addition == ""
 
     parent = Candidate(
         "authored",
