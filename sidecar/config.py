@@ -49,6 +49,7 @@ class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     max_wait_ms: float = 2.0
     idle_unload_s: float = 0.0  # 0 = never unload
     threads: int = 0  # 0 = onnxruntime default
+    lanes: int = 0  # batches run side by side, single-threaded; 0 = one per core, at most 4
     preload: bool = True  # start loading in the background at startup
 
 
@@ -156,6 +157,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_EMBEDDING_NORMALIZE": "embedding.normalize",
     "LIBRAVDB_EMBEDDING_MAX_BATCH": "embedding.max_batch",
     "LIBRAVDB_EMBEDDING_MAX_WAIT_MS": "embedding.max_wait_ms",
+    "LIBRAVDB_EMBEDDING_LANES": "embedding.lanes",
     "LIBRAVDB_EMBEDDING_IDLE_UNLOAD_S": "embedding.idle_unload_s",
     "LIBRAVDB_EMBEDDING_PRELOAD": "embedding.preload",
     "LIBRAVDB_SUMMARIZER_BACKEND": "summarizer.backend",

@@ -14,9 +14,15 @@ Policy (per event loop):
   Concurrent clients that receive their results together resubmit within a few hundred
   microseconds, and this keeps them in one batch instead of splitting into 1 + (n - 1).
 
-The blocking function receives the flat list of items of all requests in the batch and must
-return one output per item, in order. It runs on the given executor (one thread), so the event
-loop never blocks.
+Lanes: up to ``lanes`` batches run at once (the executor needs that many threads). When several
+lanes are free and several requests are queued, the queue is split evenly across them. On a
+small CPU model a batch of n short texts costs nearly n single runs, so two single-threaded
+runs side by side beat one two-threaded run of the same items; see docs/engines.md.
+
+The blocking function receives the flat list of items of all requests in the batch and a flag
+``parallel`` (true when another batch runs beside it, so it should use one core only), and must
+return one output per item, in order. It runs on the given executor, so the event loop never
+blocks.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class _LoopState(Generic[I, O]):
     loop: asyncio.AbstractEventLoop
     queue: deque[_Request[I, O]] = field(default_factory=deque)
     queued_items: int = 0
-    running: bool = False
+    running: int = 0  # batches in flight
     handle: asyncio.Handle | asyncio.TimerHandle | None = None
     lingering: bool = False
     last_batch_requests: int = 0
@@ -58,6 +64,7 @@ class BatchStats:
     items: int = 0
     max_requests_in_batch: int = 0
     max_items_in_batch: int = 0
+    parallel_batches: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +73,7 @@ class BatchStats:
             "items": self.items,
             "maxRequestsInBatch": self.max_requests_in_batch,
             "maxItemsInBatch": self.max_items_in_batch,
+            "parallelBatches": self.parallel_batches,
             "meanRequestsPerBatch": round(self.requests / self.batches, 3) if self.batches else 0,
         }
 
@@ -73,15 +81,17 @@ class BatchStats:
 class MicroBatcher(Generic[I, O]):
     def __init__(
         self,
-        fn: Callable[[list[I]], Sequence[O]],
+        fn: Callable[[list[I], bool], Sequence[O]],
         *,
         executor: Executor,
         max_batch: int = 32,
         max_wait_ms: float = 2.0,
         linger_window_s: float = 0.05,
+        lanes: int = 1,
     ) -> None:
         self._fn = fn
         self._executor = executor
+        self.lanes = max(1, int(lanes))
         self.max_batch = max(1, int(max_batch))
         self.max_wait_s = max(0.0, float(max_wait_ms)) / 1000.0
         self.linger_window_s = linger_window_s
@@ -111,7 +121,7 @@ class MicroBatcher(Generic[I, O]):
 
     # -- scheduling ------------------------------------------------------------------------------
     def _kick(self, st: _LoopState[I, O]) -> None:
-        if st.running:
+        if st.running >= self.lanes:
             return
         if st.handle is not None:
             if st.lingering and self._enough(st):
@@ -134,35 +144,54 @@ class MicroBatcher(Generic[I, O]):
     def _dispatch(self, st: _LoopState[I, O]) -> None:
         st.handle = None
         st.lingering = False
-        if st.running:
+        free = self.lanes - st.running
+        if free <= 0:
             return
+        self._drop_cancelled(st)
+        # Split the queue across the free lanes, a share of requests each.
+        share = -(-len(st.queue) // free) if free > 1 else len(st.queue)
+        batches: list[list[_Request[I, O]]] = []
+        while st.queue and len(batches) < free:
+            batch = self._take(st, max(1, share))
+            if batch:
+                batches.append(batch)
+        parallel = st.running + len(batches) > 1
+        for batch in batches:
+            self._start(st, batch, parallel)
+
+    def _drop_cancelled(self, st: _LoopState[I, O]) -> None:
+        kept = [req for req in st.queue if not req.future.done()]
+        if len(kept) != len(st.queue):
+            st.queue = deque(kept)
+            st.queued_items = sum(len(req.items) for req in kept)
+
+    def _take(self, st: _LoopState[I, O], max_requests: int) -> list[_Request[I, O]]:
         batch: list[_Request[I, O]] = []
         count = 0
-        while st.queue:
+        while st.queue and len(batch) < max_requests:
             req = st.queue[0]
-            if req.future.done():  # cancelled by its caller while queued
-                st.queue.popleft()
-                st.queued_items -= len(req.items)
-                continue
             if batch and count + len(req.items) > self.max_batch:
                 break
             st.queue.popleft()
             st.queued_items -= len(req.items)
             batch.append(req)
             count += len(req.items)
-        if not batch:
-            return
-        st.running = True
+        return batch
+
+    def _start(self, st: _LoopState[I, O], batch: list[_Request[I, O]], parallel: bool) -> None:
+        count = sum(len(req.items) for req in batch)
+        st.running += 1
         self.stats.batches += 1
         self.stats.requests += len(batch)
         self.stats.items += count
+        self.stats.parallel_batches += int(parallel)
         self.stats.max_requests_in_batch = max(self.stats.max_requests_in_batch, len(batch))
         self.stats.max_items_in_batch = max(self.stats.max_items_in_batch, count)
         flat = [item for req in batch for item in req.items]
         try:
-            cfut = st.loop.run_in_executor(self._executor, self._fn, flat)
+            cfut = st.loop.run_in_executor(self._executor, self._fn, flat, parallel)
         except RuntimeError as exc:  # executor shut down
-            st.running = False
+            st.running -= 1
             for req in batch:
                 if not req.future.done():
                     req.future.set_exception(exc)
@@ -172,7 +201,7 @@ class MicroBatcher(Generic[I, O]):
     def _done(
         self, st: _LoopState[I, O], batch: list[_Request[I, O]], f: asyncio.Future[Sequence[O]]
     ) -> None:
-        st.running = False
+        st.running -= 1
         st.last_batch_requests = len(batch)
         st.last_done = st.loop.time()
         if f.cancelled():
@@ -191,6 +220,6 @@ class MicroBatcher(Generic[I, O]):
                 pos += len(req.items)
                 if not req.future.done():
                     req.future.set_result(part)
-        if st.queue:
+        if st.queue and st.handle is None:
             # Work that accumulated during the run goes out at once (no linger).
             st.handle = st.loop.call_soon(self._dispatch, st)

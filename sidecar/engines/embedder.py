@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ class _ItemOut:
 @dataclass
 class _Loaded:
     session: ort.InferenceSession
+    # Single-threaded session for batches that run beside another one (None with one lane).
+    lane_session: ort.InferenceSession | None
     tokenizer: TextTokenizer
     feeds: list[tuple[str, Any]]  # (input name, numpy dtype)
     output: str
@@ -95,6 +98,12 @@ _OPT_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
+
+
+def default_lanes() -> int:
+    """One lane per core, at most four: beyond that, batches are the better use of cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
 
 
 def _session_options(threads: int, optimization: str = "basic") -> ort.SessionOptions:
@@ -124,6 +133,7 @@ class Embedder:
         max_wait_ms: float = 2.0,
         idle_unload_s: float = 0.0,
         threads: int = 0,
+        lanes: int = 0,
         max_batch_tokens: int = 8192,
         retry_after_s: float = 30.0,
     ) -> None:
@@ -131,6 +141,7 @@ class Embedder:
         self.max_batch = max(1, int(max_batch))
         self.max_batch_tokens = max(512, int(max_batch_tokens))
         self.threads = int(threads)
+        self.lanes = int(lanes) if lanes > 0 else default_lanes()
         self.slot: ModelSlot[_Loaded] = ModelSlot(
             f"embedder:{spec.profile}",
             self._load,
@@ -138,13 +149,14 @@ class Embedder:
             retry_after_s=retry_after_s,
         )
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="embedder"
+            max_workers=self.lanes, thread_name_prefix="embedder"
         )
         self.batcher: MicroBatcher[_Item, _ItemOut | EngineError] = MicroBatcher(
             self._run_batch,
             executor=self._executor,
             max_batch=self.max_batch,
             max_wait_ms=max_wait_ms,
+            lanes=self.lanes,
         )
         self._closed = False
         self._lock = threading.Lock()
@@ -197,6 +209,7 @@ class Embedder:
             "batching": {
                 "maxBatch": self.max_batch,
                 "maxWaitMs": self.batcher.max_wait_s * 1000.0,
+                "lanes": self.lanes,
                 **self.batcher.stats.as_dict(),
             },
         }
@@ -241,7 +254,7 @@ class Embedder:
     def embed_sync(self, texts: Sequence[str], kind: Kind | str = "document") -> EmbedResult:
         """Embed texts in the calling thread (never call this on the event loop thread)."""
         items = self._prepare(texts, kind)
-        return self._result(self._run_batch(items))
+        return self._result(self._run_batch(items, False))
 
     def preload(self) -> None:
         """Start loading in the background (errors show in status)."""
@@ -279,6 +292,13 @@ class Embedder:
                 str(spec.model.path),
                 _session_options(self.threads),
                 providers=["CPUExecutionProvider"],
+            )
+            lane_session = (
+                ort.InferenceSession(
+                    str(spec.model.path), _session_options(1), providers=["CPUExecutionProvider"]
+                )
+                if self.lanes > 1
+                else None
             )
         except Exception as exc:
             raise AssetError(
@@ -323,7 +343,7 @@ class Embedder:
             else [],
             "query": tok.encode(spec.query_prefix, special=False).ids if spec.query_prefix else [],
         }
-        loaded = _Loaded(session, tok, feeds, spec.output_name, prefix_ids)
+        loaded = _Loaded(session, lane_session, tok, feeds, spec.output_name, prefix_ids)
         # Dimension probe: the model must produce what the spec says.
         probe = self._compute(loaded, [_Item(PROBE_TEXT, "document")])[0]
         if isinstance(probe, EngineError):
@@ -331,10 +351,10 @@ class Embedder:
         return loaded
 
     # -- inference -------------------------------------------------------------------------------
-    def _run_batch(self, items: list[_Item]) -> list[_ItemOut | EngineError]:
+    def _run_batch(self, items: list[_Item], parallel: bool) -> list[_ItemOut | EngineError]:
         try:
             with self.slot.lease() as loaded:
-                return self._compute(loaded, items)
+                return self._compute(loaded, items, parallel)
         except EngineError as exc:
             return [exc] * len(items)
         except Exception as exc:  # never let an unexpected runtime error escape untyped
@@ -426,7 +446,9 @@ class Embedder:
             buckets.append(cur)
         return buckets
 
-    def _run_bucket(self, loaded: _Loaded, seqs: Sequence[_Seq], idx: list[int]) -> F32:
+    def _run_bucket(
+        self, loaded: _Loaded, seqs: Sequence[_Seq], idx: list[int], parallel: bool
+    ) -> F32:
         longest = max(len(seqs[j].ids) for j in idx)
         ids = np.zeros((len(idx), longest), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -438,8 +460,9 @@ class Embedder:
             types[r, :n] = seqs[j].types
         arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         feed = {name: arrays[name].astype(dtype, copy=False) for name, dtype in loaded.feeds}
+        session = loaded.lane_session if parallel and loaded.lane_session else loaded.session
         try:
-            out = loaded.session.run([loaded.output], feed)[0]
+            out = session.run([loaded.output], feed)[0]
         except Exception as exc:
             raise ModelLoadError(f"embedding model {self.spec.model} failed to run: {exc}") from exc
         out = np.asarray(out)
@@ -469,12 +492,14 @@ class Embedder:
             )
         return l2_normalize(pooled) if self.spec.normalize else pooled
 
-    def _compute(self, loaded: _Loaded, items: Sequence[_Item]) -> list[_ItemOut | EngineError]:
+    def _compute(
+        self, loaded: _Loaded, items: Sequence[_Item], parallel: bool = False
+    ) -> list[_ItemOut | EngineError]:
         try:
             seqs, truncated = self._plan(loaded, items)
             vecs = np.zeros((len(seqs), self.spec.dimensions), dtype=np.float32)
             for idx in self._buckets(seqs):
-                vecs[idx] = self._run_bucket(loaded, seqs, idx)
+                vecs[idx] = self._run_bucket(loaded, seqs, idx, parallel)
         except EngineError as exc:
             return [exc] * len(items)
         owners = np.array([s.owner for s in seqs], dtype=np.int64)

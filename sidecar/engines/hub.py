@@ -82,6 +82,7 @@ class EngineHub:
                 max_wait_ms=embedding.max_wait_ms,
                 idle_unload_s=embedding.idle_unload_s,
                 threads=embedding.threads,
+                lanes=embedding.lanes,
                 max_batch_tokens=max_batch_tokens,
             )
         except EngineError as exc:

@@ -245,3 +245,17 @@ def test_closed_embedder_refuses(minilm_spec: EmbeddingSpec) -> None:
 
     with pytest.raises(EngineError, match="closed"):
         asyncio.run(go())
+
+
+async def test_parallel_lanes_give_the_same_vectors(minilm_spec: EmbeddingSpec) -> None:
+    emb = Embedder(minilm_spec, lanes=2)
+    try:
+        assert emb.status()["batching"]["lanes"] == 2
+        texts = [f"lane request number {i} about the garden" for i in range(8)]
+        results = await asyncio.gather(*(emb.embed([t], "query") for t in texts))
+        assert emb.batcher.stats.parallel_batches >= 2
+        expected = emb.embed_sync(texts, "query").vectors
+        for i, r in enumerate(results):
+            assert np.allclose(r.vectors[0], expected[i], atol=1e-4)
+    finally:
+        emb.close()
