@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: setup
-	$(VENV)/bin/libravdbd serve
+	@$(VENV)/bin/libravdbd serve
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

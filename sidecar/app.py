@@ -102,7 +102,9 @@ class App:
 
     @property
     def closing(self) -> bool:
-        return self._closing
+        """True from the moment shutdown is requested: new work is refused while draining."""
+        requested = self._shutdown_requested
+        return self._closing or (requested is not None and requested.is_set())
 
     # -- reporting ----------------------------------------------------------------
     def uptime_s(self) -> float:

@@ -165,6 +165,8 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_SUMMARIZER_MODEL_PATH": "summarizer.model",
     "LIBRAVDB_SUMMARIZER_TOKENIZER": "summarizer.tokenizer",
     "LIBRAVDB_SUMMARIZER_RUNTIME": "summarizer.runtime",
+    "LIBRAVDB_SUMMARIZER_MAX_NEW_TOKENS": "summarizer.max_new_tokens",
+    "LIBRAVDB_SUMMARIZER_IDLE_UNLOAD_S": "summarizer.idle_unload_s",
     "LIBRAVDB_GATING_THRESHOLD": "gating.threshold",
     "LIBRAVDB_GATING_W1C": "gating.w1c",
     "LIBRAVDB_GATING_W2C": "gating.w2c",

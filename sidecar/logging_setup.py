@@ -7,15 +7,32 @@ import sys
 
 import structlog
 
+_SHARED: list[structlog.types.Processor] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.processors.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+]
+
 
 def configure_logging(level: str = "info") -> None:
     numeric = getattr(logging, level.upper(), logging.INFO)
-    logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s", force=True)
+    # Standard-library loggers (asyncio, libraries) go through the same JSON renderer, so
+    # stderr carries only JSON lines at every level.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*_SHARED, structlog.stdlib.add_logger_name],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+    )
+    logging.basicConfig(level=numeric, handlers=[handler], force=True)
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *_SHARED,
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import threading
 import time
@@ -232,6 +233,23 @@ def test_logs_are_json_with_method_id_and_duration(unix_daemon: DaemonProcess) -
     assert len(events) == len(lines)
 
 
+def test_debug_level_logs_are_json_too(tmp_path: Path) -> None:
+    # Regression: at debug level, standard-library loggers (asyncio) wrote plain text lines.
+    daemon = start_daemon(
+        tmp_path, "--socket", str(tmp_path / "d.sock"), extra_args=("--log-level", "debug")
+    )
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            conn.call("health")
+    finally:
+        assert daemon.stop() == 0
+    lines = [ln for ln in daemon.stderr_text().splitlines() if ln.strip()]
+    events = daemon.log_events()
+    assert len(events) == len(lines)
+    assert any(e.get("logger") == "asyncio" for e in events)  # a foreign logger, rendered as JSON
+    assert any(e.get("level") == "debug" for e in events)
+
+
 def test_unix_socket_permissions(tmp_path: Path) -> None:
     sock = tmp_path / "private" / "d.sock"
     daemon = start_daemon(tmp_path, "--socket", str(sock))
@@ -240,6 +258,20 @@ def test_unix_socket_permissions(tmp_path: Path) -> None:
         assert (sock.parent.stat().st_mode & 0o777) == 0o700
     finally:
         assert daemon.stop() == 0
+
+
+def test_existing_socket_directory_keeps_its_mode(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    sock = shared / "d.sock"
+    daemon = start_daemon(tmp_path, "--socket", str(sock))
+    try:
+        assert (sock.stat().st_mode & 0o777) == 0o600
+        assert (shared.stat().st_mode & 0o777) == 0o755  # never chmod a directory we did not make
+    finally:
+        assert daemon.stop() == 0
+    assert any(e.get("event") == "socket_directory_not_private" for e in daemon.log_events())
 
 
 def test_sigterm_removes_socket_and_exits_zero(tmp_path: Path) -> None:
@@ -325,6 +357,61 @@ def test_sigterm_finishes_request_in_flight(tmp_path: Path) -> None:
     # New connections are no longer accepted.
     with pytest.raises(OSError):
         RawConnection(daemon.endpoint, timeout=2)
+
+
+def test_sigint_stops_cleanly_and_removes_socket(tmp_path: Path) -> None:
+    sock = tmp_path / "run" / "d.sock"
+    daemon = start_daemon(tmp_path, "--socket", str(sock))
+    with RawConnection(daemon.endpoint) as conn:
+        assert conn.call("health")["result"]["ok"]
+    daemon.proc.send_signal(signal.SIGINT)
+    assert daemon.proc.wait(15) == 0
+    assert not sock.exists()
+    events = daemon.log_events()
+    assert any(e.get("event") == "daemon_stopped" for e in events)
+    assert any(
+        e.get("component") == "store" and e.get("event") == "component_closed" for e in events
+    )
+
+
+def test_drain_is_bounded_by_the_grace_period(tmp_path: Path) -> None:
+    sock = tmp_path / "d.sock"
+    env = {**DEBUG, "LIBRAVDB_SHUTDOWN_GRACE_S": "0.5"}
+    daemon = start_daemon(tmp_path, "--socket", str(sock), env_extra=env)
+    stuck = RawConnection(daemon.endpoint)
+    stuck.send({"jsonrpc": "2.0", "id": 1, "method": "debug.sleep", "params": {"seconds": 30}})
+    time.sleep(0.2)
+    started = time.monotonic()
+    daemon.proc.terminate()
+    assert daemon.proc.wait(15) == 0
+    assert time.monotonic() - started < 10  # not the 30 s the request wanted
+    assert not sock.exists()
+    events = daemon.log_events()
+    assert any(e.get("event") == "drain_timeout" for e in events)
+    assert any(
+        e.get("component") == "store" and e.get("event") == "component_closed" for e in events
+    )
+    with pytest.raises(ConnectionError):
+        stuck.read()  # cut off at the grace limit: the connection closes
+    stuck.close()
+
+
+def test_work_after_shutdown_in_a_batch_is_refused(tmp_path: Path) -> None:
+    daemon = start_daemon(tmp_path, "--socket", str(tmp_path / "d.sock"))
+    with RawConnection(daemon.endpoint) as conn:
+        conn.send(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "shutdown"},
+                {"jsonrpc": "2.0", "id": 2, "method": "embed", "params": {"texts": ["x"]}},
+                {"jsonrpc": "2.0", "id": 3, "method": "health"},
+            ]
+        )
+        replies = {r["id"]: r for r in conn.read()}
+    assert replies[1]["result"] == {"ok": True}
+    assert replies[2]["error"]["code"] == -32007
+    assert replies[3]["result"]["ok"] is False
+    assert replies[3]["result"]["message"] == "shutting down"
+    assert daemon.proc.wait(15) == 0
 
 
 def test_debug_methods_are_hidden_by_default(tmp_path: Path) -> None:

@@ -56,6 +56,10 @@ def register(registry: Registry) -> None:
             raise InvalidInput(
                 f"summarize takes at most {MAX_SUMMARIZE_TEXTS} texts, got {len(params.texts)}"
             )
+        if params.density is not None and not 0 < params.density <= 1:
+            raise InvalidInput(
+                f"density is the fraction of turns kept and must be in (0, 1], got {params.density}"
+            )
         hub = ctx.app.service(EngineHub)
         try:
             res = await hub.summarizer.summarize(

@@ -519,14 +519,16 @@ class Seq2SeqSummarizer:
         if not turns:
             raise EngineError("nothing to summarize: every turn is empty")
         with self.slot.lease() as model:
-            prompt = model.build_prompt(turns)
             try:
+                prompt = model.build_prompt(turns)
                 gen = model.generate(prompt.ids, max_new_tokens, use_cache=use_cache, cancel=cancel)
+                text = model.tokenizer.decode(gen.ids).strip()
             except EngineError:
                 raise
-            except Exception as exc:
-                raise ModelLoadError(f"seq2seq model {self.spec.manifest} failed: {exc}") from exc
-            text = model.tokenizer.decode(gen.ids).strip()
+            except Exception as exc:  # any runtime fault is the model's, so callers fall back
+                raise ModelLoadError(
+                    f"seq2seq model {self.spec.manifest} failed: {type(exc).__name__}: {exc}"
+                ) from exc
             if not text:
                 raise EngineError("seq2seq summarizer produced empty output")
             return Seq2SeqOutput(

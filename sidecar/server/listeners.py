@@ -91,9 +91,10 @@ def prepare_socket_path(path: str) -> None:
         parent.mkdir(mode=0o700, parents=True)
     else:
         mode = stat.S_IMODE(parent.stat().st_mode)
-        if mode & 0o077 and parent.stat().st_uid == os.getuid() and not mode & stat.S_ISVTX:
-            # Our own directory that others can enter: tighten it (never touch /tmp-like dirs).
-            parent.chmod(0o700)
+        if mode & 0o077:
+            # An existing directory is the user's choice (it may be $HOME or the working
+            # directory): never change it. The socket file itself is still 0600.
+            log.warning("socket_directory_not_private", directory=str(parent), mode=f"{mode:04o}")
     if os.path.lexists(path):
         st = os.lstat(path)
         if not stat.S_ISSOCK(st.st_mode):

@@ -50,17 +50,24 @@ async def test_env_settings_reach_the_engines() -> None:
         "LIBRAVDB_EMBEDDING_PRELOAD": "false",
         "LIBRAVDB_SUMMARIZER_BACKEND": "onnx-local",
         "LIBRAVDB_SUMMARIZER_MODEL_PATH": str(TINY_T5),
+        "LIBRAVDB_SUMMARIZER_MAX_NEW_TOKENS": "5",
+        "LIBRAVDB_SUMMARIZER_IDLE_UNLOAD_S": "42",
+        "LIBRAVDB_EMBEDDING_LANES": "1",
     }
     settings = load_settings(env=env)
     hub = EngineHub.from_settings(settings.embedding, settings.summarizer)
     try:
         await hub.start()
+        assert hub.require_embedder().lanes == 1
+        assert hub.summarizer.seq2seq is not None
+        assert hub.summarizer.seq2seq.slot.idle_unload_s == 42
         st = hub.status()
         assert st["embedder"]["state"] == "unloaded"
         assert st["embedder"]["dims"] == 768
         assert st["summarizer"]["seq2seq"]["state"] == "unloaded"
         res = await hub.summarizer.summarize(["the deploy runs on friday", "thanks"])
         assert res.method == "seq2seq"
+        assert 0 < res.tokens <= 5
         assert hub.status()["summarizer"]["seq2seq"]["state"] == "ready"
         vec = await hub.require_embedder().embed(["x"], "query")
         assert vec.vectors.shape == (1, 768)
@@ -150,6 +157,14 @@ async def test_ensure_ready_and_loading_health() -> None:
     try:
         emb = hub.require_embedder()
         assert hub.states()["embedder"].state == "unloaded"
+        emb.preload()
+        seen = set()
+        for _ in range(5000):  # the ONNX session takes far longer than one poll
+            seen.add(hub.states()["embedder"].state)
+            if "ready" in seen:
+                break
+            await asyncio.sleep(0.001)
+        assert "loading" in seen
         await emb.ensure_ready()
         states = hub.states()
         assert states["embedder"].state == "ready"

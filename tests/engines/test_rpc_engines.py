@@ -97,6 +97,9 @@ async def test_summarize_methods(rpc: Client) -> None:
     assert err["error"]["code"] == -32009
     err = await rpc.call("summarize", {"texts": turns, "method": "magic"})
     assert err["error"]["code"] == -32602
+    for density in (0, -0.5, 1.5):
+        err = await rpc.call("summarize", {"texts": turns, "density": density})
+        assert err["error"]["code"] == -32009 and "density" in err["error"]["message"]
 
 
 async def test_status_reports_engines(rpc: Client) -> None:

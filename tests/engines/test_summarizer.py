@@ -102,6 +102,26 @@ async def test_seq2seq_empty_output_falls_back(minilm: Embedder) -> None:
     assert res.fallback_reason is not None and "empty output" in res.fallback_reason
 
 
+async def test_unexpected_model_fault_falls_back(
+    minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: a fault outside generate() (prompt building, decoding) escaped as a plain
+    # exception and failed the caller instead of falling back.
+    seq = Seq2SeqSummarizer(spec_from_manifest(TINY_T5 / "summarizer.json"))
+    summ = Summarizer(minilm, seq)
+    with seq.slot.lease() as model:
+
+        def broken(turns: Any) -> Any:
+            raise RuntimeError("tokenizer exploded")
+
+        monkeypatch.setattr(model, "build_prompt", broken)
+    res = await summ.summarize(TURNS)
+    assert res.method == "extractive"
+    assert res.fallback_reason is not None
+    assert "RuntimeError: tokenizer exploded" in res.fallback_reason
+    assert summ.summarize_sync(TURNS).method == "extractive"
+
+
 async def test_without_embedder_uses_lexical() -> None:
     summ = Summarizer(None, None)
     res = await summ.summarize(TURNS)

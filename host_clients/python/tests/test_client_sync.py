@@ -56,6 +56,18 @@ def test_round_trips(client: Client, transport: str) -> None:
     assert client.call("status", {})["methods"]["health"]["calls"] >= 1
 
 
+def test_engines_over_every_transport(client: Client) -> None:
+    emb = client.call(
+        "embed", {"texts": ["where do I live?", "I moved to Lisbon"], "kind": "query"}
+    )
+    assert emb["dims"] == 384 and len(emb["vectors"]) == 2
+    assert len(emb["vectors"][0]) == 384 and emb["truncated"] == [False, False]
+    turns = ["I moved to Lisbon in May.", "The flat is near the river.", "Thanks!"]
+    summ = client.call("summarize", {"texts": turns})
+    assert summ["method"] == "extractive" and summ["summary"]
+    assert 0 < summ["confidence"] <= 1
+
+
 def test_error_mapping(client: Client) -> None:
     with pytest.raises(MethodNotFound) as info:
         client.call("no_such_method")
