@@ -125,3 +125,34 @@ async def test_cancelled_queued_request_is_skipped(
     assert await first == [10]
     assert await kept == [30]
     assert fn.calls == [([1], False), ([3], False)]
+
+
+async def test_linger_keeps_returning_clients_together(
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> None:
+    fn = Recorder()
+    # A long max wait makes the linger observable without timing races.
+    batcher: MicroBatcher[int, int] = MicroBatcher(
+        fn, executor=pool, lanes=1, max_wait_ms=500, linger_window_s=5.0
+    )
+    await asyncio.gather(batcher.submit([1]), batcher.submit([2]))
+    assert fn.calls == [([1, 2], False)]
+    # Right after a two-request batch, a lone request waits for its companion...
+    first = asyncio.ensure_future(batcher.submit([3]))
+    await asyncio.sleep(0.02)
+    assert len(fn.calls) == 1
+    second = asyncio.ensure_future(batcher.submit([4]))
+    # ...and goes out as soon as as many requests as last time are queued.
+    assert await asyncio.wait_for(asyncio.gather(first, second), 0.4) == [[30], [40]]
+    assert fn.calls[1] == ([3, 4], False)
+
+
+async def test_linger_is_bounded_by_max_wait(pool: concurrent.futures.ThreadPoolExecutor) -> None:
+    fn = Recorder()
+    batcher: MicroBatcher[int, int] = MicroBatcher(
+        fn, executor=pool, lanes=1, max_wait_ms=30, linger_window_s=5.0
+    )
+    await asyncio.gather(batcher.submit([1]), batcher.submit([2]))
+    # The companion never comes: the request still goes out after the wait.
+    assert await asyncio.wait_for(batcher.submit([3]), 2.0) == [30]
+    assert fn.calls[-1] == ([3], False)
