@@ -1,7 +1,8 @@
 """Forget a namespace: delete every record of it and leave tombstones.
 
 ``forget_namespace(svc, ns, include_sessions)`` removes, in one store transaction, the
-collections that belong to the namespace (exact match: ``<c>`` or ``<c>:<more>``):
+collections that belong to the namespace (exact collection names; the namespace
+``team`` never reaches ``turns:team:alice``, which belongs to ``team:alice``):
 
 * ``turns:<ns>`` (raw history index), ``user:<ns>`` (durable memories),
   ``elevated:user:<ns>`` (guidance shards), ``dream:<ns>`` (promoted dream entries);
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from sidecar.memory import collections as C
 from sidecar.memory.sessions import INGEST_STATE_ID
 from sidecar.store.aio import AsyncStore
-from sidecar.store.names import in_namespace
 from sidecar.store.types import DropCollection
 
 if TYPE_CHECKING:
@@ -80,11 +80,10 @@ async def forget_namespace(
         sessions = await sessions_of_namespace(store, namespace)
         for sid in sessions:
             exact.update(C.session_collections(sid))
-    doomed = [
-        info.name
-        for info in store.collections()
-        if info.name in exact or any(in_namespace(info.name, s) for s in scopes)
-    ]
+    # Exact names only: "team" must never reach "turns:team:alice" (the namespace
+    # "team:alice"), so no prefix matching here.
+    exact.update(scopes)
+    doomed = [info.name for info in store.collections() if info.name in exact]
     out = ForgetOutcome(collections=doomed, sessions=sessions)
     keys: list[str] = []
     for name in doomed:

@@ -185,3 +185,14 @@ def test_forget_everything_and_tombstones(conn: RawConnection) -> None:
     assert listc(conn, "turns:fay") == [] and len(listc(conn, "session_raw:f1")) == 2
     e = err(conn.call("forget", {}))
     assert e["code"] == ErrorCode.INVALID_INPUT and "namespace or userId" in e["message"]
+
+
+def test_forget_never_touches_a_namespace_that_extends_it(conn: RawConnection) -> None:
+    # Regression: "team" matched "turns:team:alice" as a prefix and deleted another namespace.
+    ok(conn.call("ingest", {"sessionId": "t1", "userId": "team", "messages": chat(2, "t")}))
+    ok(conn.call("ingest", {"sessionId": "t2", "userId": "team:alice", "messages": chat(2, "a")}))
+    ok(conn.call("forget", {"userId": "team", "includeSessions": True}))
+    assert listc(conn, "turns:team") == []
+    assert listc(conn, "session_raw:t1") == []
+    assert len(listc(conn, "turns:team:alice")) == 2
+    assert len(listc(conn, "session_raw:t2")) == 2
