@@ -81,8 +81,16 @@ def register(registry: Registry) -> None:
             else:  # nothing to embed: a zero vector (cosine 0 to everything)
                 vec = np.zeros(dims, dtype=np.float32)
             ops.append(Put(C.session(sid), params.id, params.text, meta, vec))
-            ops.append(Put(C.session_raw(sid), params.id, params.text, raw_meta, vec))
-            await store.write(ops)
+            # Raw history is immutable (the reference overwrote it on a re-sent id): the
+            # active view is upserted as before, the raw copy is written once.
+            raw = Put(C.session_raw(sid), params.id, params.text, raw_meta, vec, if_version=0)
+            if await store.get(raw.collection, params.id) is None:
+                try:
+                    await store.write([*ops, raw])
+                except se.VersionConflict:  # written meanwhile by a concurrent insert
+                    await store.write(ops)
+            else:
+                await store.write(ops)
         except se.StoreError as exc:
             raise store_rpc_error(exc) from exc
         mem = ctx.app.maybe_service(MemoryService)

@@ -43,10 +43,12 @@ async def test_insert_session_turn(rpc: Call) -> None:
     assert st["metadata"]["compaction_generation"] == 0
     for c in ("session_summary:s1", "session_edge:s1"):
         assert (await rpc("list_collection", {"collection": c}))["results"] == []
-    # repeat upserts (version + 1), both collections in one transaction
+    # a repeat upserts the active view (version + 1); the raw history is immutable
     await _turn(rpc, "s1", "t1", "hello again", "user", 5)
+    (a,) = (await rpc("list_collection", {"collection": "session:s1"}))["results"]
+    assert a["version"] == 2 and a["text"] == "hello again"
     (r,) = (await rpc("list_collection", {"collection": "session_raw:s1"}))["results"]
-    assert r["version"] == 2 and r["text"] == "hello again"
+    assert r["version"] == 1 and r["text"] == "hello there"
     err = await rpc("insert_session_turn", {"sessionId": " ", "id": "x", "text": "t"}, error=True)
     assert err["code"] == ErrorCode.INVALID_INPUT and err["message"] == "session ID is required"
     err = await rpc("insert_session_turn", {"sessionId": "s2", "text": "t"}, error=True)
