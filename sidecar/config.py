@@ -12,7 +12,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -106,6 +106,10 @@ class AuthoredSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     include: list[str] = msgspec.field(default_factory=lambda: ["**/*.md"])
     exclude: list[str] = msgspec.field(default_factory=list)
     core_globs: list[str] = msgspec.field(default_factory=list)  # documents that yield hard rules
+    # v1 ingest_markdown_document: the published plugin sends coreDoc:true for every file, so
+    # by default coreDoc counts only for a sourcePath matching core_globs (or frontmatter
+    # core: true); "trust" restores the reference (every list item of every note is hard).
+    v1_core_doc: Literal["globs", "trust"] = "globs"
     debounce_ms: int = 500
     poll_interval_ms: int = 2000  # how often the roots are walked (stat only; hashing on change)
 

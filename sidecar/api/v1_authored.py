@@ -29,6 +29,17 @@ from sidecar.memory.authored_service import SourceMeta, authored_for
 from sidecar.memory.dream import DreamEntry, resolve_source_line
 from sidecar.memory.dream_service import DreamProvenance, dream_for
 from sidecar.memory.journal import journal_for
+from sidecar.memory.watcher import glob_match
+
+
+def _v1_core(ctx: CallContext, core_doc: bool, source_path: str) -> bool | None:
+    """Core status of a v1 document. None lets its frontmatter decide (``core: true``)."""
+    settings = ctx.app.settings.authored
+    if not core_doc:
+        return False
+    if settings.v1_core_doc == "trust" or glob_match(settings.core_globs, source_path):
+        return True
+    return None
 
 
 def register(registry: Registry) -> None:
@@ -55,7 +66,7 @@ def register(registry: Registry) -> None:
             authored_for(ctx.app).ingest(
                 params.source_doc,
                 params.text,
-                core=params.core_doc,
+                core=_v1_core(ctx, params.core_doc, m.source_path if m is not None else ""),
                 tokenizer_id=params.tokenizer_id,
                 source=source,
             )

@@ -6,8 +6,11 @@ the daemon's real dispatcher in-process.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from protocol.codes import ErrorCode
 from tests.authored.conftest import Rpc, make_rpc
@@ -45,6 +48,16 @@ The lore of the old kingdom.
 """
 
 
+@pytest.fixture
+async def reference_rpc(tmp_path: Path) -> AsyncIterator[Rpc]:
+    """The reference's semantics: coreDoc:true alone makes a document core."""
+    r, app = await make_rpc(tmp_path, **{"authored.v1_core_doc": "trust"})
+    try:
+        yield r
+    finally:
+        await app.close()
+
+
 def _tiers(results: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
     return {k: len(v) for k, v in results.items()}
 
@@ -57,7 +70,8 @@ async def _authored(rpc: Rpc, doc: str | None = None) -> dict[str, list[dict[str
     return out
 
 
-async def test_ingest_markdown_document(rpc: Rpc) -> None:
+async def test_ingest_markdown_document(reference_rpc: Rpc) -> None:
+    rpc = reference_rpc
     res = await rpc(
         "ingest_markdown_document",
         {
@@ -157,7 +171,8 @@ async def test_ingest_replace_is_atomic(rpc: Rpc) -> None:
     assert await _authored(rpc, "a.md") == before
 
 
-async def test_delete_authored_document(rpc: Rpc) -> None:
+async def test_delete_authored_document(reference_rpc: Rpc) -> None:
+    rpc = reference_rpc
     await rpc("ingest_markdown_document", {"sourceDoc": "a.md", "text": FULL_DOC, "coreDoc": True})
     await rpc("ingest_markdown_document", {"sourceDoc": "b.md", "text": PERSISTED, "coreDoc": True})
     assert await rpc("delete_authored_document", {"sourceDoc": "a.md"}) == {"ok": True}
@@ -167,6 +182,40 @@ async def test_delete_authored_document(rpc: Rpc) -> None:
     assert await rpc("delete_authored_document", {"sourceDoc": "a.md"}) == {"ok": True}
     err = await rpc("delete_authored_document", {}, error=True)
     assert err["message"] == "sourceDoc is required" and err["code"] == ErrorCode.INVALID_INPUT
+
+
+async def test_plugin_core_doc_alone_makes_no_hard_rules(tmp_path: Path) -> None:
+    # The published plugin sends coreDoc:true for every watched note (host-behaviour B6):
+    # by default only a sourcePath matching authored.core_globs, or frontmatter core: true,
+    # makes a document core.
+    rpc, app = await make_rpc(tmp_path, **{"authored.core_globs": ["rules/**"]})
+    try:
+        note = {"sourceRoot": "/vault", "sourcePath": "daily/2026-11-01.md"}
+        await rpc(
+            "ingest_markdown_document",
+            {"sourceDoc": "/vault/daily.md", "text": FULL_DOC, "coreDoc": True, "sourceMeta": note},
+        )
+        got = await _authored(rpc, "/vault/daily.md")
+        assert got["hard"] == []
+        assert {r["metadata"]["is_core_doc"] for v in got.values() for r in v} == {False}
+        rules = {"sourceRoot": "/vault", "sourcePath": "rules/agents.md"}
+        await rpc(
+            "ingest_markdown_document",
+            {
+                "sourceDoc": "/vault/rules.md",
+                "text": FULL_DOC,
+                "coreDoc": True,
+                "sourceMeta": rules,
+            },
+        )
+        assert len((await _authored(rpc, "/vault/rules.md"))["hard"]) == 3
+        marked = "---\ncore: true\n---\n- always cite sources\n"
+        await rpc(
+            "ingest_markdown_document", {"sourceDoc": "m.md", "text": marked, "coreDoc": True}
+        )
+        assert len((await _authored(rpc, "m.md"))["hard"]) >= 1
+    finally:
+        await app.close()
 
 
 def _entry(text: str, score: float, recall: int, unique: int, **kw: Any) -> dict[str, Any]:
