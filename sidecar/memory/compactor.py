@@ -507,8 +507,11 @@ async def compact_session(
         )
         out.summary_ids.append(rec.id)
         out.turns_covered += len(members)
-        out.summary_method = _merge_method(out.summary_method, method)
-        confidences.append(confidence)
+        if method != METHOD_GUIDANCE:
+            # A guidance-only placeholder moves turns to elevated memory verbatim: it covers
+            # them (lossless expand) but summarizes nothing, so it is not a shrink.
+            out.summary_method = _merge_method(out.summary_method, method)
+            confidences.append(confidence)
 
     # Condensation into higher levels.
     before = plan.tail.recent[0].sort_key if plan.tail.recent else None
@@ -597,7 +600,7 @@ async def compact_session(
         ops.append(Patch(state_coll, C.SESSION_STATE_ID, state_meta, if_version=state.version))
     await store.write(ops)
 
-    out.did_compact = bool(out.summary_ids or out.condensed_ids)
+    out.did_compact = bool(confidences or out.condensed_ids)
     out.mean_confidence = (
         min(1.0, max(0.0, sum(confidences) / len(confidences))) if confidences else 0.0
     )

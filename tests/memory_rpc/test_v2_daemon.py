@@ -24,7 +24,8 @@ TOPICS = [
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     tmp = tmp_path_factory.mktemp("memd")
     config = tmp / "libravdb.toml"
-    config.write_text("[compaction]\nauto = false\n")
+    # Few active summaries, so that compaction condenses a level up within these tests.
+    config.write_text("[compaction]\nauto = false\nmax_active_summaries = 3\n")
     d = start_daemon(tmp, "--tcp", "127.0.0.1:0", extra_args=("--config", str(config)))
     yield d
     d.stop()
@@ -130,11 +131,13 @@ def test_compact_expand_incremental(conn: RawConnection) -> None:
     # depth-limited: a condensed summary shows its child summaries at depth 1
     sums = {s["id"]: s for s in listc(conn, "session_summary:c1")}
     high = [s for s in sums.values() if s["metadata"]["level"] > 1]
-    if high:
-        t1 = ok(
-            conn.call("expand", {"sessionId": "c1", "summaryId": high[0]["id"], "maxDepth": 1})
-        )["turns"]
-        assert {t["role"] for t in t1} == {"summary"}
+    assert high, "more than max_active_summaries summaries are condensed a level up"
+    t1 = ok(conn.call("expand", {"sessionId": "c1", "summaryId": high[0]["id"], "maxDepth": 1}))[
+        "turns"
+    ]
+    assert t1 and {t["role"] for t in t1} == {"summary"}
+    full = ok(conn.call("expand", {"sessionId": "c1", "summaryId": high[0]["id"]}))["turns"]
+    assert full and {t["role"] for t in full} <= {"user", "assistant"}
     # idempotent re-run; new turns are compacted incrementally, ids never collide
     again = ok(conn.call("compact", {"sessionId": "c1", "targetSize": 8}))
     assert again["didCompact"] is False and again["summaryIds"] == []
@@ -196,3 +199,25 @@ def test_forget_never_touches_a_namespace_that_extends_it(conn: RawConnection) -
     assert listc(conn, "session_raw:t1") == []
     assert len(listc(conn, "turns:team:alice")) == 2
     assert len(listc(conn, "session_raw:t2")) == 2
+
+
+def test_guidance_only_compaction_is_not_a_shrink(conn: RawConnection) -> None:
+    # Regression: a run whose clusters held only protected rule-like turns reported
+    # didCompact: true although nothing was summarized.
+    rules = [
+        "You must never push directly to the main branch.",
+        "Always run the full test suite before you open a pull request.",
+        "Do not delete migration files once they have been released.",
+        "You must sign every commit with your own key.",
+    ]
+    msgs = [
+        {"id": f"g{i:03d}", "role": "user", "content": f"{rules[i % 4]} (rule {i})", "ts": 50 + i}
+        for i in range(12)
+    ]
+    ok(conn.call("ingest", {"sessionId": "g1", "userId": "gus", "messages": msgs}))
+    res = ok(conn.call("compact", {"sessionId": "g1", "targetSize": 4, "force": True}))
+    assert res["didCompact"] is False
+    assert res["summaryMethod"] == "" and res["meanConfidence"] == 0
+    shards = listc(conn, "elevated:session:g1") + listc(conn, "elevated:user:gus")
+    assert shards, "protected turns are kept verbatim as guidance shards"
+    assert len(listc(conn, "session_raw:g1")) == 12
