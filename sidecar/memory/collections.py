@@ -30,6 +30,7 @@ Namespaces are opaque strings. The default namespace of a session without ``user
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 
@@ -206,6 +207,14 @@ TOMBSTONE_REASON_FORGET = "forget"
 def tombstone_key(collection: str, record_id: str) -> str:
     """Unambiguous tombstone key of one record: ``["<collection>","<id>"]`` (JSON)."""
     return json.dumps([collection, record_id], ensure_ascii=False, separators=(",", ":"))
+
+
+def content_tombstone_id(text: str) -> str:
+    """Tombstone id of a record's content (``text:<sha256>``), for records whose ids are
+    positional (dream entries are numbered by position in their diary, so an id names a
+    different entry once the diary changes)."""
+    digest = hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+    return f"text:{digest}"
 
 
 def tombstone_keys(collection: str, ids: Iterable[str]) -> list[str]:

@@ -18,9 +18,10 @@ candidate index), ``dream_promoted_at`` (ms), ``authored: true``,
 ``type: "dream_promotion"``, ``access_count: 0``, ``text``.
 
 **Tombstones** (``forget``, convention of :mod:`sidecar.memory.collections`): an accepted
-entry is not written when the tombstone namespace ``<ns>`` holds its key
-``tombstone_key("dream:<ns>", id)`` or the whole-diary key
-``tombstone_key("dream:<ns>", sourceDoc)``.
+entry is not written when the tombstone namespace ``<ns>`` holds its content key
+``tombstone_key("dream:<ns>", content_tombstone_id(text))`` (forget writes one per dream
+record; ids are positional, so they cannot identify an entry across diary edits) or the
+whole-diary key ``tombstone_key("dream:<ns>", sourceDoc)``.
 """
 
 from __future__ import annotations
@@ -118,14 +119,22 @@ class DreamService:
                 old = [r.id for r in await store.list_records(coll, where={"source_doc": sd})]
             accepted = list(enumerate(gated.accepted))
             if accepted:
-                ids = [dream_entry_id(sd, i) for i, _ in accepted]
-                keys = dict(zip(collections.tombstone_keys(coll, ids), ids, strict=True))
+                # Forgotten entries are matched by content: ids are positions in the diary,
+                # so a new bullet above an old one would shift every id after it.
+                keys = [
+                    collections.tombstone_key(coll, collections.content_tombstone_id(e.text))
+                    for _, e in accepted
+                ]
                 doc_key = document_tombstone_key(ns, sd)
                 found = await store.tombstoned(ns, [*keys, doc_key])
-                dead = set(ids) if doc_key in found else {keys[k] for k in found if k in keys}
-                kept = [(i, e) for i, e in accepted if dream_entry_id(sd, i) not in dead]
+                kept = (
+                    []
+                    if doc_key in found
+                    else [pair for pair, key in zip(accepted, keys, strict=True) if key not in found]
+                )
                 report.suppressed = len(accepted) - len(kept)
-                accepted = kept
+                # Survivors are numbered afresh, as the reference numbers accepted entries.
+                accepted = [(n, e) for n, (_, e) in enumerate(kept)]
             now_ms = time.time_ns() // 1_000_000
             puts: list[Put] = []
             if accepted:

@@ -87,9 +87,11 @@ async def forget_namespace(
     out = ForgetOutcome(collections=doomed, sessions=sessions)
     keys: list[str] = []
     for name in doomed:
-        ids = [r.id for r in await store.list_records(name)]
-        out.deleted += len(ids)
-        keys.extend(C.tombstone_keys(name, ids))
+        records = await store.list_records(name)
+        out.deleted += len(records)
+        keys.extend(C.tombstone_keys(name, [r.id for r in records]))
+        if name.startswith(C.DREAM_PREFIX):  # dream ids are positional: block the content
+            keys.extend(C.tombstone_key(name, C.content_tombstone_id(r.text)) for r in records)
     if keys:
         out.tombstones = await store.add_tombstones(namespace, keys, C.TOMBSTONE_REASON_FORGET)
     if doomed:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.codes import ErrorCode
-from sidecar.memory.collections import tombstone_key
+from sidecar.memory.collections import content_tombstone_id, tombstone_key
 from sidecar.store import Store
 from tests.support import RawConnection, start_daemon
 
@@ -155,7 +155,8 @@ def test_forget_tombstones_block_resurrection(tmp_path: Path) -> None:
     data = tmp_path / "data"
     store = Store.open(data, embed_dims=384, fingerprint="")
     try:
-        store.add_tombstones("u1", [tombstone_key("dream:u1", "diary.md#dream#000000")], "forget")
+        green_tea = content_tombstone_id("the user prefers green tea in the morning")
+        store.add_tombstones("u1", [tombstone_key("dream:u1", green_tea)], "forget")
         store.add_tombstones(
             "authored", [tombstone_key("authored:variant", "doc.md#000001")], "forget"
         )
@@ -180,5 +181,30 @@ def test_forget_tombstones_block_resurrection(tmp_path: Path) -> None:
             assert [r["id"] for r in variants["results"]] == ["doc.md#000000"]
             res = _ok(conn.call("authored.ingest", {"sourceDoc": "gone.md", "text": "- a\n"}))
             assert res["nodes"] == 0 and res["suppressed"] == 1
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_forgotten_dream_entries_stay_forgotten_after_diary_edits(tmp_path: Path) -> None:
+    # Regression: dream tombstones were positional, so a new bullet above a forgotten one
+    # suppressed the new entry and brought the forgotten one back.
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint, timeout=60) as conn:
+            first = {"userId": "u9", "sourceDoc": "diary.md", "text": DIARY}
+            assert _ok(conn.call("dream.promote", first))["promoted"] == 1
+            _ok(conn.call("forget", {"userId": "u9"}))
+            edited = DIARY.replace(
+                "## Deep Sleep\n",
+                "## Deep Sleep\n- the user is learning the cello {score=0.9 recall=4 unique=3}\n",
+            )
+            again = _ok(
+                conn.call(
+                    "dream.promote", {"userId": "u9", "sourceDoc": "diary.md", "text": edited}
+                )
+            )
+            assert (again["promoted"], again["suppressed"]) == (1, 1)
+            rows = _ok(conn.call("list_collection", {"collection": "dream:u9"}))["results"]
+            assert [r["text"] for r in rows] == ["the user is learning the cello"]
     finally:
         assert daemon.stop() == 0
