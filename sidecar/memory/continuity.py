@@ -355,26 +355,28 @@ def run_ladder(
 ) -> LadderOutcome:
     """Try each step until one makes strict progress over ``replaced_texts``.
 
-    An exception from the *primary* summarizer (a failing seq2seq model) is recorded and
-    the ladder continues with the next extractive step instead of failing the whole
-    compaction (fixes §14.5); exceptions from the extractive summarizer propagate.
+    An exception from the *primary* summarizer (a failing seq2seq model) is recorded, and
+    that step and every later primary step run with the extractive summarizer instead (at
+    the step's own density and length), so a model failure costs the normal extractive
+    summary, not a jump to the truncated fallback (fixes §14.5). Exceptions from the
+    extractive summarizer propagate.
     """
     source_tokens = sum_tokens(replaced_texts)
     attempts: list[Attempt] = []
     primary_failed = False
     for step in ladder:
-        is_primary = step.summarizer == SummarizerRole.PRIMARY
-        if is_primary and primary_failed:
-            continue
-        summarize = primary if is_primary else extractive
+        use_primary = step.summarizer == SummarizerRole.PRIMARY and not primary_failed
         try:
-            draft = summarize(view_texts, step, prior if step.uses_prior_context else "")
+            if use_primary:
+                draft = primary(view_texts, step, prior if step.uses_prior_context else "")
+            else:
+                draft = extractive(view_texts, step, "")
         except Exception as exc:
-            if not is_primary:
+            if not use_primary:
                 raise
             primary_failed = True
             attempts.append(Attempt(step.name, 0, False, f"{type(exc).__name__}: {exc}"))
-            continue
+            draft = extractive(view_texts, step, "")
         text = draft.text.strip()
         if step.bounded:
             text = truncate_to_tokens(text, step.output_limit(source_tokens))

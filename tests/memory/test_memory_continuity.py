@@ -211,14 +211,32 @@ def test_escalation_to_aggressive_then_fallback() -> None:
 
 
 def test_primary_failure_falls_back() -> None:
+    # A failing seq2seq model costs the normal extractive summary of the same step, not a
+    # jump to the truncated fallback.
     sources = ["word " * 20, "more " * 20]
     primary = FakeSummarizer({}, fail=True)
-    extractive = FakeSummarizer({"deterministic-fallback": "the gist"})
+    extractive = FakeSummarizer({"primary": "the normal extractive gist"})
     ladder = escalation_ladder(primary_is_abstractive=True)
-    out = run_ladder(sources, sources, primary=primary, extractive=extractive, ladder=ladder)
-    assert out.draft is not None and out.draft.text == "the gist"
+    out = run_ladder(
+        sources, sources, primary=primary, extractive=extractive, ladder=ladder, prior="P"
+    )
+    assert out.draft is not None and out.draft.text == "the normal extractive gist"
+    assert out.step is not None and out.step.name == "primary"
     assert out.attempts[0].error.startswith("RuntimeError")
     assert len(primary.calls) == 1
+    assert extractive.calls == [("primary", "")]  # no prior context for extractive
+
+    # When the extractive primary step does not shrink, the aggressive step runs
+    # extractively too (the failed model is not tried again), then the bounded fallback.
+    primary2 = FakeSummarizer({}, fail=True)
+    long = "z" * 400
+    extractive2 = FakeSummarizer(
+        {"primary": long, "aggressive": long, "deterministic-fallback": "g"}
+    )
+    out2 = run_ladder(sources, sources, primary=primary2, extractive=extractive2, ladder=ladder)
+    assert out2.step is not None and out2.step.name == "deterministic-fallback"
+    assert [c[0] for c in extractive2.calls] == ["primary", "aggressive", "deterministic-fallback"]
+    assert len(primary2.calls) == 1
 
 
 def test_non_shrinking_cluster_is_declined() -> None:
