@@ -20,6 +20,7 @@ skips tombstoned raw turns; dream promotion, markdown re-ingest and import shoul
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,13 +74,24 @@ async def forget_namespace(
     if not isinstance(namespace, str) or not namespace.strip():
         raise ValueError("namespace or userId is required")
     store = svc.store
+    known = sorted(await sessions_of_namespace(store, namespace))
+    # Hold the sessions' compaction and ingest locks (in one global order: no deadlock), so
+    # a background compaction or an ingest in flight cannot write shards, summaries or
+    # turns into the collections after they are dropped.
+    async with contextlib.AsyncExitStack() as held:
+        for sid in known:
+            await held.enter_async_context(svc.compaction_lock(sid))
+        for sid in known:
+            await held.enter_async_context(svc.ingest_lock(sid))
+        return await _forget_locked(svc, namespace, known if include_sessions else [])
+
+
+async def _forget_locked(svc: MemoryService, namespace: str, sessions: list[str]) -> ForgetOutcome:
+    store = svc.store
     scopes = [C.turns(namespace), C.user(namespace), C.elevated_user(namespace), C.dream(namespace)]
-    sessions: list[str] = []
     exact: set[str] = set()
-    if include_sessions:
-        sessions = await sessions_of_namespace(store, namespace)
-        for sid in sessions:
-            exact.update(C.session_collections(sid))
+    for sid in sessions:
+        exact.update(C.session_collections(sid))
     # Exact names only: "team" must never reach "turns:team:alice" (the namespace
     # "team:alice"), so no prefix matching here.
     exact.update(scopes)

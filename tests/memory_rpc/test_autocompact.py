@@ -98,3 +98,22 @@ async def test_epoch_survives_restart(tmp_path: Path) -> None:
         assert out.epoch == 2
     finally:
         await close()
+
+
+async def test_forget_waits_for_a_running_compaction(tmp_path: Path) -> None:
+    # A compaction in flight must not write summaries or shards into collections that
+    # forget has just dropped: forget takes the session's compaction and ingest locks.
+    h, close = await make_harness(tmp_path, **{"compaction.auto": False})
+    try:
+        await h.memory.ingest("s", _msgs(0, 12), user_id="u")
+        lock = h.memory.compaction_lock("s")
+        await lock.acquire()  # stands for a compaction that is running
+        forget = asyncio.ensure_future(h.call("forget", {"userId": "u", "includeSessions": True}))
+        await asyncio.sleep(0.05)
+        assert not forget.done()
+        lock.release()
+        res = await asyncio.wait_for(forget, 10)
+        assert res["deleted"] >= 12
+        assert (await h.call("list_collection", {"collection": "session_raw:s"}))["results"] == []
+    finally:
+        await close()
