@@ -127,11 +127,8 @@ class DreamService:
                 ]
                 doc_key = document_tombstone_key(ns, sd)
                 found = await store.tombstoned(ns, [*keys, doc_key])
-                kept = (
-                    []
-                    if doc_key in found
-                    else [pair for pair, key in zip(accepted, keys, strict=True) if key not in found]
-                )
+                pairs = zip(accepted, keys, strict=True)
+                kept = [] if doc_key in found else [p for p, key in pairs if key not in found]
                 report.suppressed = len(accepted) - len(kept)
                 # Survivors are numbered afresh, as the reference numbers accepted entries.
                 accepted = [(n, e) for n, (_, e) in enumerate(kept)]
