@@ -164,6 +164,14 @@ def bench_search(
             t0 = time.perf_counter()
             graph.knn_query(qn, k=10, num_threads=1)
             graph_lat.append(time.perf_counter() - t0)
+        # The same query in the same conditions as the store search above: each one follows
+        # an exact scan of the 150 MB matrix (the recall check), which evicts the CPU caches.
+        graph_scan_lat = []
+        for qn in qn_all:
+            t0 = time.perf_counter()
+            graph.knn_query(qn, k=10, num_threads=1)
+            graph_scan_lat.append(time.perf_counter() - t0)
+            np.argpartition(-(norm @ qn), 10)[:10]
         exact_lat = []
         for q in queries[:50]:
             t0 = time.perf_counter()
@@ -179,6 +187,11 @@ def bench_search(
             _row("search_p50_hnsw", p50, "ms", "<= 1", p50 <= 1.0),
             _row("search_p95_hnsw", p95, "ms"),
             _row("search_p50_graph_only", float(np.percentile(graph_lat, 50)) * 1e3, "ms"),
+            _row(
+                "search_p50_graph_only_after_scan",
+                float(np.percentile(graph_scan_lat, 50)) * 1e3,
+                "ms",
+            ),
             _row("search_p50_exact_numpy", ep50, "ms"),
             _row("speedup_vs_exact", ep50 / p50, "x", ">= 10", ep50 / p50 >= 10),
             _row("recall_at_10", recall, "", ">= 0.98", recall >= 0.98),

@@ -30,40 +30,64 @@ class RWLock:
         self._serving = 0  # ticket allowed to enter
         self._readers = 0
         self._writer = False
+        self._waiting = 0  # threads blocked in wait(): notify only when there are some
+
+    def _wait_for(self, ticket: int, exclusive: bool) -> None:
+        """Block (lock held) until ``ticket`` may enter."""
+        self._waiting += 1
+        try:
+            while self._serving != ticket or self._writer or (exclusive and self._readers > 0):
+                self._cond.wait()
+        finally:
+            self._waiting -= 1
+
+    def acquire_read(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            if self._serving != ticket or self._writer:
+                self._wait_for(ticket, False)
+            self._readers += 1
+            self._serving += 1
+            if self._waiting:
+                self._cond.notify_all()  # the next ticket (a reader) may enter too
+
+    def release_read(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            if self._readers == 0 and self._waiting:
+                self._cond.notify_all()
+
+    def acquire_write(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            if self._serving != ticket or self._writer or self._readers:
+                self._wait_for(ticket, True)
+            self._writer = True
+            self._serving += 1
+
+    def release_write(self) -> None:
+        with self._cond:
+            self._writer = False
+            if self._waiting:
+                self._cond.notify_all()
 
     @contextmanager
     def read(self) -> Iterator[None]:
-        with self._cond:
-            ticket = self._next
-            self._next += 1
-            while self._serving != ticket or self._writer:
-                self._cond.wait()
-            self._readers += 1
-            self._serving += 1
-            self._cond.notify_all()
+        self.acquire_read()
         try:
             yield
         finally:
-            with self._cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    self._cond.notify_all()
+            self.release_read()
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        with self._cond:
-            ticket = self._next
-            self._next += 1
-            while self._serving != ticket or self._writer or self._readers:
-                self._cond.wait()
-            self._writer = True
-            self._serving += 1
+        self.acquire_write()
         try:
             yield
         finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
+            self.release_write()
 
 
 def top_candidates(rids: I64, scores: F32, ids: list[str] | None, k: int) -> list[Candidate]:

@@ -212,6 +212,8 @@ class VectorIndex:
                 return
             put_vecs = [c[3] for c in changes if c[0] == "put" and c[3] is not None]
             units = normalize_rows(np.stack(put_vecs)) if put_vecs else None
+            if units is not None and len(put_vecs) == len(changes) and self._append(changes, units):
+                return
             j = 0
             for kind, rid, rec_id, vec, vseq in changes:
                 if self.building:
@@ -225,6 +227,23 @@ class VectorIndex:
                     j += 1
                 else:
                     self.exact.remove(rid)
+
+    def _append(self, changes: Sequence[tuple[str, int, str, F32 | None, int]], units: F32) -> bool:
+        """Bulk path of :meth:`apply` for puts of records new to both the graph and the tail
+        (an insert batch): one append instead of a put per record. False = not applicable."""
+        rids = [c[1] for c in changes]
+        live, tail = self.ann_live, self.exact
+        if len(set(rids)) != len(rids) or any(r in live or r in tail for r in rids):
+            return False
+        if self.building:
+            self.changed.update(rids)
+        tail.put_many(
+            np.array(rids, dtype=np.int64),
+            [c[2] for c in changes],
+            units,
+            np.array([c[4] for c in changes], dtype=np.int64),
+        )
+        return True
 
     # ---- search ------------------------------------------------------------------------
 
@@ -242,10 +261,14 @@ class VectorIndex:
         """
         direct: list[int] = []
         graph: list[tuple[int, float]] = []
-        with self.lock.read():
-            cands = self.exact.topk(query, k, exclude, allowed)
+        lock = self.lock
+        lock.acquire_read()
+        try:
+            cands = self.exact.topk(query, k, exclude, allowed) if len(self.exact) else []
             if self.ann is not None and self.ann_live:
                 direct, graph = self._graph_search(query, k, exclude, allowed)
+        finally:
+            lock.release_read()
         if direct:
             vecs = fetch_vectors(direct)
             cands.extend((rid, float(vecs[rid] @ query), "") for rid in direct if rid in vecs)
@@ -309,20 +332,23 @@ class VectorIndex:
             return [], [
                 (int(lb), 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)
             ]
-        total = int(g.get_current_count())
-        kk = min(want, len(live))
+        kk = need = min(want, len(live))
+        total = 0
         while True:
             try:
                 labels, dists = g.knn_query(q, k=kk, num_threads=1)
             except RuntimeError as exc:
                 raise NeedScan(str(exc)) from exc
             out = [
-                (int(lb), 1.0 - float(d))
-                for lb, d in zip(labels[0], dists[0], strict=True)
-                if int(lb) in live
+                (lb, 1.0 - d)
+                for lb, d in zip(labels[0].tolist(), dists[0].tolist(), strict=True)
+                if lb in live
             ]
             # Labels outside ann_live only exist briefly (a swap in progress); fetch more.
-            if len(out) >= min(want, len(live)) or kk >= total:
+            if len(out) >= need:
+                return [], out
+            total = total or int(g.get_current_count())
+            if kk >= total:
                 return [], out
             kk = min(total, kk * 2)
 

@@ -102,7 +102,20 @@ def validate_text(text: object) -> str:
 def _check_json(value: object, path: str, depth: int) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise InvalidInput(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels at {path}")
-    if value is None or isinstance(value, (bool, int)):
+    t = type(value)
+    if t is int or t is bool or value is None:
+        return
+    if t is dict:  # the common case, without the (slow) Mapping ABC check
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if not isinstance(key, str):
+                raise InvalidInput(f"metadata key {key!r} at {path} is not a string")
+            _utf8_len(key, "metadata key at " + path)
+            ti = type(item)
+            if (ti is int or ti is bool or item is None) and depth < MAX_METADATA_DEPTH:
+                continue  # a scalar within the depth limit: no path string to build
+            _check_json(item, f"{path}.{key}", depth + 1)
+        return
+    if isinstance(value, (bool, int)):
         return
     if isinstance(value, str):
         _utf8_len(value, f"metadata value at {path}")
@@ -137,10 +150,13 @@ def validate_metadata(metadata: object) -> dict[str, Any]:
 
 def as_vector(vector: object, dims: int, collection: str) -> npt.NDArray[np.float32]:
     """A float32 vector of exactly ``dims`` finite values."""
-    try:
-        arr = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"vector for collection {collection} is not numeric: {exc}") from exc
+    if type(vector) is np.ndarray and vector.dtype == np.float32:
+        arr: npt.NDArray[np.float32] = vector
+    else:
+        try:
+            arr = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"vector for collection {collection} is not numeric: {exc}") from exc
     if arr.ndim != 1:
         raise InvalidInput(f"vector for collection {collection} must be 1-dimensional")
     if arr.shape[0] != dims:
@@ -151,7 +167,9 @@ def as_vector(vector: object, dims: int, collection: str) -> npt.NDArray[np.floa
             expected=dims,
             got=int(arr.shape[0]),
         )
-    if not np.all(np.isfinite(arr)):
+    # A NaN or an infinity makes the sum non-finite, so a finite sum proves every value
+    # finite (a non-finite sum may also be an overflow: then check element by element).
+    if not math.isfinite(float(np.add.reduce(arr))) and not np.all(np.isfinite(arr)):
         raise InvalidInput(f"vector for collection {collection} contains NaN or infinity")
     out: npt.NDArray[np.float32] = np.ascontiguousarray(arr)
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import sqlite3
 import threading
@@ -145,6 +146,19 @@ def _where_sql(
             params.append(int(time_range.end_ms))
     sql = "".join(f" AND ({c})" for c in clauses)
     return sql, params, post
+
+
+_HIT_SQL = "SELECT rid, id, text, metadata, version, created_ms, ts_ms FROM records WHERE rid "
+
+
+@functools.lru_cache(maxsize=128)
+def _hit_sql(n: int) -> str:
+    """The result-row query for ``n`` rids (cached: the same few strings every search)."""
+    return _HIT_SQL + ("= ?" if n == 1 else "IN (" + ",".join("?" * n) + ")")
+
+
+def _hit_order(h: Hit) -> tuple[float, str]:
+    return (-h.score, h.id)
 
 
 def _post_ok(meta: Mapping[str, Any], post: list[tuple[str, Any]]) -> bool:
@@ -1198,16 +1212,31 @@ class Store:
     # ---- search ------------------------------------------------------------------------
 
     def _query_vector(self, info: CollectionInfo, vector: Any) -> F32:
-        try:
-            arr = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"query vector is not numeric: {exc}") from exc
+        if type(vector) is np.ndarray and vector.dtype == np.float32:
+            arr: F32 = vector
+        else:
+            try:
+                arr = np.asarray(vector, dtype=np.float32)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(f"query vector is not numeric: {exc}") from exc
         if arr.ndim != 1:
             raise InvalidInput("query vector must be 1-dimensional")
         if arr.shape[0] > info.dims and info.dims > 1:
             arr = arr[: info.dims]  # Matryoshka: a tier collection takes the query's prefix
+        if arr.shape[0] == info.dims:
+            # Fast path (every search pays it): one dot product checks finiteness (a NaN or
+            # infinity makes it non-finite) and gives the norm. Unusual magnitudes, where a
+            # float32 sum of squares could overflow or underflow, take the careful path.
+            ss = float(np.dot(arr, arr))
+            if 1e-20 < ss < 1e30:
+                out: F32 = arr * np.float32(1.0 / math.sqrt(ss))
+                return out
         arr = N.as_vector(arr, info.dims, info.name)
-        return N.normalized(arr)
+        norm = float(np.linalg.norm(arr.astype(np.float64)))  # no float32 overflow
+        if norm < 1e-12:
+            return np.zeros(info.dims, dtype=np.float32)  # a zero query scores 0 everywhere
+        unit: F32 = (arr / norm).astype(np.float32)
+        return unit
 
     def _ids_to_rids(self, cid: int, ids: Iterable[str]) -> set[int]:
         wanted = list(dict.fromkeys(ids))
@@ -1318,37 +1347,39 @@ class Store:
         return self._materialize(info, cands, k)
 
     def _materialize(self, info: CollectionInfo, cands: list[Candidate], k: int) -> list[Hit]:
+        """Hits (text, metadata from SQLite) for the top ``k`` candidates, score desc, id asc."""
         scores: dict[int, float] = {}
         for rid, score, _id in cands:
-            scores[rid] = max(-1.0, min(1.0, score))
+            scores[rid] = -1.0 if score < -1.0 else (1.0 if score > 1.0 else score)
         if k > 0 and len(scores) > k:
             # Keep every candidate tied with the k-th score so that ties resolve by id.
             ranked = sorted(scores.values(), reverse=True)
             cut = ranked[k - 1]
             scores = {rid: s for rid, s in scores.items() if s >= cut}
-        hits: list[Hit] = []
-        rids = list(scores)
+        if not scores:
+            return []
         name = info.name
-        for part in _chunks(rids):
-            marks = ",".join("?" * len(part))
-            sql = (
-                "SELECT rid, id, text, metadata, version, created_ms, ts_ms FROM records "
-                f"WHERE rid IN ({marks})"
+        rids = list(scores)
+        if len(rids) <= _SQL_MAX_VARS:
+            rows = self._read(_hit_sql(len(rids)), rids)
+        else:
+            rows = []
+            for part in _chunks(rids):
+                rows += self._read(_hit_sql(len(part)), part)
+        hits = [
+            Hit(
+                name,
+                rec_id,
+                text,
+                _decode_meta(meta),
+                version,
+                scores[rid],
+                created,
+                created if ts is None else ts,
             )
-            for rid, rec_id, text, meta, version, created, ts in self._read(sql, part):
-                hits.append(
-                    Hit(
-                        name,
-                        rec_id,
-                        text,
-                        _decode_meta(meta),
-                        version,
-                        scores[rid],
-                        created,
-                        created if ts is None else ts,
-                    )
-                )
-        hits.sort(key=lambda h: (-h.score, h.id))
+            for rid, rec_id, text, meta, version, created, ts in rows
+        ]
+        hits.sort(key=_hit_order)
         return hits[:k] if k > 0 else hits
 
     @staticmethod
