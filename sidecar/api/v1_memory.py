@@ -53,6 +53,8 @@ def register(registry: Registry) -> None:
             meta["text"] = params.text
         meta.setdefault("access_count", 0)
         raw_meta = {**meta, "raw_history": True, "active_view": False}
+        if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
+            return OkResult(ok=True)  # forgotten: a re-sent turn must not come back
         try:
             await store.ensure_collections([C.session(sid), *C.lossless_collections(sid)])
             state_coll = C.session_state(sid)
@@ -70,6 +72,12 @@ def register(registry: Registry) -> None:
                             "last_compacted_at": 0,
                             "last_summary_id": "",
                             "updated_at": 0,
+                            # the host's namespace, so that forget finds this session
+                            **(
+                                {"userId": meta["userId"]}
+                                if isinstance(meta.get("userId"), str)
+                                else {}
+                            ),
                         },
                         None,
                         if_version=0,

@@ -48,6 +48,7 @@ from sidecar.errors import (
     ShuttingDown,
     StorageError,
 )
+from sidecar.memory.collections import tombstone_key
 from sidecar.store import errors as se
 from sidecar.store.aio import AsyncStore
 from sidecar.store.names import in_namespace, normalized
@@ -171,6 +172,8 @@ def register(registry: Registry) -> None:
             meta["text"] = params.text
         meta.setdefault("access_count", 0)
         try:
+            if await store.tombstoned_anywhere([tombstone_key(params.collection, params.id)]):
+                return OkResult(ok=True)  # forgotten records are not written again
             dims = store.store.dims_for(params.collection) if params.collection else 0
             vector = None
             if dims > 1:

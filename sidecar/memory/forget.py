@@ -60,8 +60,12 @@ async def sessions_of_namespace(store: AsyncStore, namespace: str) -> list[str]:
         if isinstance(sid, str) and sid:
             found[sid] = None
     for info in store.collections(prefix=C.SESSION_STATE_PREFIX):
-        state = await store.get(info.name, INGEST_STATE_ID)
-        if state is not None and state.metadata.get("namespace") == namespace:
+        # v2 ingest records the namespace in its ingest state, v1 in the session state.
+        states = await store.get_many(info.name, [INGEST_STATE_ID, C.SESSION_STATE_ID])
+        if any(
+            s.metadata.get("namespace" if s.id == INGEST_STATE_ID else "userId") == namespace
+            for s in states
+        ):
             sid = C.session_id_of(info.name)
             if sid:
                 found[sid] = None

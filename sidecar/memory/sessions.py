@@ -259,7 +259,7 @@ async def ingest(
             prepared.append(_Prepared(i, tid, role, text, now if ts is None else ts, pos))
         ids = [p.id for p in prepared]
         existing = {r.id for r in await store.get_many(raw_coll, ids)}
-        dead = await store.tombstoned(ns, C.tombstone_keys(raw_coll, ids))
+        dead = await store.tombstoned_anywhere(C.tombstone_keys(raw_coll, ids))
         seen: set[str] = set()
         new: list[_Prepared] = []
         for p in prepared:

@@ -113,6 +113,9 @@ class AsyncStore:
     async def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
         return await self._run(self.store.add_tombstones, namespace, list(keys), reason)
 
+    async def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
+        return await self._run(self.store.tombstoned_anywhere, list(keys))
+
     # ---- reads -------------------------------------------------------------------------
 
     async def get(self, collection: str, record_id: str) -> Record | None:

@@ -117,7 +117,13 @@ def _v2(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
+def _v3(conn: sqlite3.Connection) -> None:
+    # Record keys name their collection (and so their session), which makes them unique
+    # across namespaces: writers check a key wherever it was forgotten.
+    conn.execute("CREATE INDEX tombstones_key ON tombstones (key)")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1086,6 +1086,18 @@ class Store:
             )
         return out
 
+    def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` tombstoned under any namespace."""
+        items = list(dict.fromkeys(str(k) for k in keys))
+        out: set[str] = set()
+        for part in _chunks(items):
+            marks = ",".join("?" * len(part))
+            out.update(
+                r[0]
+                for r in self._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
+            )
+        return out
+
     def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
         """(namespace, key, reason, created_ms) sorted by namespace, key."""
         if namespace is None:

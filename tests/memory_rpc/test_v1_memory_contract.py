@@ -210,3 +210,29 @@ async def test_query_raw_session(rpc: Call) -> None:
     }
     err = await rpc("query_raw_session", {"text": "x"}, error=True)
     assert err["message"] == "sessionId is required"
+
+
+async def test_v1_writes_cannot_resurrect_forgotten_records(rpc: Call) -> None:
+    # Regression: v1 insert_session_turn / insert_text ignored forget's tombstones, and
+    # tombstones were only checked under the writer's own namespace.
+    await _turn(rpc, "fs", "t1", "my bank pin is in the blue notebook", "user", 1)
+    await _turn(rpc, "fa", "t1", "assistant-only session of the same user", "assistant", 1)
+    await rpc("insert_text", {"collection": "turns:u1", "id": "fs:t1", "text": "pin note"})
+    await rpc("forget", {"namespace": "u1", "includeSessions": True})
+    # the session is found through the namespace in its v1 state, even with no user turn
+    assert (await rpc("list_collection", {"collection": "session_raw:fa"}))["results"] == []
+    assert await rpc("insert_session_turn", {"sessionId": "fs", "id": "fs:t1", "text": "x"}) == {
+        "ok": True
+    }
+    await rpc("insert_text", {"collection": "turns:u1", "id": "fs:t1", "text": "pin note"})
+    for coll in ("session:fs", "session_raw:fs", "turns:u1"):
+        assert (await rpc("list_collection", {"collection": coll}))["results"] == [], coll
+    # v2 ingest of the same session under another namespace does not bring it back either
+    back = await rpc(
+        "ingest",
+        {"sessionId": "fs", "messages": [{"id": "fs:t1", "role": "user", "content": "again"}]},
+    )
+    assert back["ingested"] == 0 and back["skipped"] == 1
+    # new records are written as usual
+    await _turn(rpc, "fs", "t2", "a new message", "user", 2)
+    assert len((await rpc("list_collection", {"collection": "session_raw:fs"}))["results"]) == 1

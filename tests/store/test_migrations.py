@@ -65,6 +65,13 @@ def test_fresh_database_has_latest_schema(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "d" / DB_NAME)
     assert S.schema_version(conn) == S.SCHEMA_VERSION == len(S.MIGRATIONS)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "tombstones_key" in indexes  # v3: tombstones are looked up by key alone
+    plan = " ".join(
+        str(r[-1])
+        for r in conn.execute("EXPLAIN QUERY PLAN SELECT key FROM tombstones WHERE key IN ('a')")
+    )
+    assert "tombstones_key" in plan
     conn.close()
 
 
