@@ -43,10 +43,26 @@ class Harness:
     memory: MemoryService
 
 
-async def make_harness(tmp_path: Path, **flags: Any) -> tuple[Harness, Callable[[], Any]]:
+class EmbedCounter:
+    """hash_embed that records the size of every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    async def __call__(self, texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+        self.calls.append(len(texts))
+        return await hash_embed(texts, kind)
+
+
+async def make_harness(
+    tmp_path: Path,
+    *,
+    embed: Callable[[Sequence[str], str], Awaitable[np.ndarray[Any, Any]]] = hash_embed,
+    **flags: Any,
+) -> tuple[Harness, Callable[[], Any]]:
     settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
     app = App(settings)
-    store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash")
+    store_svc = StoreService(settings, embed=embed, embed_dims=DIMS, fingerprint="hash")
     app.provide(StoreService, store_svc)
     memory = MemoryService(settings, store_svc)
     app.provide(MemoryService, memory)
