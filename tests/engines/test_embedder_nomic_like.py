@@ -7,14 +7,16 @@ windows with stride 256, Matryoshka 64/256/768).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
-from sidecar.engines import Embedder
+from sidecar.engines import Embedder, EngineError, resolve_embedding
 
-from .conftest import TINY_EMBED
+from .conftest import TINY_EMBED, edit_manifest
 
 
 def _raw_embed(ids_list: list[list[int]]) -> np.ndarray:
@@ -139,3 +141,54 @@ async def test_async_windowed_batch(nomic_like: Embedder) -> None:
 def test_long_single_word_document(nomic_like: Embedder, kind: str) -> None:
     res = nomic_like.embed_sync(["z" * 5000], kind)
     assert res.vectors.shape == (1, 768)
+
+
+def _hidden(ids: list[int]) -> np.ndarray:
+    sess = ort.InferenceSession(str(TINY_EMBED / "model.onnx"), providers=["CPUExecutionProvider"])
+    x = np.array([ids], dtype=np.int64)
+    feed = {"input_ids": x, "attention_mask": np.ones_like(x), "token_type_ids": np.zeros_like(x)}
+    out: np.ndarray = sess.run(["last_hidden_state"], feed)[0][0]
+    return out
+
+
+def _query_ids(text: str) -> list[int]:
+    tok = _tok()
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    prefix = tok.encode("search_query: ", add_special_tokens=False).ids
+    return [cls, *prefix, *tok.encode(text, add_special_tokens=False).ids, sep]
+
+
+def _embedder(root: Path, **manifest: object) -> Embedder:
+    edit_manifest(root / "embedding.json", **manifest)
+    return Embedder(resolve_embedding(backend="onnx-local", model=str(root)))
+
+
+def test_cls_pooling_takes_the_first_token(tiny_embed_copy: Path) -> None:
+    emb = _embedder(tiny_embed_copy, pooling="cls")
+    try:
+        vec = emb.embed_sync(["the garden needs water"], "query").vectors[0]
+        ref = _hidden(_query_ids("the garden needs water"))[0]
+        assert np.allclose(vec, ref / np.linalg.norm(ref), atol=1e-5)
+    finally:
+        emb.close()
+
+
+def test_normalize_false_keeps_the_raw_mean(tiny_embed_copy: Path) -> None:
+    emb = _embedder(tiny_embed_copy, normalize=False)
+    try:
+        vec = emb.embed_sync(["the garden needs water"], "query").vectors[0]
+        ref = _hidden(_query_ids("the garden needs water")).mean(axis=0)
+        assert np.allclose(vec, ref, atol=1e-5)
+        assert abs(float(np.linalg.norm(vec)) - 1.0) > 1e-3
+    finally:
+        emb.close()
+
+
+def test_pooling_none_on_a_per_token_output_names_the_fix(tiny_embed_copy: Path) -> None:
+    emb = _embedder(tiny_embed_copy, pooling="none")
+    try:
+        with pytest.raises(EngineError) as info:
+            emb.embed_sync(["the garden needs water"], "query")
+        assert "pooling is 'none'" in str(info.value) and "'mean' or 'cls'" in str(info.value)
+    finally:
+        emb.close()
