@@ -1093,8 +1093,7 @@ class Store:
         for part in _chunks(items):
             marks = ",".join("?" * len(part))
             out.update(
-                r[0]
-                for r in self._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
+                r[0] for r in self._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
             )
         return out
 
