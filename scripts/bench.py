@@ -188,6 +188,7 @@ SECTIONS: dict[str, Section] = {
     "engines": _module_section("scripts.bench_engines"),
     "store": _module_section("scripts.bench_store"),
     "memory": _module_section("scripts.bench_memory"),
+    "assemble": _module_section("scripts.bench_assemble"),
 }
 
 

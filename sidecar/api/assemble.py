@@ -72,10 +72,10 @@ def register(registry: Registry) -> None:
                 messages=messages,
             )
         wire = plan.to_wire()
-        wire["timings"] = {
-            **{k: round(v, 3) for k, v in timings.items()},
-            **wire.get("timings", {}),
-        }
+        planned = wire.get("timings", {})
+        if "totalMs" in planned:
+            planned["planMs"] = planned.pop("totalMs")
+        wire["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, **planned}
         return msgspec.convert(wire, AssembleResult)
 
     @registry.method("search")

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import structlog
 
 from sidecar.memory.collections import (
     AUTHORED_COLLECTIONS,
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from sidecar.app import App
     from sidecar.store.aio import AsyncStore
     from sidecar.store.service import StoreService
+
+log = structlog.get_logger(__name__)
 
 TIER_COLLECTION = {
     Tier.HARD: AUTHORED_HARD,
@@ -149,6 +152,27 @@ class AuthoredService:
     def __init__(self, svc: StoreService) -> None:
         self.svc = svc
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._listeners: list[Callable[[list[str]], None]] = []
+
+    def subscribe(self, listener: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Call ``listener(collections)`` after every authored write (ingest or delete)
+        with the collections it changed; returns an unsubscribe function. Listeners run
+        synchronously and must not block."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _changed(self, ops: Sequence[Put | Delete]) -> None:
+        names = sorted({op.collection for op in ops})
+        for listener in list(self._listeners):
+            try:
+                listener(names)
+            except Exception:
+                log.exception("authored.listener_failed")
 
     def _lock(self, source_doc: str) -> asyncio.Lock:
         lock = self._locks.get(source_doc)
@@ -242,6 +266,7 @@ class AuthoredService:
             report.removed = len(old_keys) - len(new_keys & set(old_keys))
             if ops:
                 await store.write(ops)
+                self._changed(ops)
         return report
 
     async def _unsuppressed(
@@ -280,7 +305,9 @@ class AuthoredService:
         async with self._lock(sd):
             old = await self.stored_records(sd)
             if old:
-                await self.store.write([Delete(r.collection, r.id) for r in old])
+                ops = [Delete(r.collection, r.id) for r in old]
+                await self.store.write(ops)
+                self._changed(ops)
         return len(old)
 
 

@@ -1,42 +1,61 @@
 """Candidate gathering for the ``assemble`` and ``search`` RPCs (issue 6).
 
 :class:`Retrieval` is the App component between the store and the pure planner
-(:mod:`sidecar.memory.assemble`). Per call it
+(:mod:`sidecar.memory.assemble`). Per ``assemble`` call it
 
-1. embeds the query **once** (``kind="query"``);
-2. syncs the in-memory view of the collections the call reads (:class:`_Coll`: records,
-   unit vectors as one matrix, a :class:`~sidecar.memory.lexical.BM25Index`);
-3. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
-   the exact dense top-k (one matrix product over the cached vectors) plus the BM25
-   top-k of the query's content terms, each candidate carrying its vector;
-4. calls :func:`~sidecar.memory.assemble.plan_assembly` (or ``plan_search``) with hooks
+1. starts embedding the query **once** (``kind="query"``) and, while the embedder runs,
+   syncs the in-memory view of the collections the call reads (:class:`_Coll`: records,
+   unit vectors as one matrix, a :class:`~sidecar.memory.lexical.BM25Index`) and takes
+   every scope's BM25 top-k of the query's content terms, the temporal plan, the authored
+   rules and the session's turns (:meth:`Retrieval._prepare`: nothing there needs the
+   vector);
+2. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
+   the exact dense top-k (one matrix product over the cached vectors; the durable
+   memories' cosines are read from the raw history's, see :class:`_Twins`) merged with
+   the lexical top-k, each candidate carrying its vector;
+3. calls :func:`~sidecar.memory.assemble.plan_assembly` (or ``plan_search``) with hooks
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
    the raw history);
-5. bumps ``access_count`` of the injected stored records (fire-and-forget).
+4. counts ``access_count`` bumps for the injected stored records, written coalesced at
+   most every :data:`BUMP_DELAY_S` (and on close).
 
 **Caches.** One :class:`_Coll` per collection name, in an LRU bounded by
-:data:`MAX_COLLECTIONS` collections. A view is reused while the store's record count of
-the collection is unchanged and it is not marked stale; a changed count (ingest adds,
-forget and authored delete remove) reloads the collection and updates its BM25 index
-incrementally (removed ids out, new or changed ids in). Compaction and forget events of
-:meth:`MemoryService.subscribe` mark the affected collections stale. Authored collections
-(small) are also reloaded whenever the store's sequence moved, so an authored replace
-with the same node count is never served stale.
+:data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
+collection is unchanged: the BM25 index, the matrix and the candidates persist. Changes:
 
-Not thread-safe by itself: every call holds :attr:`Retrieval.lock`.
+* ``ingest`` announces the ids it wrote (:meth:`MemoryService.on_written`); the next
+  sync fetches just those records and appends them (matrix rows, BM25 postings,
+  candidates) when the store's record count agrees, else reloads the collection;
+* a changed record count without a notice (generic v1 writes, forget, deletes) reloads
+  the collection; the BM25 index is updated by diff (removed ids out, new or changed
+  ids in);
+* compaction and forget events mark the affected collections stale (compaction never
+  touches ``session_raw:``, so that is not reloaded);
+* authored ingest and delete notify (:meth:`AuthoredService.subscribe`), so a changed rule
+  is served from the next call on; as a safety net for writes that bypass the authored
+  service, authored collections are also reloaded when the store changed and their view
+  is older than :data:`AUTHORED_RECHECK_S`.
+
+Change notices are taken before the store is read, so a notice that arrives during a
+sync is kept for the next one. Not thread-safe otherwise: every call holds
+:attr:`Retrieval.lock`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+import structlog
 
 from sidecar.memory import collections as C
 from sidecar.memory.assemble import (
@@ -50,20 +69,27 @@ from sidecar.memory.assemble import (
 from sidecar.memory.budget import BudgetConfig
 from sidecar.memory.lexical import BM25Index, LexicalIndex
 from sidecar.memory.scoring import F32, Candidate
-from sidecar.memory.temporal import plan_temporal
+from sidecar.memory.temporal import is_dream_query, plan_temporal
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.store.types import Record
 
 if TYPE_CHECKING:
+    from protocol.core import ComponentState
     from sidecar.app import App
+    from sidecar.memory.authored_service import AuthoredService
     from sidecar.memory.service import InvalidationEvent, MemoryService
     from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
 
 MAX_COLLECTIONS = 512
 DENSE_K = 50  # per scope, as the in-process evaluation's pool
 LEXICAL_K = 50
 SIDE_K = 20  # durable, global, authored variant, summaries, dream, elevated
 RECOVER_K = 100
+AUTHORED_RECHECK_S = 2.0  # see Retrieval._sync
+BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
+TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
 
 #: The rendering envelope of one recalled entry (``[M12] <entry role="assistant"
 #: source="recalled">`` ... ``</entry>`` plus the line break), charged to the memory
@@ -117,7 +143,16 @@ class _SharedLexical(LexicalIndex):
 
 @dataclass
 class _Coll:
-    """The in-memory view of one collection."""
+    """The in-memory view of one collection.
+
+    Rows (``records``, ``cands``, the unit-vector ``matrix``) only ever grow at the end
+    between full reloads: an incremental :meth:`apply` appends new ids and rewrites
+    changed rows in place. ``gen`` counts every change, ``reloads`` the full reloads and
+    ``stamp`` is unique per row layout (process-wide: a new layout, also of an evicted and
+    re-created view, never repeats an old stamp);
+    ``touched`` logs the ids changed incrementally since the last full reload (read by
+    derived structures such as the durable->history twin map).
+    """
 
     name: str
     count: int = -1
@@ -125,10 +160,23 @@ class _Coll:
     stale: bool = True
     records: list[Record] = field(default_factory=list)
     by_id: dict[str, int] = field(default_factory=dict)
-    matrix: F32 | None = None  # unit rows, zero rows for vectorless records
     bm25: BM25Index = field(default_factory=BM25Index)
     cands: list[Candidate] = field(default_factory=list)
     by_pos: dict[tuple[str, int], int] = field(default_factory=dict)
+    gen: int = 0
+    reloads: int = 0
+    stamp: int = -1
+    touched: list[str] = field(default_factory=list)
+    loaded_at: float = 0.0
+    _mat: F32 | None = None  # capacity rows; the first len(records) are live
+    _turns: list[Candidate] | None = None  # chronological turns, cached
+
+    @property
+    def matrix(self) -> F32 | None:
+        """Unit rows, one per record (zero rows for vectorless records)."""
+        return None if self._mat is None else self._mat[: len(self.records)]
+
+    # ---- loading -----------------------------------------------------------------------
 
     def reload(self, store: Store, count: int, seq: int) -> None:
         recs = store.list_records(self.name, include_vectors=True)
@@ -143,15 +191,10 @@ class _Coll:
         self.records = recs
         self.by_id = {r.id: i for i, r in enumerate(recs)}
         dims = store.embed_dims
-        mat = np.zeros((len(recs), dims), dtype=np.float32)
+        mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
         for i, r in enumerate(recs):
-            if r.vector is not None:
-                v = np.asarray(r.vector, dtype=np.float32).reshape(-1)
-                if v.shape[0] == dims:
-                    n = float(np.linalg.norm(v))
-                    if n > 1e-12:
-                        mat[i] = v / n
-        self.matrix = mat
+            mat[i] = _unit(r.vector, dims)
+        self._mat = mat
         self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
         self.by_pos = {}
         for i, c in enumerate(self.cands):
@@ -159,6 +202,71 @@ class _Coll:
                 self.by_pos[(c.session_id, c.seq)] = i
         self._resolve_summaries()
         self.count, self.seq, self.stale = count, seq, False
+        self.gen += 1
+        self.reloads += 1
+        self.stamp = next(_STAMPS)
+        self.touched = []
+        self._turns = None
+        self.loaded_at = time.monotonic()
+
+    def apply(self, store: Store, ids: Sequence[str], count: int, seq: int) -> bool:
+        """Bring in the records ``ids`` that were written (added or replaced) since the
+        last sync, without reloading the rest. False (nothing changed) when the result
+        would not match the store's record count: something else changed too, and the
+        caller reloads the collection."""
+        recs = store.get_many(self.name, ids, include_vectors=True)
+        added = sum(1 for r in recs if r.id not in self.by_id)
+        if self.count + added != count or self._mat is None:
+            return False
+        dims = store.embed_dims
+        n = len(self.records)
+        if n + added > self._mat.shape[0]:
+            self._grow(n + added, dims)
+        summaries = False
+        for r in recs:
+            i = self.by_id.get(r.id)
+            if i is None:
+                i = len(self.records)
+                self.records.append(r)
+                self.by_id[r.id] = i
+                self._mat[i] = _unit(r.vector, dims)
+                self.cands.append(self._candidate(r, self._mat[i]))
+                self.bm25.add(r.id, r.text)
+            else:
+                old = self.cands[i]
+                pos = (old.session_id, old.seq) if old.seq is not None else None
+                if old.kind == "turn" and pos is not None and self.by_pos.get(pos) == i:
+                    del self.by_pos[pos]
+                if self.records[i].text != r.text:
+                    self.bm25.add(r.id, r.text)  # replaces the earlier version
+                self.records[i] = r
+                self._mat[i] = _unit(r.vector, dims)
+                self.cands[i] = self._candidate(r, self._mat[i])
+            c = self.cands[i]
+            if c.kind == "turn" and c.seq is not None:
+                self.by_pos[(c.session_id, c.seq)] = i
+            summaries = summaries or c.kind == "summary"
+        if summaries:
+            self._resolve_summaries()
+        self.count, self.seq, self.stale = count, seq, False
+        self.gen += 1
+        self.touched.extend(r.id for r in recs)
+        if len(self.touched) > TOUCHED_MAX:  # derived structures rebuild from scratch
+            self.touched = []
+            self.stamp = next(_STAMPS)
+        self._turns = None
+        return True
+
+    def _grow(self, rows: int, dims: int) -> None:
+        """A larger matrix; candidates are re-pointed at its rows (no stale views)."""
+        assert self._mat is not None
+        n = len(self.records)
+        mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
+        mat[:n] = self._mat[:n]
+        self._mat = mat
+        self.cands = [
+            c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
+        ]
 
     def _candidate(self, r: Record, vec: F32) -> Candidate:
         scope, kind = scope_of(self.name)
@@ -174,11 +282,12 @@ class _Coll:
         else:
             turn_ids = (src,) if src else ()
         ts = _int(meta.get("ts"))
+        text = r.text or _str(meta.get("text"))
         return Candidate(
             kind=kind,
             collection=self.name,
             id=r.id,
-            text=r.text or _str(meta.get("text")),
+            text=text,
             scope=scope,
             turn_ids=turn_ids,
             session_id=sid,
@@ -186,6 +295,7 @@ class _Coll:
             ts=ts if ts is not None else (r.ts_ms or None),
             seq=_int(meta.get("seq")),
             vector=vec if bool(np.any(vec)) else None,
+            tokens=estimate_tokens(text),
             metadata=meta,
         )
 
@@ -212,27 +322,25 @@ class _Coll:
             if c.kind == "summary":
                 t = covered(i)
                 if t != c.turn_ids:
-                    self.cands[i] = Candidate(
-                        kind=c.kind,
-                        collection=c.collection,
-                        id=c.id,
-                        text=c.text,
-                        scope=c.scope,
-                        turn_ids=t,
-                        session_id=c.session_id,
-                        role=c.role,
-                        ts=c.ts,
-                        seq=c.seq,
-                        vector=c.vector,
-                        metadata=c.metadata,
-                    )
+                    self.cands[i] = replace(c, turn_ids=t)
 
     # ---- queries -----------------------------------------------------------------------
 
-    def dense_top(self, qvec: F32 | None, k: int) -> list[int]:
-        if qvec is None or self.matrix is None or not len(self.records) or k <= 0:
+    def sims(self, qvec: F32 | None) -> F32 | None:
+        """Cosine of every row to the (unit) query vector."""
+        mat = self.matrix
+        if qvec is None or mat is None or not len(self.records):
+            return None
+        out: F32 = mat @ qvec
+        return out
+
+    def dense_top(self, qvec: F32 | None, k: int, sims: F32 | None = None) -> list[int]:
+        """Rows of the exact dense top ``k`` (``sims``: this collection's :meth:`sims`,
+        when the caller has them already)."""
+        if sims is None:
+            sims = self.sims(qvec)
+        if sims is None or k <= 0:
             return []
-        sims = self.matrix @ qvec
         if k < len(sims):
             part = np.argpartition(-sims, k - 1)[:k]
             order = part[np.argsort(-sims[part], kind="stable")]
@@ -245,18 +353,103 @@ class _Coll:
             return []
         return [self.by_id[i] for i, _ in self.bm25.search(terms_query, k) if i in self.by_id]
 
+    def session_turns(self) -> list[Candidate]:
+        """The collection's turns in session order (cached until it changes)."""
+        if self._turns is None:
+            self._turns = sorted(
+                (c for c in self.cands if c.kind == "turn"),
+                key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
+            )
+        return self._turns
+
+
+_STAMPS = itertools.count()
+
+
+def _capacity(rows: int) -> int:
+    return max(16, rows + rows // 4)
+
+
+def _unit(vector: Any, dims: int) -> F32:
+    out = np.zeros(dims, dtype=np.float32)
+    if vector is not None:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if v.shape[0] == dims:
+            n = float(np.linalg.norm(v))
+            if n > 1e-12:
+                out[:] = v / n
+    return out
+
 
 @dataclass
-class Gathered:
-    """Everything one call reads, consistent with one sync of the caches."""
+class _Prepared:
+    """What one ``assemble`` reads before the query vector is there (one cache sync)."""
 
+    session_id: str
+    ns: str
+    query: str
+    now: int
+    colls: dict[str, _Coll]
+    lex_query: str
+    lexical: _SharedLexical
+    lex: dict[str, list[int]]  # collection -> rows of its lexical top-k
+    dream: bool
     hard: list[AuthoredNode]
     soft: list[AuthoredNode]
-    elevated: list[Candidate]
-    candidates: list[Candidate]
     session_turns: list[Candidate]
-    lexical: _SharedLexical
-    colls: dict[str, _Coll]
+    prepare_ms: float = 0.0
+
+
+class _Twins:
+    """Durable memory row -> the row of its copy in the namespace's raw history with the
+    same vector, or -1 (kept in step incrementally; rebuilt after a full reload)."""
+
+    def __init__(self, turns: str) -> None:
+        self.turns = turns
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.stamps = (-1, -1)
+        self.seen = (0, 0)  # how much of user.touched / turns.touched is accounted for
+        # derived from rows: durable rows with a twin, their history rows, the others
+        self.have = np.zeros(0, dtype=np.int64)
+        self.src = np.zeros(0, dtype=np.int64)
+        self.rest = np.zeros(0, dtype=np.int64)
+
+    def update(self, user: _Coll, turns: _Coll) -> npt.NDArray[np.int64]:
+        n = len(user.records)
+        if self.stamps != (user.stamp, turns.stamp):
+            self.rows = np.full(n, -1, dtype=np.int64)
+            redo: Iterable[int] = range(n)
+        else:
+            old = self.rows.shape[0]
+            if n > old:
+                self.rows = np.concatenate([self.rows, np.full(n - old, -1, dtype=np.int64)])
+            ids = [*user.touched[self.seen[0] :], *turns.touched[self.seen[1] :]]
+            redo = sorted({i for i in (user.by_id.get(x) for x in ids) if i is not None})
+        self.stamps = (user.stamp, turns.stamp)
+        self.seen = (len(user.touched), len(turns.touched))
+        redo = np.asarray(list(redo), dtype=np.int64)
+        if redo.size:
+            umat, tmat = user.matrix, turns.matrix
+            assert umat is not None and tmat is not None
+            by_id = turns.by_id
+            cand = np.fromiter(
+                (by_id.get(user.records[i].id, -1) for i in redo.tolist()),
+                dtype=np.int64,
+                count=redo.size,
+            )
+            self.rows[redo] = -1
+            for lo in range(0, redo.size, 4096):  # bounded temporaries
+                r, c = redo[lo : lo + 4096], cand[lo : lo + 4096]
+                ok = c >= 0
+                r, c = r[ok], c[ok]
+                same = np.all(umat[r] == tmat[c], axis=1)
+                self.rows[r[same]] = c[same]
+        if redo.size or self.have.size + self.rest.size != n:
+            mask = self.rows >= 0
+            self.have = np.flatnonzero(mask)
+            self.src = self.rows[self.have]
+            self.rest = np.flatnonzero(~mask)
+        return self.rows
 
 
 class Retrieval:
@@ -267,51 +460,144 @@ class Retrieval:
         self.config = config
         self.lock = asyncio.Lock()
         self._colls: OrderedDict[str, _Coll] = OrderedDict()
-        self._pending: set[asyncio.Future[Any]] = set()
-        self._unsubscribe = memory.subscribe(self._on_event)
+        self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
+        self._bump_task: asyncio.Future[None] | None = None
+        # change notices from the event loop, consumed by the sync in a worker thread
+        self._marks_lock = threading.Lock()
+        self._written: dict[str, dict[str, None]] = {}  # collection -> ids written
+        self._dirty: set[str] = set()  # collections to reload
+        self._dirty_all = False
+        self._twins: dict[str, _Twins] = {}
+        unsubscribe_events = memory.subscribe(self._on_event)
+        unsubscribe_writes = memory.on_written(self.note_written)
+
+        def unsubscribe() -> None:
+            unsubscribe_events()
+            unsubscribe_writes()
+
+        self._unsubscribe = unsubscribe
+        self._unsubscribe_authored: Callable[[], None] = lambda: None
 
     # ---- invalidation ------------------------------------------------------------------
 
     def _on_event(self, event: InvalidationEvent) -> None:
+        names: list[str] = []
         if event.session_id:
-            for name in C.session_collections(event.session_id):
-                self.invalidate(name)
+            names += [
+                n
+                for n in C.session_collections(event.session_id)
+                # compaction adds summaries, edges, state and guidance shards; it never
+                # touches the raw turns (forget drops them, and changes their count)
+                if event.reason != "compaction" or not n.startswith(C.SESSION_RAW_PREFIX)
+            ]
         if event.namespace:
-            for name in C.namespace_collections(event.namespace):
-                self.invalidate(name)
+            names += C.namespace_collections(event.namespace)
+        for name in names:
+            self.invalidate(name)
+
+    def note_written(self, written: Iterable[tuple[str, Sequence[str]]]) -> None:
+        """Records were added or replaced (``(collection, ids)`` pairs, after the write
+        committed): the next sync brings just them in when the collection's count agrees."""
+        with self._marks_lock:
+            for name, ids in written:
+                self._written.setdefault(name, {}).update(dict.fromkeys(ids))
 
     def invalidate(self, name: str | None = None) -> None:
         """Mark one collection (all when None) stale: the next call reloads it."""
-        if name is None:
-            for c in self._colls.values():
-                c.stale = True
-        elif name in self._colls:
-            self._colls[name].stale = True
+        with self._marks_lock:
+            if name is None:
+                self._dirty_all = True
+            else:
+                self._dirty.add(name)
+
+    def watch_authored(self, authored: AuthoredService) -> None:
+        """Reload the authored collections an authored ingest or delete changed."""
+
+        def changed(names: list[str]) -> None:
+            for name in names:
+                self.invalidate(name)
+
+        self._unsubscribe_authored = authored.subscribe(changed)
 
     def detach(self) -> None:
-        """Stop listening to MemoryService invalidation events."""
+        """Stop listening to MemoryService and authored change events."""
         self._unsubscribe()
+        self._unsubscribe_authored()
 
     # ---- sync --------------------------------------------------------------------------
 
+    def _take_marks(self) -> tuple[dict[str, dict[str, None]], set[str], bool]:
+        with self._marks_lock:
+            out = (self._written, self._dirty, self._dirty_all)
+            self._written, self._dirty, self._dirty_all = {}, set(), False
+        return out
+
     def _sync(self, names: Iterable[str]) -> dict[str, _Coll]:
-        """Bring the named collections up to date (runs in a worker thread)."""
+        """Bring the named collections up to date (runs in a worker thread).
+
+        The change notices are taken *before* the store is read, so a notice that
+        arrives meanwhile is kept for the next call."""
+        names = list(dict.fromkeys(names))
+        written, dirty, dirty_all = self._take_marks()
+        if dirty_all:
+            for c in self._colls.values():
+                c.stale = True
+        for name in dirty:
+            if name in self._colls:
+                self._colls[name].stale = True
+        for name, ids in written.items():  # notices for collections not read now: keep
+            coll = self._colls.get(name)
+            if coll is not None and not coll.stale and name not in names:
+                self.note_written([(name, list(ids))])
         store = self.memory.store.store
         seq = store.max_seq()
+        now = time.monotonic()
         out: dict[str, _Coll] = {}
-        for name in dict.fromkeys(names):
+        for name in names:
             coll = self._colls.get(name)
             if coll is None:
                 coll = _Coll(name)
                 self._colls[name] = coll
             self._colls.move_to_end(name)
             count = store.count(name)
-            authored = name.startswith("authored:")
-            if coll.stale or count != coll.count or (authored and seq != coll.seq):
+            ids = written.get(name, {})
+            # authored rules: reloaded on an authored notice (stale) or a changed count;
+            # as a safety net for writes that bypass the authored service (generic v1
+            # storage methods), also when the store changed and the view is older than
+            # AUTHORED_RECHECK_S
+            recheck = (
+                name.startswith("authored:")
+                and seq != coll.seq
+                and now - coll.loaded_at >= AUTHORED_RECHECK_S
+            )
+            if coll.stale or recheck:
+                coll.reload(store, count, seq)
+            elif ids:
+                if not coll.apply(store, list(ids), count, seq):
+                    coll.reload(store, count, seq)
+            elif count != coll.count:
                 coll.reload(store, count, seq)
             out[name] = coll
         while len(self._colls) > MAX_COLLECTIONS:
-            self._colls.popitem(last=False)
+            name, _ = self._colls.popitem(last=False)
+            self._twins.pop(name, None)
+        return out
+
+    def _durable_sims(self, user: _Coll, turns: _Coll, qvec: F32, tsims: F32) -> F32:
+        """Cosines of the durable memories, read from the history's cosines for every
+        durable record whose history copy has the same vector (ingest writes both with
+        one embedding), computed for the others."""
+        tw = self._twins.get(user.name)
+        if tw is None or tw.turns != turns.name:
+            tw = _Twins(turns.name)
+            self._twins[user.name] = tw
+        tw.update(user, turns)
+        out = np.empty(len(user.records), dtype=np.float32)
+        out[tw.have] = tsims[tw.src]
+        if tw.rest.size:
+            mat = user.matrix
+            assert mat is not None
+            out[tw.rest] = mat[tw.rest] @ qvec
         return out
 
     async def embed_query(self, query: str) -> F32 | None:
@@ -335,32 +621,48 @@ class Retrieval:
         now_ms: int | None = None,
     ) -> tuple[AssemblyPlan, dict[str, float]]:
         t0 = time.perf_counter()
-        qvec = await self.embed_query(query)
-        t_embed = time.perf_counter()
-        async with self.lock:
-            plan, gathered_ms = await asyncio.to_thread(
-                self._assemble_sync,
-                session_id,
-                namespace,
-                query,
-                qvec,
-                token_budget,
-                memory_fraction,
-                messages,
-                now_ms,
-            )
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        embed_ms = 0.0
+
+        async def embed() -> F32 | None:
+            nonlocal embed_ms
+            s = time.perf_counter()
+            try:
+                return await self.embed_query(query)
+            finally:
+                embed_ms = (time.perf_counter() - s) * 1000
+
+        # The query is embedded while the caches are synced and the lexical side of the
+        # pool is gathered (neither needs the vector).
+        embedding = asyncio.ensure_future(embed())
+        try:
+            async with self.lock:
+                prep = await asyncio.to_thread(self._prepare, session_id, namespace, query, now)
+                qvec = await embedding
+                t_vec = time.perf_counter()
+                plan, gathered_ms = await asyncio.to_thread(
+                    self._assemble_sync, prep, qvec, token_budget, memory_fraction, messages
+                )
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+            elif not embedding.cancelled():
+                embedding.exception()  # retrieved (raised above when it mattered)
         self._bump(plan)
         t_end = time.perf_counter()
         timings = {
-            "embedMs": (t_embed - t0) * 1000,
+            "embedMs": embed_ms,
+            "prepareMs": prep.prepare_ms,  # overlaps the embedding
+            "waitMs": (t_vec - t0) * 1000,  # until both were done
             "gatherMs": gathered_ms,
             "totalMs": (t_end - t0) * 1000,
         }
         return plan, timings
 
-    def _gather(
-        self, session_id: str, ns: str, query: str, qvec: F32 | None, now: int
-    ) -> tuple[Gathered, str]:
+    def _prepare(self, session_id: str, ns: str, query: str, now: int) -> _Prepared:
+        """What does not need the query vector: synced caches, the lexical hits of every
+        scope, the temporal plan, authored rules and the session's turns."""
+        t0 = time.perf_counter()
         names = [
             C.turns(ns),
             C.user(ns),
@@ -378,19 +680,65 @@ class Retrieval:
         lexical = _SharedLexical()
         for name, coll in colls.items():
             lexical.attach(name, coll.bm25)
+        dream = bool(query.strip()) and is_dream_query(query)
+        lex: dict[str, list[int]] = {}
+        for name, k in (
+            (C.turns(ns), LEXICAL_K),
+            (C.user(ns), SIDE_K),
+            (C.session_summary(session_id), SIDE_K),
+            (C.GLOBAL, SIDE_K),
+            (C.AUTHORED_VARIANT, SIDE_K),
+            (C.elevated_user(ns), SIDE_K),
+            (C.elevated_session(session_id), SIDE_K),
+            *([(C.dream(ns), SIDE_K)] if dream else []),
+        ):
+            lex[name] = colls[name].lexical_top(lex_query, k)
+        hard = _authored_nodes(colls[C.AUTHORED_HARD], 1)
+        soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
+        session_turns = colls[C.session_raw(session_id)].session_turns()
+        return _Prepared(
+            session_id=session_id,
+            ns=ns,
+            query=query,
+            now=now,
+            colls=colls,
+            lex_query=lex_query,
+            lexical=lexical,
+            lex=lex,
+            dream=dream,
+            hard=hard,
+            soft=soft,
+            session_turns=session_turns,
+            prepare_ms=(time.perf_counter() - t0) * 1000,
+        )
 
-        def pick(coll: _Coll, dk: int, lk: int) -> list[Candidate]:
-            idx = dict.fromkeys(coll.dense_top(qvec, dk) + coll.lexical_top(lex_query, lk))
+    def _gather(
+        self, p: _Prepared, qvec: F32 | None
+    ) -> tuple[list[Candidate], list[Candidate], F32 | None]:
+        """The retrieval pool and the elevated candidates: per scope the exact dense top-k
+        (one matrix product per collection; the durable memories' cosines come from the
+        history's) merged with the lexical top-k."""
+        colls, ns, sid = p.colls, p.ns, p.session_id
+        turns_coll = colls[C.turns(ns)]
+        user_coll = colls[C.user(ns)]
+        tsims = turns_coll.sims(qvec)
+
+        def pick(name: str, dk: int, sims: F32 | None = None) -> list[Candidate]:
+            coll = colls[name]
+            idx = dict.fromkeys(coll.dense_top(qvec, dk, sims) + p.lex[name])
             return [coll.cands[i] for i in idx]
 
-        cands: list[Candidate] = []
-        turns_coll = colls[C.turns(ns)]
-        cands += pick(turns_coll, DENSE_K, LEXICAL_K)
+        cands: list[Candidate] = pick(C.turns(ns), DENSE_K, tsims)
         # a durable copy of a turn the raw history holds stands in as that raw turn: one
         # record per source (dedupe), and the pool's lexical normalisation is not skewed
         # by the small durable collection's BM25 statistics
+        usims = (
+            self._durable_sims(user_coll, turns_coll, qvec, tsims)
+            if qvec is not None and tsims is not None and user_coll.records
+            else None
+        )
         seen = {c.key for c in cands}
-        for c in pick(colls[C.user(ns)], SIDE_K, SIDE_K):
+        for c in pick(C.user(ns), SIDE_K, usims):
             j = (
                 turns_coll.by_id.get(C.namespace_turn_id(c.session_id, c.turn_ids[0]))
                 if c.turn_ids
@@ -400,51 +748,31 @@ class Retrieval:
             if d.key not in seen:
                 seen.add(d.key)
                 cands.append(d)
-        for name in (
-            C.session_summary(session_id),
-            C.GLOBAL,
-            C.AUTHORED_VARIANT,
-        ):
-            cands += pick(colls[name], SIDE_K, SIDE_K)
-        if query.strip():
-            from sidecar.memory.temporal import is_dream_query
-
-            if is_dream_query(query):
-                cands += pick(colls[C.dream(ns)], SIDE_K, SIDE_K)
-        elevated = pick(colls[C.elevated_user(ns)], SIDE_K, SIDE_K) + pick(
-            colls[C.elevated_session(session_id)], SIDE_K, SIDE_K
-        )
-        hard = _authored_nodes(colls[C.AUTHORED_HARD], 1)
-        soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
-        raw = colls[C.session_raw(session_id)]
-        session_turns = sorted(
-            (c for c in raw.cands if c.kind == "turn"),
-            key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
-        )
-        g = Gathered(hard, soft, elevated, cands, session_turns, lexical, colls)
-        return g, lex_query
+        for name in (C.session_summary(sid), C.GLOBAL, C.AUTHORED_VARIANT):
+            cands += pick(name, SIDE_K)
+        if p.dream:
+            cands += pick(C.dream(ns), SIDE_K)
+        elevated = pick(C.elevated_user(ns), SIDE_K) + pick(C.elevated_session(sid), SIDE_K)
+        return cands, elevated, tsims
 
     def _assemble_sync(
         self,
-        session_id: str,
-        ns: str,
-        query: str,
+        p: _Prepared,
         qvec: F32 | None,
         token_budget: float,
         memory_fraction: float,
         messages: Sequence[Mapping[str, Any]] | None,
-        now_ms: int | None,
     ) -> tuple[AssemblyPlan, float]:
         t0 = time.perf_counter()
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        g, lex_query = self._gather(session_id, ns, query, qvec, now)
-        turns_coll = g.colls[C.turns(ns)]
-        variant = g.colls[C.AUTHORED_VARIANT]
+        session_id, ns, now = p.session_id, p.ns, p.now
+        candidates, elevated, tsims = self._gather(p, qvec)
+        turns_coll = p.colls[C.turns(ns)]
+        variant = p.colls[C.AUTHORED_VARIANT]
         if messages is not None:
             session_turns = _message_turns(messages, session_id, now)
             original: list[Any] = [dict(m) for m in messages]
         else:
-            session_turns = g.session_turns
+            session_turns = p.session_turns
             original = []
         gathered_ms = (time.perf_counter() - t0) * 1000
 
@@ -463,7 +791,7 @@ class Retrieval:
             return [variant.cands[variant.by_id[i]] for i in ids if i in variant.by_id]
 
         def expand(summary_id: str) -> list[Candidate]:
-            summ = g.colls[C.session_summary(session_id)]
+            summ = p.colls[C.session_summary(session_id)]
             j = summ.by_id.get(summary_id)
             if j is None:
                 return []
@@ -477,25 +805,26 @@ class Retrieval:
 
         def recover() -> list[Candidate]:
             idx = dict.fromkeys(
-                turns_coll.dense_top(qvec, RECOVER_K) + turns_coll.lexical_top(lex_query, RECOVER_K)
+                turns_coll.dense_top(qvec, RECOVER_K, tsims)
+                + turns_coll.lexical_top(p.lex_query, RECOVER_K)
             )
             return [turns_coll.cands[i] for i in idx]
 
         plan = plan_assembly(
-            query=query,
+            query=p.query,
             query_vector=qvec,
             token_budget=token_budget,
             memory_fraction=memory_fraction,
             session_id=session_id,
             session_turns=session_turns,
-            hard=g.hard,
-            soft=g.soft,
-            elevated=g.elevated,
-            candidates=g.candidates,
+            hard=p.hard,
+            soft=p.soft,
+            elevated=elevated,
+            candidates=candidates,
             original_messages=original,
             now_ms=now,
-            lexical=g.lexical,
-            terms_of=_terms_of(g.colls),
+            lexical=p.lexical,
+            terms_of=_terms_of(p.colls),
             neighbors=neighbors,
             hops=hops,
             expand=expand,
@@ -505,18 +834,58 @@ class Retrieval:
         return plan, gathered_ms
 
     def _bump(self, plan: AssemblyPlan) -> None:
-        """``access_count += 1`` for the injected stored records (fire-and-forget)."""
-        updates: dict[str, list[str]] = {}
+        """``access_count += 1`` for the injected stored records. Bumps are coalesced and
+        written at most every :data:`BUMP_DELAY_S` (one store transaction per round of
+        repeats instead of one per call), and on :meth:`close`."""
         for item in plan.selected:
             if item.part == "tail" and item.collection.startswith("session:"):
                 continue
             if item.collection in self._colls:
-                updates.setdefault(item.collection, []).append(item.id)
-        if not updates:
-            return
-        fut = asyncio.ensure_future(self.memory.store.increment(updates))
-        self._pending.add(fut)
-        fut.add_done_callback(_drop_result(self._pending))
+                ids = self._bumps.setdefault(item.collection, {})
+                ids[item.id] = ids.get(item.id, 0) + 1
+        if self._bumps and self._bump_task is None:
+            self._bump_task = asyncio.ensure_future(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        try:
+            await asyncio.sleep(BUMP_DELAY_S)
+        finally:
+            self._bump_task = None
+        await self.flush_bumps()
+
+    async def flush_bumps(self) -> None:
+        """Write the pending access-count bumps now (a failure is logged, not raised:
+        the count is bookkeeping)."""
+        pending, self._bumps = self._bumps, {}
+        rounds = max((n for ids in pending.values() for n in ids.values()), default=0)
+        for r in range(1, rounds + 1):  # the store adds 1 per distinct id and call
+            updates = {coll: [i for i, n in ids.items() if n >= r] for coll, ids in pending.items()}
+            try:
+                await self.memory.store.increment({c: i for c, i in updates.items() if i})
+            except Exception as exc:
+                log.warning("retrieval.access_bump_failed", error=str(exc))
+                return
+
+    # ---- component ---------------------------------------------------------------------
+
+    name = "retrieval"
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        """Flush the access-count bumps and stop listening (before the store closes)."""
+        task, self._bump_task = self._bump_task, None
+        if task is not None:
+            task.cancel()
+        await self.flush_bumps()
+        self.detach()
+
+    def states(self) -> dict[str, ComponentState]:
+        return {}
+
+    async def counts(self) -> dict[str, int]:
+        return {}
 
     # ---- search ------------------------------------------------------------------------
 
@@ -707,21 +1076,15 @@ def _message_turns(
     return out
 
 
-def _drop_result(pending: set[asyncio.Future[Any]]) -> Any:
-    def done(fut: asyncio.Future[Any]) -> None:
-        pending.discard(fut)
-        if not fut.cancelled():
-            fut.exception()  # retrieve it: a failed access bump is not an error
-
-    return done
-
-
 def retrieval_for(app: App) -> Retrieval:
     """The App's retrieval component (created on first use)."""
     from sidecar.memory.service import MemoryService
 
     service = app.maybe_service(Retrieval)
     if service is None:
+        from sidecar.memory.authored_service import authored_for
+
         service = Retrieval(app.service(MemoryService))
+        service.watch_authored(authored_for(app))
         app.provide(Retrieval, service)
     return service

@@ -62,6 +62,7 @@ class InvalidationEvent:
 
 
 Listener = Callable[[InvalidationEvent], None]
+WriteListener = Callable[[Sequence[tuple[str, Sequence[str]]]], None]
 
 
 class MemoryService:
@@ -102,6 +103,7 @@ class MemoryService:
         self._ingest_locks: dict[str, asyncio.Lock] = {}
         self._compaction_locks: dict[str, asyncio.Lock] = {}
         self._listeners: list[Listener] = []
+        self._write_listeners: list[WriteListener] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._rerun: set[str] = set()
         self._prototypes: F32 | None = None
@@ -186,6 +188,26 @@ class MemoryService:
                 self._listeners.remove(listener)
 
         return unsubscribe
+
+    def on_written(self, listener: WriteListener) -> Callable[[], None]:
+        """Call ``listener(written)`` after every ingest with the records it added, as
+        ``(collection, ids)`` pairs (after the store write committed), so caches can
+        bring in just those; returns an unsubscribe function. Listeners run
+        synchronously and must not block."""
+        self._write_listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._write_listeners:
+                self._write_listeners.remove(listener)
+
+        return unsubscribe
+
+    def note_written(self, written: Sequence[tuple[str, Sequence[str]]]) -> None:
+        for listener in list(self._write_listeners):
+            try:
+                listener(written)
+            except Exception:
+                log.exception("memory.write_listener_failed")
 
     def publish(self, event: InvalidationEvent) -> None:
         for listener in list(self._listeners):

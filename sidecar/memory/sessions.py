@@ -37,6 +37,7 @@ from sidecar.memory import collections as C
 from sidecar.memory.gate import GatingSignals, compute_gating
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
+from sidecar.store.names import json_equal
 from sidecar.store.store import Store
 from sidecar.store.types import Put
 
@@ -193,7 +194,43 @@ def _neighbour_scores(
         kk = min(k, scores.shape[1])
         top = -np.partition(-scores, kk - 1, axis=1)[:, :kk]
         return [sorted((float(x) for x in row), reverse=True) for row in top]
-    return [[h.score for h in store.search(collection, v, k, where=where)] for v in vecs]
+    return [_filtered_top(store, collection, v, k, where) for v in vecs]
+
+
+#: A filtered neighbour search first asks for these multiples of k, unfiltered.
+FILTER_OVERSAMPLE = (4, 32)
+
+
+def _filtered_top(
+    store: Store,
+    collection: str,
+    vec: np.ndarray[Any, Any],
+    k: int,
+    where: Mapping[str, Any] | None,
+) -> list[float]:
+    """Top-``k`` scores of the records matching ``where`` (metadata equality).
+
+    A filtered store search materialises the allowed set (a scan of the whole collection,
+    hundreds of milliseconds at 50k records), so the matching records are first taken
+    from unfiltered searches for ``m * k`` records, ``m`` in :data:`FILTER_OVERSAMPLE`:
+    when at least ``k`` of those match, they are exactly the top ``k`` of the matching
+    records (the search is ordered by score). Otherwise the filtered search answers."""
+    if not where:
+        return [h.score for h in store.search(collection, vec, k)]
+    if store.count(collection) > FILTER_OVERSAMPLE[0] * k:
+        for m in FILTER_OVERSAMPLE:
+            hits = store.search(collection, vec, m * k)
+            ok = [h.score for h in hits if _matches(h.metadata, where)]
+            if len(ok) >= k:
+                return ok[:k]
+            if len(hits) < m * k:  # the whole collection was searched
+                return ok
+    return [h.score for h in store.search(collection, vec, k, where=where)]
+
+
+def _matches(meta: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """The store's ``where`` semantics: every key present and JSON-equal."""
+    return all(key in meta and json_equal(meta[key], want) for key, want in where.items())
 
 
 def _gate_batch(
@@ -311,6 +348,11 @@ async def ingest(
             )
         )
         await store.write(puts)
+        written: dict[str, list[str]] = {}
+        for put in puts:
+            if put.collection != state_coll:
+                written.setdefault(put.collection, []).append(put.id)
+        svc.note_written(list(written.items()))
 
     svc.note_ingested(session_id, sum(estimate_tokens(p.text) for p in new))
     return IngestOutcome(

@@ -176,3 +176,29 @@ def test_lexical_index_keeps_collections_apart() -> None:
     assert scores[("nope", "x")] == 0.0
     assert lex.remove("turns:ns", "t1") and not lex.remove("turns:ns", "t1")
     assert lex.drop("user:ns") and lex.collections == ["global", "turns:ns"]
+
+
+def test_score_after_search_reads_the_memoised_array_and_agrees() -> None:
+    texts = {f"d{i:02d}": f"walk the dog{i % 5} near the river bank {i}" for i in range(60)}
+    idx = _index(texts)
+    ids = list(texts)
+    few = ids[:3]
+    exact = idx.score("dog3 river", few)  # few ids, no memo: the per-document formula
+    hits = dict(idx.search("dog3 river", 100))
+    memo = idx.score("dog3 river", few)  # the array the search computed
+    for doc_id in few:
+        assert memo[doc_id] == pytest.approx(exact[doc_id], rel=1e-5)
+        assert memo[doc_id] == pytest.approx(hits.get(doc_id, 0.0), rel=1e-6)
+    many = idx.score("dog3 river", ids)  # many ids: the whole index at once
+    for doc_id in ids:
+        assert many[doc_id] == pytest.approx(hits.get(doc_id, 0.0), rel=1e-6)
+    # the memo follows changes: a new document and a removed one
+    idx.add("new", "dog3 dog3 river")
+    idx.remove("d03")
+    texts["new"] = "dog3 dog3 river"
+    del texts["d03"]
+    after = idx.score("dog3 river", ["new", "d03", "d08"])
+    want = _index(texts).score("dog3 river", ["new", "d03", "d08"])
+    assert after["d03"] == 0.0
+    for doc_id in ("new", "d08"):
+        assert after[doc_id] == pytest.approx(want[doc_id], rel=0.06)

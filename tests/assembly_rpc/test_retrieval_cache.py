@@ -1,0 +1,280 @@
+"""The retrieval caches behind ``assemble``: incremental updates on ingest, fallbacks,
+the durable->history cosine map, authored notices and coalesced access bumps.
+
+In-process (real dispatcher, store and memory service) with a deterministic hash
+embedder, so the tests can look at the cache state after each RPC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sidecar.api import build_registry
+from sidecar.app import App
+from sidecar.config import load_settings
+from sidecar.memory import collections as C
+from sidecar.memory import sessions as S
+from sidecar.memory.retrieval import Retrieval, _Coll, retrieval_for
+from sidecar.memory.service import MemoryService
+from sidecar.server.dispatch import Dispatcher
+from sidecar.store.service import StoreService
+from sidecar.store.store import Store
+from sidecar.store.types import Put
+
+DIMS = 32
+NS = "u1"
+T0 = 1_700_000_000_000
+Call = Callable[..., Awaitable[Any]]
+
+
+async def hash_embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+    out = np.zeros((len(texts), DIMS), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text or "empty"]:
+            d = hashlib.sha256(tok.encode()).digest()
+            out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
+        n = np.linalg.norm(out[i])
+        out[i] /= n if n else 1
+    return out
+
+
+class Harness:
+    def __init__(self, app: App, call: Call) -> None:
+        self.app = app
+        self.call = call
+
+    @property
+    def retrieval(self) -> Retrieval:
+        return retrieval_for(self.app)
+
+    @property
+    def store(self) -> Store:
+        return self.app.service(MemoryService).store.store
+
+    def coll(self, name: str) -> _Coll:
+        return self.retrieval._colls[name]
+
+    async def ingest(self, sid: str, turns: Sequence[tuple[str, str, str]], t: int = 0) -> None:
+        msgs = [
+            {"id": tid, "role": role, "content": text, "ts": T0 + t + j * 1000}
+            for j, (tid, role, text) in enumerate(turns)
+        ]
+        await self.call("ingest", {"sessionId": sid, "namespace": NS, "messages": msgs})
+
+    async def ask(self, prompt: str, sid: str = "fresh") -> dict[str, Any]:
+        res: dict[str, Any] = await self.call(
+            "assemble", {"sessionId": sid, "namespace": NS, "prompt": prompt, "tokenBudget": 4000}
+        )
+        return res
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    settings = load_settings(
+        flags={"data_dir": str(tmp_path / "data"), "compaction.auto": False}, env={}
+    )
+    app = App(settings)
+    store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash")
+    app.provide(StoreService, store_svc)
+    app.provide(MemoryService, MemoryService(settings, store_svc))
+    await app.start()
+    dispatcher = Dispatcher(app, build_registry())
+    counter = iter(range(1, 10**9))
+
+    async def send(_line: bytes) -> None:
+        return None
+
+    async def call(method: str, params: Any = None) -> Any:
+        msg = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
+        raw = await dispatcher.handle_frame(json.dumps(msg).encode(), 1, send)
+        assert raw is not None
+        reply = json.loads(raw)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    try:
+        yield Harness(app, call)
+    finally:
+        await app.close()
+
+
+HISTORY = [
+    ("a1", "user", "I adopted a golden retriever puppy named Biscuit last week."),
+    ("a2", "assistant", "Congratulations on adopting Biscuit! How is the puppy doing?"),
+    ("a3", "user", "Biscuit loves chasing tennis balls in the park."),
+    ("a4", "assistant", "Tennis balls are a classic retriever favourite."),
+]
+
+
+def _turn_ids(res: dict[str, Any]) -> set[str]:
+    return {t for item in res["selected"] for t in item["turnIds"]}
+
+
+def _same_as_fresh(coll: _Coll, store: Store) -> None:
+    """The incrementally updated view holds what a full reload would."""
+    fresh = _Coll(coll.name)
+    fresh.reload(store, store.count(coll.name), store.max_seq())
+    assert sorted(coll.by_id) == sorted(fresh.by_id)
+    assert len(coll.records) == len(coll.cands) == len(coll.by_id)
+    mat, fmat = coll.matrix, fresh.matrix
+    assert mat is not None and fmat is not None
+    for rid, i in fresh.by_id.items():
+        j = coll.by_id[rid]
+        assert np.array_equal(mat[j], fmat[i])
+        assert coll.cands[j].text == fresh.cands[i].text
+        assert coll.cands[j].turn_ids == fresh.cands[i].turn_ids
+        assert coll.bm25.doc_terms(rid) == fresh.bm25.doc_terms(rid)
+    assert {k: coll.records[v].id for k, v in coll.by_pos.items()} == {
+        k: fresh.records[v].id for k, v in fresh.by_pos.items()
+    }
+    assert len(coll.bm25) == len(fresh.bm25)
+
+
+async def test_ingest_updates_the_caches_incrementally(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    first = await h.ask("Which volcano did I climb in Iceland?")
+    assert "b1" not in _turn_ids(first)
+    turns = h.coll(C.turns(NS))
+    reloads, gen = turns.reloads, turns.gen
+
+    await h.ingest("s2", [("b1", "user", "I climbed the Hekla volcano in Iceland yesterday.")], 9)
+    res = await h.ask("Which volcano did I climb in Iceland?")
+    assert "b1" in _turn_ids(res)
+    assert turns.reloads == reloads  # appended, not reloaded
+    assert turns.gen == gen + 1
+    _same_as_fresh(turns, h.store)
+    _same_as_fresh(h.coll(C.user(NS)), h.store)
+
+
+async def test_unannounced_write_falls_back_to_a_reload(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    turns = h.coll(C.turns(NS))
+    reloads = turns.reloads
+    # a write no notice announces (the generic v1 storage method) ...
+    await h.call(
+        "insert_text",
+        {"collection": C.turns(NS), "id": "s9:x1", "text": "The kayak trip to Norway is booked."},
+    )
+    # ... together with an announced one: the counts disagree, so the collection reloads
+    await h.ingest("s3", [("c1", "user", "My cousin Ines lives in Porto now.")], 20)
+    res = await h.ask("Where is the kayak trip going?")
+    assert turns.reloads == reloads + 1
+    assert "s9:x1" in turns.by_id and C.namespace_turn_id("s3", "c1") in turns.by_id
+    assert any(item["id"] == "s9:x1" for item in res["selected"])
+    _same_as_fresh(turns, h.store)
+
+
+async def test_durable_cosines_match_a_direct_product(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    # a durable record without a history copy, and one whose copy has another vector
+    vec = (await hash_embed(["completely different words here"], "document"))[0]
+    h.store.put_many(
+        [
+            Put(C.user(NS), "solo:1", "I prefer window seats on long flights.", {}, vec),
+            Put(C.user(NS), "s1:a3", "Biscuit loves chasing tennis balls in the park.", {}, vec),
+        ]
+    )
+    await h.ask("window seats")
+    user, turns = h.coll(C.user(NS)), h.coll(C.turns(NS))
+    q = (await hash_embed(["tennis balls and window seats"], "query"))[0]
+    tsims = turns.sims(q)
+    assert tsims is not None
+    got = h.retrieval._durable_sims(user, turns, q, tsims)
+    assert user.matrix is not None
+    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    twins = h.retrieval._twins[user.name].rows
+    assert twins[user.by_id["solo:1"]] == -1
+    assert twins[user.by_id["s1:a3"]] == -1  # same id, different vector: not a twin
+    assert twins[user.by_id["s1:a1"]] == turns.by_id["s1:a1"]
+
+    # incremental: a new durable memory and its history copy arrive in one ingest
+    await h.ingest("s2", [("d1", "user", "I booked window seats for the Lisbon flight.")], 30)
+    await h.ask("window seats")
+    got = h.retrieval._durable_sims(user, turns, q, turns.sims(q))  # type: ignore[arg-type]
+    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    if "s2:d1" in user.by_id:
+        assert twins is not None
+        assert h.retrieval._twins[user.name].rows[user.by_id["s2:d1"]] == turns.by_id["s2:d1"]
+
+
+async def test_authored_replace_is_served_at_once(h: Harness) -> None:
+    doc = "---\ncore: true\n---\n- Always answer in British English.\n"
+    await h.call("authored.ingest", {"sourceDoc": "core.md", "text": doc, "core": True})
+    res = await h.ask("hello")
+    assert "British English" in res["systemPromptAddition"]
+    # same node count, new text: the authored notice reloads the rules immediately
+    doc2 = "---\ncore: true\n---\n- Always answer in Canadian French.\n"
+    await h.call("authored.ingest", {"sourceDoc": "core.md", "text": doc2, "core": True})
+    res = await h.ask("hello")
+    assert "Canadian French" in res["systemPromptAddition"]
+    assert "British English" not in res["systemPromptAddition"]
+
+
+async def test_access_bumps_are_coalesced_and_counted(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    first = await h.ask("Biscuit tennis balls")
+    second = await h.ask("Biscuit tennis balls")
+    ids = [
+        (i["collection"], i["id"])
+        for i in first["selected"]
+        if i["collection"].startswith(("turns:", "user:"))
+    ]
+    assert ids and ids == [
+        (i["collection"], i["id"])
+        for i in second["selected"]
+        if i["collection"].startswith(("turns:", "user:"))
+    ]
+    await h.retrieval.flush_bumps()
+    for coll, rid in ids:
+        rec = h.store.get(coll, rid)
+        assert rec is not None and rec.metadata.get("access_count") == 2
+
+
+async def test_filtered_neighbours_equal_the_filtered_search(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s", embed_dims=8, background=False)
+    try:
+        rng = np.random.default_rng(3)
+        base = rng.normal(size=8).astype(np.float32)
+        puts = []
+        for i in range(400):
+            # near the query: mostly assistant turns; far away: user turns
+            near = i < 120
+            v = (base if near else -base) + rng.normal(scale=0.5, size=8).astype(np.float32)
+            role = ("user" if i % 12 == 0 else "assistant") if near else "user"
+            puts.append(Put("turns:x", f"t{i:03d}", f"text {i}", {"role": role}, v))
+        store.put_many(puts)
+        q = base.reshape(1, -1)
+        for where, k in (({"role": "user"}, 10), ({"role": "assistant"}, 10), ({"role": "x"}, 5)):
+            want = [h.score for h in store.search("turns:x", q[0], k, where=where)]
+            got = S._filtered_top(store, "turns:x", q[0], k, where)
+            assert got == pytest.approx(want), where
+    finally:
+        store.close()
+
+
+async def test_twin_map_follows_a_recreated_history_view(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    await h.ingest("s2", [("b1", "user", "I climbed the Hekla volcano in Iceland.")], 9)
+    await h.ask("volcano")
+    user = h.coll(C.user(NS))
+    # the history view is evicted (LRU) and loaded again: new row layout, new stamp
+    old_stamp = h.coll(C.turns(NS)).stamp
+    del h.retrieval._colls[C.turns(NS)]
+    await h.ask("volcano")
+    turns = h.coll(C.turns(NS))
+    assert turns.stamp != old_stamp
+    q = (await hash_embed(["volcano in Iceland"], "query"))[0]
+    tsims = turns.sims(q)
+    assert tsims is not None and user.matrix is not None
+    got = h.retrieval._durable_sims(user, turns, q, tsims)
+    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    assert h.retrieval._twins[user.name].stamps == (user.stamp, turns.stamp)
