@@ -68,6 +68,9 @@ class CompactionOptions:
     max_active_summaries: int = 8
     max_output_tokens: int = K.DEFAULT_MAX_OUTPUT_TOKENS
     force: bool = False
+    # Emergency auto-compaction: skip the seq2seq model (seconds per cluster on CPU) so the
+    # shrink lands fast; the extractive summarizer takes its place.
+    extractive_only: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> CompactionOptions:
@@ -367,7 +370,7 @@ async def compact_session(
     now = int(time.time() * 1000)
     new_generation = generation + 1
     protos = await svc.prototype_vectors() if plan.clusters else np.zeros((0, 0))
-    primary = _seq2seq_step(svc)
+    primary = None if opts.extractive_only else _seq2seq_step(svc)
     ops: list[Op] = []
     drafts: list[tuple[list[_TurnRec], list[_TurnRec], _Draft]] = []
     shard_puts: list[Put] = []

@@ -106,6 +106,7 @@ class MemoryService:
         self._write_listeners: list[WriteListener] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._rerun: set[str] = set()
+        self._levels: dict[str, Pressure] = {}  # the highest pressure awaiting a run
         self._prototypes: F32 | None = None
         self.auto_runs = 0
         self.auto_failures = 0
@@ -256,20 +257,31 @@ class MemoryService:
         return level
 
     def schedule_compaction(self, session_id: str, level: Pressure = Pressure.SOFT) -> None:
+        self._levels[session_id] = max(level, self._levels.get(session_id, Pressure.NONE))
         task = self._tasks.get(session_id)
         if task is not None and not task.done():
             self._rerun.add(session_id)
             return
         self._tasks[session_id] = asyncio.get_running_loop().create_task(
-            self._auto(session_id, level), name=f"auto-compact:{session_id}"
+            self._auto(session_id), name=f"auto-compact:{session_id}"
         )
 
-    async def _auto(self, session_id: str, level: Pressure) -> None:
+    def _auto_options(self, level: Pressure) -> CompactionOptions | None:
+        """Soft pressure compacts as configured. Emergency pressure skips the seq2seq model
+        (seconds per cluster on a CPU) so that the shrink lands before the budget runs out."""
+        if level < Pressure.EMERGENCY:
+            return None
+        from sidecar.memory.compactor import CompactionOptions
+
+        return CompactionOptions.from_settings(self.settings, extractive_only=True)
+
+    async def _auto(self, session_id: str) -> None:
         try:
             while True:
                 self._rerun.discard(session_id)
+                level = self._levels.pop(session_id, Pressure.SOFT)
                 try:
-                    out = await self.compact(session_id)
+                    out = await self.compact(session_id, self._auto_options(level))
                     self.auto_runs += 1
                     log.info(
                         "memory.auto_compaction",
