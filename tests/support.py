@@ -3,19 +3,47 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
+
+
+def hashed_bag_of_words(texts: Sequence[str], dims: int) -> np.ndarray[Any, Any]:
+    """A deterministic stand-in embedding for tests of the logic around the model: each
+    word hashes to a direction, so texts that share words get similar unit vectors."""
+    out = np.zeros((len(texts), dims), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text]:
+            d = hashlib.sha256(tok.encode()).digest()
+            out[i] += np.array([d[j] / 127.5 - 1 for j in range(dims)], dtype=np.float32)
+        n = np.linalg.norm(out[i])
+        out[i] /= n if n else 1
+    return out
+
+
+def hash_embedder(dims: int) -> Callable[[Sequence[str], str], Awaitable[np.ndarray[Any, Any]]]:
+    """``hashed_bag_of_words`` as the async ``embed(texts, kind)`` a StoreService takes."""
+
+    async def embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+        return hashed_bag_of_words(texts, dims)
+
+    return embed
+
+
 STARTUP_TIMEOUT_S = 30.0
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
 from sidecar.store.service import StoreService
+from tests.support import hashed_bag_of_words
 
 DIMS = 16
 Call = Callable[..., Awaitable[Any]]
@@ -33,14 +32,7 @@ class EmbedSpy:
 
             raise EngineError("embedder exploded")
         self.calls.append(len(texts))
-        out = np.zeros((len(texts), DIMS), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text]:
-                d = hashlib.sha256(tok.encode()).digest()
-                out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
-            n = np.linalg.norm(out[i])
-            out[i] /= n if n else 1
-        return out
+        return hashed_bag_of_words(texts, DIMS)
 
 
 class Rpc:

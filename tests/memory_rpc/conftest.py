@@ -3,9 +3,7 @@ service, with a deterministic hash embedder (shared words => similar vectors).""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,20 +18,13 @@ from sidecar.config import load_settings
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.store.service import StoreService
+from tests.support import hash_embedder
 
 DIMS = 32
 Call = Callable[..., Awaitable[Any]]
 
 
-async def hash_embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
-    out = np.zeros((len(texts), DIMS), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text or "empty"]:
-            d = hashlib.sha256(tok.encode()).digest()
-            out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
-        n = np.linalg.norm(out[i])
-        out[i] /= n if n else 1
-    return out
+hash_embed = hash_embedder(DIMS)
 
 
 @dataclass

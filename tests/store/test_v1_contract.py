@@ -7,14 +7,11 @@ hash embedder. (The daemon's services do not install the store yet; see the repo
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from protocol.codes import ErrorCode
@@ -23,21 +20,13 @@ from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
 from sidecar.store.service import StoreService
+from tests.support import hash_embedder
 
 DIMS = 16
 Call = Callable[..., Awaitable[Any]]
 
 
-async def hash_embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
-    """Bag of words hashed into DIMS dimensions (shared words => similar vectors)."""
-    out = np.zeros((len(texts), DIMS), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text]:
-            d = hashlib.sha256(tok.encode()).digest()
-            out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
-        n = np.linalg.norm(out[i])
-        out[i] /= n if n else 1
-    return out
+hash_embed = hash_embedder(DIMS)
 
 
 @pytest.fixture
