@@ -613,7 +613,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append(run_loco(datas, budget))
     table = render_table(scores, methods)
     timing = render_timings(scores)
-    verdict = target_verdict(scores) if "inprocess" in methods else ""
+    # The target is measured on the daemon's assemble; in-process is for reference.
+    judged = next((m for m in ("assemble", "inprocess") if m in methods), "")
+    verdict = target_verdict(scores, judged) if judged else ""
     print(table)
     if verdict:
         print()
@@ -659,6 +661,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         DOC.parent.mkdir(parents=True, exist_ok=True)
         DOC.write_text(replace_block(doc, body))
         print(f"wrote {DOC.relative_to(REPO)}")
+    if args.assemble and "assemble" not in methods:
+        print("error: the daemon's assemble did not run (see the note above)", file=sys.stderr)
+        return 1
     return 0
 
 
