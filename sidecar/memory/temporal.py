@@ -232,7 +232,19 @@ _DREAM_NOT = re.compile(
     r"|dream\s+come\s+true|(?:wouldn't|would\s+not|never)\s+dream\s+of|dream\s+theater"
     r"|american\s+dream|pipe\s+dream|dream\s+big|living\s+the\s+dream|in\s+your\s+dreams"
     r"|beyond\s+my\s+wildest\s+dreams|dream\s+on|nightmare\s+(?:of|to)\s+\w+"
-    r"|(?:is|was|be|been|being)\s+(?:a|an)\s+(?:\w+\s+)?nightmare)\b",
+    r"|(?:is|was|be|been|being)\s+(?:a|an)\s+(?:\w+\s+)?nightmare"
+    # aspirations, not sleep: "my dream is to ...", "a dream to become", "dreams and goals"
+    r"|dreams?\s+(?:is|was|would\s+be|has\s+been|had\s+been)\s+to"
+    r"|(?:a|my|her|his|their|your|our)\s+dream\s+to"
+    r"|dreams?\s+and\s+(?:goals?|ambitions?|aspirations?|plans?|hopes?)"
+    r"|(?:goals?|ambitions?|aspirations?|plans?|hopes?)\s+and\s+dreams?"
+    # "dream" used as an adjective before a noun ("dream salary", "a dream meeting"); the
+    # words that follow the sleep sense ("dream about", "dream I had", "dream last night",
+    # "dream journal") are kept
+    r"|dream\s+(?!(?:about|of|that|i|you|we|he|she|they|it|last|from|in|on|where|when|was"
+    r"|were|is|are|had|has|have|again|tonight|yesterday|journal|diary|log|entries|entry"
+    r"|and|or|but|so|then|which|who|you've|i've|i'd)\b)[a-z]+"
+    r")\b",
     re.I,
 )
 _DREAM_WORD = re.compile(r"\b(?:dream(?:s|t|ed|ing)?|nightmares?)\b", re.I)

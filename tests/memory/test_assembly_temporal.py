@@ -141,6 +141,9 @@ def test_time_window_distance() -> None:
         "What was my recurring dream?",
         "What was the nightmare about?",
         "Did I have nightmares last week?",
+        "I had a dream last night about the sea, what did it mean?",
+        "what happened in the dream I had on Monday?",
+        "any strange dreams recently?",
     ],
 )
 def test_dream_queries(query: str) -> None:
@@ -159,6 +162,14 @@ def test_dream_queries(query: str) -> None:
         "how do I deploy the service?",
         "a nightmare of a commute",
         "the traffic was a total nightmare",
+        # aspirations, not sleep (regression: these all counted as dream questions)
+        "My dream is to open a bakery by the sea",
+        "What are my dreams and goals for next year?",
+        "what was my dream salary again?",
+        "summarize my dream project plan",
+        "Does Melanie have a dream to become a painter?",
+        "I had a dream meeting with the CEO, how did it go?",
+        "What are her hopes and dreams?",
     ],
 )
 def test_not_dream_queries(query: str) -> None:
