@@ -341,8 +341,9 @@ class _Coll:
             sims = self.sims(qvec)
         if sims is None or k <= 0:
             return []
-        if k < len(sims):
-            part = np.argpartition(-sims, k - 1)[:k]
+        n = len(sims)
+        if k < n:
+            part = np.argpartition(sims, n - k)[n - k :]  # no negated copy of sims
             order = part[np.argsort(-sims[part], kind="stable")]
         else:
             order = np.argsort(-sims, kind="stable")
