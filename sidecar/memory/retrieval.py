@@ -130,6 +130,12 @@ def _int(v: object) -> int | None:
     return int(v)
 
 
+def _lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
+    block = meta.get("continuity_lineage")
+    return {**meta, **block} if isinstance(block, dict) else meta
+
+
 def _str(v: object) -> str:
     return v if isinstance(v, str) else ""
 
@@ -278,10 +284,15 @@ class _Coll:
         if kind == "turn":
             turn_ids: tuple[str, ...] = (src or r.id,)
         elif kind == "summary":
-            turn_ids = tuple(x for x in meta.get("source_turn_ids", ()) if isinstance(x, str))
+            # The lineage block holds the covered turns (the top level keeps the reference's
+            # summary shape); parents are resolved transitively in _resolve_summaries.
+            lineage = _lineage(meta)
+            turn_ids = tuple(x for x in lineage.get("source_turn_ids", ()) if isinstance(x, str))
         else:
             turn_ids = (src,) if src else ()
-        ts = _int(meta.get("ts"))
+        # A summary's time is the latest event it covers, not when it was compacted.
+        ts = _int(meta.get("source_ts_max")) if kind == "summary" else None
+        ts = ts if ts is not None else _int(meta.get("ts"))
         text = r.text or _str(meta.get("text"))
         return Candidate(
             kind=kind,
@@ -311,7 +322,7 @@ class _Coll:
                 return memo[c.id]
             ids = list(c.turn_ids)
             if depth < 16:
-                for p in c.metadata.get("parent_summary_ids", ()) or ():
+                for p in _lineage(c.metadata).get("parent_summary_ids", ()) or ():
                     j = self.by_id.get(p) if isinstance(p, str) else None
                     if j is not None:
                         ids.extend(covered(j, depth + 1))
