@@ -97,7 +97,9 @@ def bench_batch_vs_raw(emb: Embedder, quick: bool) -> list[dict[str, str]]:
     texts = [DOCS[i % len(DOCS)] + f" (note {i})" for i in range(32)]
     spec = emb.spec
     sess = ort.InferenceSession(
-        str(spec.model.path), _session_options(emb.threads), providers=["CPUExecutionProvider"]
+        str(spec.model.path),
+        _session_options(emb.threads, spin=emb.spin),
+        providers=["CPUExecutionProvider"],
     )
     with emb.slot.lease() as loaded:
         encs = loaded.tokenizer.encode_batch(texts)

@@ -50,6 +50,7 @@ class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     idle_unload_s: float = 0.0  # 0 = never unload
     threads: int = 0  # 0 = onnxruntime default
     lanes: int = 0  # batches run side by side, single-threaded; 0 = one per core, at most 4
+    spin: bool = False  # let onnxruntime's pool threads busy-wait between runs
     preload: bool = True  # start loading in the background at startup
 
 
@@ -162,6 +163,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_EMBEDDING_MAX_BATCH": "embedding.max_batch",
     "LIBRAVDB_EMBEDDING_MAX_WAIT_MS": "embedding.max_wait_ms",
     "LIBRAVDB_EMBEDDING_LANES": "embedding.lanes",
+    "LIBRAVDB_EMBEDDING_SPIN": "embedding.spin",
     "LIBRAVDB_EMBEDDING_IDLE_UNLOAD_S": "embedding.idle_unload_s",
     "LIBRAVDB_EMBEDDING_PRELOAD": "embedding.preload",
     "LIBRAVDB_SUMMARIZER_BACKEND": "summarizer.backend",

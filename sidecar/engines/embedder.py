@@ -106,7 +106,9 @@ def default_lanes() -> int:
     return max(1, min(4, cores or 1))
 
 
-def _session_options(threads: int, optimization: str = "basic") -> ort.SessionOptions:
+def _session_options(
+    threads: int, optimization: str = "basic", *, spin: bool = False
+) -> ort.SessionOptions:
     # "basic" (constant folding, redundant-node removal) measured fastest for the int8 MiniLM
     # export on x86 (the extended fusions cost ~7 % on batches); see docs/engines.md.
     so = ort.SessionOptions()
@@ -118,6 +120,11 @@ def _session_options(threads: int, optimization: str = "basic") -> ort.SessionOp
     if threads > 0:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
+    if not spin:
+        # onnxruntime's pool threads otherwise busy-wait for tens of milliseconds after each
+        # run: on a small machine that takes a core from whatever the daemon does next
+        # (assemble p50 35 -> 21 ms with it off, same embedding latency; docs/engines.md).
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so
 
 
@@ -134,6 +141,7 @@ class Embedder:
         idle_unload_s: float = 0.0,
         threads: int = 0,
         lanes: int = 0,
+        spin: bool = False,
         max_batch_tokens: int = 8192,
         retry_after_s: float = 30.0,
     ) -> None:
@@ -141,6 +149,7 @@ class Embedder:
         self.max_batch = max(1, int(max_batch))
         self.max_batch_tokens = max(512, int(max_batch_tokens))
         self.threads = int(threads)
+        self.spin = bool(spin)
         self.lanes = int(lanes) if lanes > 0 else default_lanes()
         self.slot: ModelSlot[_Loaded] = ModelSlot(
             f"embedder:{spec.profile}",
@@ -210,6 +219,7 @@ class Embedder:
                 "maxBatch": self.max_batch,
                 "maxWaitMs": self.batcher.max_wait_s * 1000.0,
                 "lanes": self.lanes,
+                "spin": self.spin,
                 **self.batcher.stats.as_dict(),
             },
         }
@@ -290,12 +300,14 @@ class Embedder:
         try:
             session = ort.InferenceSession(
                 str(spec.model.path),
-                _session_options(self.threads),
+                _session_options(self.threads, spin=self.spin),
                 providers=["CPUExecutionProvider"],
             )
             lane_session = (
                 ort.InferenceSession(
-                    str(spec.model.path), _session_options(1), providers=["CPUExecutionProvider"]
+                    str(spec.model.path),
+                    _session_options(1, spin=self.spin),
+                    providers=["CPUExecutionProvider"],
                 )
                 if self.lanes > 1
                 else None

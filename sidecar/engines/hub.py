@@ -83,6 +83,7 @@ class EngineHub:
                 idle_unload_s=embedding.idle_unload_s,
                 threads=embedding.threads,
                 lanes=embedding.lanes,
+                spin=embedding.spin,
                 max_batch_tokens=max_batch_tokens,
             )
         except EngineError as exc:

@@ -259,3 +259,23 @@ async def test_parallel_lanes_give_the_same_vectors(minilm_spec: EmbeddingSpec) 
             assert np.allclose(r.vectors[0], expected[i], atol=1e-4)
     finally:
         emb.close()
+
+
+def test_pool_threads_do_not_spin_unless_asked(minilm_spec: EmbeddingSpec) -> None:
+    for spin, expected in ((False, "0"), (True, None)):
+        emb = Embedder(minilm_spec, lanes=2, spin=spin)
+        try:
+            emb.embed_sync(["load the sessions"], "query")
+            with emb.slot.lease() as loaded:
+                sessions = [loaded.session, loaded.lane_session]
+                for sess in sessions:
+                    assert sess is not None
+                    entries = sess.get_session_options().get_session_config_entry
+                    if expected is None:
+                        with pytest.raises(Exception):  # noqa: B017 - unset entry raises
+                            entries("session.intra_op.allow_spinning")
+                    else:
+                        assert entries("session.intra_op.allow_spinning") == expected
+            assert emb.status()["batching"]["spin"] is spin
+        finally:
+            emb.close()

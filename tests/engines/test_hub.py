@@ -59,6 +59,7 @@ async def test_env_settings_reach_the_engines() -> None:
     try:
         await hub.start()
         assert hub.require_embedder().lanes == 1
+        assert hub.require_embedder().spin is False  # the default: pool threads sleep
         assert hub.summarizer.seq2seq is not None
         assert hub.summarizer.seq2seq.slot.idle_unload_s == 42
         st = hub.status()
