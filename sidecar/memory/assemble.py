@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from sidecar.memory.budget import (
+    REASON_RENDERED,
     BudgetConfig,
     BudgetLedger,
     BudgetPartition,
@@ -716,6 +717,19 @@ def injected_tokens(addition: str, messages: Sequence[Any], original: Sequence[A
     return count_message_tokens(list(messages)[: len(messages) - len(original)])
 
 
+def _next_to_drop(items: Sequence[SelectedItem]) -> SelectedItem | None:
+    """The item that gives way first when the rendered memory is over budget."""
+    for parts in (("retrieval", "recovery"), ("elevated",)):
+        droppable = [i for i in items if i.part in parts]
+        if droppable:
+            return min(droppable, key=lambda i: (i.score, i.id))
+    extension = [i for i in items if i.part == "tail" and i.reason == "tail extension"]
+    if extension:  # the oldest first, so the tail stays contiguous
+        return min(extension, key=lambda i: (i.ts if i.ts is not None else -1, i.id))
+    soft = [i for i in items if i.part == "soft"]
+    return soft[-1] if soft else None  # the soft prefix shrinks from its end
+
+
 def _finish(
     chosen: _Chosen,
     ledger: BudgetLedger,
@@ -735,16 +749,18 @@ def _finish(
         items, original_messages, degraded=degraded, placement=cfg.placement
     )
     # The ledger charges item text plus a per-entry envelope but not the section
-    # preambles. The rendered memory must still fit the budget, so the weakest retrieved
-    # items give way (only retrieval and recovery are ever truncated).
+    # preambles. The rendered memory must still fit the budget, so items give way in
+    # reverse precedence (retrieval and recovery, elevated guidance, the tail extension,
+    # the soft prefix); when only hard rules and the tail base are left and they still do
+    # not fit, that is the degraded case, reported as such.
     while not degraded and injected_tokens(addition, messages, original_messages) > ledger.total:
-        droppable = [i for i in items if i.part in ("retrieval", "recovery")]
-        if not droppable:
-            break
-        weakest = min(droppable, key=lambda i: (i.score, i.id))
-        items = tuple(i for i in items if i is not weakest)
-        spent = getattr(partition, weakest.part) - weakest.tokens
-        partition = replace(partition, **{weakest.part: max(0, spent)})
+        weakest = _next_to_drop(items)
+        if weakest is None:
+            degraded = [REASON_RENDERED]
+        else:
+            items = tuple(i for i in items if i is not weakest)
+            spent = getattr(partition, weakest.part) - weakest.tokens
+            partition = replace(partition, **{weakest.part: max(0, spent)})
         messages, addition, estimated = render_output(
             items, original_messages, degraded=degraded, placement=cfg.placement
         )

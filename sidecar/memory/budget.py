@@ -46,6 +46,10 @@ REASON_HARD_RESERVE = "hard authored invariants exceed configured hard budget re
 REASON_HARD_PLUS_TAIL = (
     "hard authored invariants plus mandatory recent-tail base exceed available memory budget"
 )
+REASON_RENDERED = (
+    "hard authored invariants plus mandatory recent-tail base exceed available memory budget "
+    "once rendered with their section headers"
+)
 
 Part = Literal["hard", "tail", "soft", "elevated", "retrieval", "recovery"]
 PARTS: tuple[Part, ...] = ("hard", "tail", "soft", "elevated", "retrieval", "recovery")
