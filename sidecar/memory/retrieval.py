@@ -781,7 +781,7 @@ class Retrieval:
         turns_coll = p.colls[C.turns(ns)]
         variant = p.colls[C.AUTHORED_VARIANT]
         if messages is not None:
-            session_turns = _message_turns(messages, session_id, now)
+            session_turns = _message_turns(messages, session_id, now, p.session_turns)
             original: list[Any] = [dict(m) for m in messages]
         else:
             session_turns = p.session_turns
@@ -1058,9 +1058,19 @@ def _authored_nodes(coll: _Coll, tier: int) -> list[AuthoredNode]:
 
 
 def _message_turns(
-    messages: Sequence[Mapping[str, Any]], session_id: str, now: int
+    messages: Sequence[Mapping[str, Any]],
+    session_id: str,
+    now: int,
+    stored: Sequence[Candidate] = (),
 ) -> list[Candidate]:
-    """The host's current messages as session turns (the tail is taken from them)."""
+    """The host's current messages as session turns (the tail is taken from them).
+
+    A message without an id takes the id ingest gave the same turn: the k-th message with
+    a given role and text takes the k-th stored turn with them. Otherwise the tail and the
+    stored copies of the same turn would look like two turns and both be injected."""
+    ids_of: dict[tuple[str, str], list[str]] = {}
+    for c in stored:
+        ids_of.setdefault((c.role.strip().lower(), c.text.strip()), []).append(c.covered[0])
     out: list[Candidate] = []
     n = len(messages)
     for i, m in enumerate(messages):
@@ -1069,7 +1079,11 @@ def _message_turns(
         except TypeError:
             text = ""
         mid = m.get("id")
-        tid = mid if isinstance(mid, str) and mid.strip() else f"msg:{i}"
+        if isinstance(mid, str) and mid.strip():
+            tid = mid
+        else:
+            same = ids_of.get((_str(m.get("role")).strip().lower(), text.strip()))
+            tid = same.pop(0) if same else f"msg:{i}"
         ts = _int(m.get("ts"))
         out.append(
             Candidate(

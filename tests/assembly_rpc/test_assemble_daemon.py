@@ -294,3 +294,33 @@ def test_namespace_defaults_to_session(conn: RawConnection) -> None:
         )
     )
     assert "x1" in _turn_ids(res)
+
+
+def test_messages_without_ids_are_not_injected_twice(conn: RawConnection) -> None:
+    # Regression: id-less host messages got made-up ids in assemble while ingest had
+    # derived others, so the stored copy of each turn was recalled beside the tail.
+    lines = [
+        "the blue kayak is stored in the boathouse",
+        "noted, the boathouse keeps the kayak",
+        "the paddles hang above the workbench",
+        "and the life vests are in the red crate",
+        "what else is kept in the boathouse?",
+        "the kayak, the paddles and the vests",
+        "where are the paddles kept?",
+    ]
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(lines)
+    ]
+    _ok(conn.call("ingest", {"sessionId": "noid", "namespace": "noid-ns", "messages": msgs}))
+    res = _ok(
+        conn.call(
+            "assemble",
+            {"sessionId": "noid", "namespace": "noid-ns", "messages": msgs, "tokenBudget": 4000},
+        )
+    )
+    addition = res["systemPromptAddition"]
+    for text in lines:
+        assert addition.count(text) <= 1, text
+    ids = _turn_ids(res)
+    assert len(ids) == len(set(ids))
+    assert not any(i.startswith("msg:") for i in ids)  # the stored turn ids are used
