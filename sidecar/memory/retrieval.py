@@ -68,7 +68,7 @@ from sidecar.memory.assemble import (
 )
 from sidecar.memory.budget import BudgetConfig
 from sidecar.memory.lexical import BM25Index, LexicalIndex
-from sidecar.memory.scoring import F32, Candidate
+from sidecar.memory.scoring import F32, Candidate, access_count
 from sidecar.memory.temporal import is_dream_query, plan_temporal
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.store.types import Record
@@ -852,9 +852,16 @@ class Retrieval:
         for item in plan.selected:
             if item.part == "tail" and item.collection.startswith("session:"):
                 continue
-            if item.collection in self._colls:
+            coll = self._colls.get(item.collection)
+            if coll is not None:
                 ids = self._bumps.setdefault(item.collection, {})
                 ids[item.id] = ids.get(item.id, 0) + 1
+                # The ranking's access-frequency term reads the cached copy, which no
+                # reload refreshes for a bump: count it there too, now.
+                j = coll.by_id.get(item.id)
+                meta = coll.cands[j].metadata if j is not None else None
+                if j is not None and isinstance(meta, dict):
+                    meta["access_count"] = access_count(coll.cands[j]) + 1
         if self._bumps and self._bump_task is None:
             self._bump_task = asyncio.ensure_future(self._flush_later())
 

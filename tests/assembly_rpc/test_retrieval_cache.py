@@ -23,6 +23,7 @@ from sidecar.config import load_settings
 from sidecar.memory import collections as C
 from sidecar.memory import sessions as S
 from sidecar.memory.retrieval import Retrieval, _Coll, retrieval_for
+from sidecar.memory.scoring import access_count
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.store.service import StoreService
@@ -233,6 +234,12 @@ async def test_access_bumps_are_coalesced_and_counted(h: Harness) -> None:
         for i in second["selected"]
         if i["collection"].startswith(("turns:", "user:"))
     ]
+    # the ranking sees the counts at once (regression: the cached copy never changed,
+    # so the access-frequency term was always 0 inside the daemon)
+    for coll, rid in ids:
+        view = h.retrieval._colls[coll]
+        j = view.by_id[rid]
+        assert access_count(view.cands[j]) == 2
     await h.retrieval.flush_bumps()
     for coll, rid in ids:
         rec = h.store.get(coll, rid)
