@@ -34,8 +34,9 @@ collection is unchanged: the BM25 index, the matrix and the candidates persist. 
   touches ``session_raw:``, so that is not reloaded);
 * authored ingest and delete notify (:meth:`AuthoredService.subscribe`), so a changed rule
   is served from the next call on; as a safety net for writes that bypass the authored
-  service, authored collections are also reloaded when the store changed and their view
-  is older than :data:`AUTHORED_RECHECK_S`.
+  service, authored collections (and dream and elevated ones, whose writers can replace
+  records without changing their count) are also reloaded when the store changed and
+  their view is older than :data:`AUTHORED_RECHECK_S`.
 
 Change notices are taken before the store is read, so a notice that arrives during a
 sync is kept for the next one. Not thread-safe otherwise: every call holds
@@ -88,6 +89,11 @@ LEXICAL_K = 50
 SIDE_K = 20  # durable, global, authored variant, summaries, dream, elevated
 RECOVER_K = 100
 AUTHORED_RECHECK_S = 2.0  # see Retrieval._sync
+# Small collections whose writers can keep the record count unchanged without a notice
+# (authored nodes through v1 storage methods, a dream diary's entries replaced by a
+# promotion, guidance shards): reloaded when the store changed and the view is older than
+# AUTHORED_RECHECK_S.
+RECHECKED_PREFIXES = ("authored:", C.DREAM_PREFIX, "elevated:")
 BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
 
@@ -578,7 +584,7 @@ class Retrieval:
             # storage methods), also when the store changed and the view is older than
             # AUTHORED_RECHECK_S
             recheck = (
-                name.startswith("authored:")
+                name.startswith(RECHECKED_PREFIXES)
                 and seq != coll.seq
                 and now - coll.loaded_at >= AUTHORED_RECHECK_S
             )

@@ -285,3 +285,25 @@ async def test_twin_map_follows_a_recreated_history_view(h: Harness) -> None:
     got = h.retrieval._durable_sims(user, turns, q, tsims)
     assert np.allclose(got, user.matrix @ q, atol=1e-6)
     assert h.retrieval._twins[user.name].stamps == (user.stamp, turns.stamp)
+
+
+async def test_dream_entries_replaced_at_the_same_count_are_seen(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A promotion that replaces a diary's entries keeps the record count: the view is
+    # rechecked once the store changed and the view is older than AUTHORED_RECHECK_S.
+    monkeypatch.setattr("sidecar.memory.retrieval.AUTHORED_RECHECK_S", 0.0)
+    diary = "# Dream diary\n\n## Deep Sleep\n- {text} {{score=0.9 recall=3 unique=2}}\n"
+    first = diary.format(text="the user dreamed about flying over a lighthouse")
+    await h.call("dream.promote", {"userId": NS, "sourceDoc": "d.md", "text": first})
+    res = await h.ask("what did I dream about last night?")
+    texts = [i["collection"] for i in res["selected"] if i["collection"].startswith("dream:")]
+    assert texts, res["selected"]
+    second = diary.format(text="the user dreamed about swimming with whales")
+    await h.call("dream.promote", {"userId": NS, "sourceDoc": "d.md", "text": second})
+    view = h.coll(f"dream:{NS}")
+    before = [c.text for c in view.cands]
+    await h.ask("what did I dream about last night?")
+    after = [c.text for c in h.coll(f"dream:{NS}").cands]
+    assert before == ["the user dreamed about flying over a lighthouse"]
+    assert after == ["the user dreamed about swimming with whales"]
