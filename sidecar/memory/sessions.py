@@ -37,7 +37,7 @@ from sidecar.memory import collections as C
 from sidecar.memory.gate import GatingSignals, compute_gating
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
-from sidecar.store.names import json_equal
+from sidecar.store.names import metadata_matches
 from sidecar.store.store import Store
 from sidecar.store.types import Put
 
@@ -220,17 +220,12 @@ def _filtered_top(
     if store.count(collection) > FILTER_OVERSAMPLE[0] * k:
         for m in FILTER_OVERSAMPLE:
             hits = store.search(collection, vec, m * k)
-            ok = [h.score for h in hits if _matches(h.metadata, where)]
+            ok = [h.score for h in hits if metadata_matches(h.metadata, where.items())]
             if len(ok) >= k:
                 return ok[:k]
             if len(hits) < m * k:  # the whole collection was searched
                 return ok
     return [h.score for h in store.search(collection, vec, k, where=where)]
-
-
-def _matches(meta: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
-    """The store's ``where`` semantics: every key present and JSON-equal."""
-    return all(key in meta and json_equal(meta[key], want) for key, want in where.items())
 
 
 def _gate_batch(

@@ -246,3 +246,8 @@ def json_equal(a: object, b: object) -> bool:
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return False
+
+
+def metadata_matches(meta: Mapping[str, Any], where: Iterable[tuple[str, Any]]) -> bool:
+    """The store's ``where`` semantics: every key present and :func:`json_equal`."""
+    return all(k in meta and json_equal(meta[k], v) for k, v in where)

@@ -161,10 +161,6 @@ def _hit_order(h: Hit) -> tuple[float, str]:
     return (-h.score, h.id)
 
 
-def _post_ok(meta: Mapping[str, Any], post: list[tuple[str, Any]]) -> bool:
-    return all(k in meta and N.json_equal(meta[k], v) for k, v in post)
-
-
 class Store:
     """SQLite-backed record store with vector search. Create with :meth:`open`."""
 
@@ -1175,7 +1171,7 @@ class Store:
         rows = self._read(sql, args)
         out = [self._row_to_record(info.name, r, include_vectors) for r in rows]
         if post:
-            out = [r for r in out if _post_ok(r.metadata, post)]
+            out = [r for r in out if N.metadata_matches(r.metadata, post)]
             if limit is not None and limit > 0:
                 out = out[:limit]
         return out
@@ -1281,7 +1277,7 @@ class Store:
         rows = self._read(
             f"SELECT rid, metadata FROM records WHERE cid = ?{clause}", (cid, *params)
         )
-        return {rid for rid, raw in rows if _post_ok(_decode_meta(raw), post)}
+        return {rid for rid, raw in rows if N.metadata_matches(_decode_meta(raw), post)}
 
     def _index(self, cid: int) -> VectorIndex | None:
         idx = self._indexes.get(cid)
