@@ -7,9 +7,7 @@ embedder, so the tests can look at the cache state after each RPC.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from sidecar.server.dispatch import Dispatcher
 from sidecar.store.service import StoreService
 from sidecar.store.store import Store
 from sidecar.store.types import Put
+from tests.support import hash_embedder
 
 DIMS = 32
 NS = "u1"
@@ -36,15 +35,7 @@ T0 = 1_700_000_000_000
 Call = Callable[..., Awaitable[Any]]
 
 
-async def hash_embed(texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
-    out = np.zeros((len(texts), DIMS), dtype=np.float32)
-    for i, text in enumerate(texts):
-        for tok in re.findall(r"[a-z0-9]+", text.lower()) or [text or "empty"]:
-            d = hashlib.sha256(tok.encode()).digest()
-            out[i] += np.array([d[j] / 127.5 - 1 for j in range(DIMS)], dtype=np.float32)
-        n = np.linalg.norm(out[i])
-        out[i] /= n if n else 1
-    return out
+hash_embed = hash_embedder(DIMS)
 
 
 class Harness:
