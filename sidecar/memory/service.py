@@ -105,8 +105,9 @@ class MemoryService:
         self._listeners: list[Listener] = []
         self._write_listeners: list[WriteListener] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._rerun: set[str] = set()
-        self._levels: dict[str, Pressure] = {}  # the highest pressure awaiting a run
+        # Sessions with a compaction requested and not yet started, at the highest pressure
+        # asked for; a request during a run makes the run go again.
+        self._levels: dict[str, Pressure] = {}
         self._prototypes: F32 | None = None
         self.auto_runs = 0
         self.auto_failures = 0
@@ -260,7 +261,6 @@ class MemoryService:
         self._levels[session_id] = max(level, self._levels.get(session_id, Pressure.NONE))
         task = self._tasks.get(session_id)
         if task is not None and not task.done():
-            self._rerun.add(session_id)
             return
         self._tasks[session_id] = asyncio.get_running_loop().create_task(
             self._auto(session_id), name=f"auto-compact:{session_id}"
@@ -278,7 +278,6 @@ class MemoryService:
     async def _auto(self, session_id: str) -> None:
         try:
             while True:
-                self._rerun.discard(session_id)
                 level = self._levels.pop(session_id, Pressure.SOFT)
                 try:
                     out = await self.compact(session_id, self._auto_options(level))
@@ -295,7 +294,7 @@ class MemoryService:
                 except Exception as exc:
                     self.auto_failures += 1
                     log.warning("memory.auto_compaction_failed", session=session_id, error=str(exc))
-                if session_id not in self._rerun or self._closed:
+                if session_id not in self._levels or self._closed:
                     break
         finally:
             self._tasks.pop(session_id, None)
