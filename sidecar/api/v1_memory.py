@@ -92,12 +92,9 @@ def register(registry: Registry) -> None:
             # Raw history is immutable (the reference overwrote it on a re-sent id): the
             # active view is upserted as before, the raw copy is written once.
             raw = Put(C.session_raw(sid), params.id, params.text, raw_meta, vec, if_version=0)
-            if await store.get(raw.collection, params.id) is None:
-                try:
-                    await store.write([*ops, raw])
-                except se.VersionConflict:  # written meanwhile by a concurrent insert
-                    await store.write(ops)
-            else:
+            try:
+                await store.write([*ops, raw])
+            except se.VersionConflict:  # a re-sent id: the raw copy exists, keep it
                 await store.write(ops)
         except se.StoreError as exc:
             raise store_rpc_error(exc) from exc
