@@ -10,9 +10,10 @@
    rules and the session's turns (:meth:`Retrieval._prepare`: nothing there needs the
    vector);
 2. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
-   the exact dense top-k (one matrix product over the cached vectors; the durable
-   memories' cosines are read from the raw history's, see :class:`_Twins`) merged with
-   the lexical top-k, each candidate carrying its vector;
+   the exact dense top-k (a float32 product over the cached vectors, int8-prefiltered
+   for large collections, see :mod:`sidecar.memory.int8scan`; the durable memories are
+   ranked through the raw history's scan, see :class:`_Twins`) merged with the lexical
+   top-k, each candidate carrying its vector;
 3. calls :func:`~sidecar.memory.assemble.plan_assembly` (or ``plan_search``) with hooks
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
@@ -59,6 +60,7 @@ import numpy.typing as npt
 import structlog
 
 from sidecar.memory import collections as C
+from sidecar.memory import int8scan
 from sidecar.memory.assemble import (
     AssemblyConfig,
     AssemblyPlan,
@@ -68,6 +70,7 @@ from sidecar.memory.assemble import (
     plan_search,
 )
 from sidecar.memory.budget import BudgetConfig
+from sidecar.memory.int8scan import Int8Rows, Scan
 from sidecar.memory.lexical import BM25Index, LexicalIndex
 from sidecar.memory.scoring import F32, Candidate, access_count
 from sidecar.memory.temporal import is_dream_query, plan_temporal
@@ -181,6 +184,7 @@ class _Coll:
     touched: list[str] = field(default_factory=list)
     loaded_at: float = 0.0
     _mat: F32 | None = None  # capacity rows; the first len(records) are live
+    _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _turns: list[Candidate] | None = None  # chronological turns, cached
 
     @property
@@ -207,6 +211,8 @@ class _Coll:
         for i, r in enumerate(recs):
             mat[i] = _unit(r.vector, dims)
         self._mat = mat
+        self._shadow = None
+        self._sync_shadow(0)
         self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
         self.by_pos = {}
         for i, c in enumerate(self.cands):
@@ -235,6 +241,7 @@ class _Coll:
         if n + added > self._mat.shape[0]:
             self._grow(n + added, dims)
         summaries = False
+        replaced: list[int] = []
         for r in recs:
             i = self.by_id.get(r.id)
             if i is None:
@@ -245,6 +252,7 @@ class _Coll:
                 self.cands.append(self._candidate(r, self._mat[i]))
                 self.bm25.add(r.id, r.text)
             else:
+                replaced.append(i)
                 old = self.cands[i]
                 pos = (old.session_id, old.seq) if old.seq is not None else None
                 if old.kind == "turn" and pos is not None and self.by_pos.get(pos) == i:
@@ -260,6 +268,7 @@ class _Coll:
             summaries = summaries or c.kind == "summary"
         if summaries:
             self._resolve_summaries()
+        self._sync_shadow(n, replaced)
         self.count, self.seq, self.stale = count, seq, False
         self.gen += 1
         self.touched.extend(r.id for r in recs)
@@ -276,6 +285,8 @@ class _Coll:
         mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
         mat[:n] = self._mat[:n]
         self._mat = mat
+        if self._shadow is not None:
+            self._shadow.grow(mat.shape[0])
         self.cands = [
             c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
         ]
@@ -341,30 +352,41 @@ class _Coll:
                 if t != c.turn_ids:
                     self.cands[i] = replace(c, turn_ids=t)
 
+    def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
+        """Bring the int8 shadow in step after rows ``first_new..`` were appended and
+        ``replaced`` rewritten; create it when the collection reaches
+        :data:`~sidecar.memory.int8scan.MIN_ROWS` rows."""
+        mat, n = self._mat, len(self.records)
+        if mat is None or n < int8scan.MIN_ROWS:
+            self._shadow = None
+            return
+        if self._shadow is None:
+            self._shadow = Int8Rows(mat.shape[1])
+            self._shadow.assign(mat[:n], mat.shape[0])
+            return
+        self._shadow.grow(mat.shape[0])
+        for i in replaced:
+            self._shadow.set_rows(i, mat[i : i + 1])
+        self._shadow.set_rows(first_new, mat[first_new:n])
+
     # ---- queries -----------------------------------------------------------------------
 
-    def sims(self, qvec: F32 | None) -> F32 | None:
-        """Cosine of every row to the (unit) query vector."""
+    def scan(self, qvec: F32 | None) -> Scan | None:
+        """The query against every row (exact top-k; int8-prefiltered when large)."""
         mat = self.matrix
         if qvec is None or mat is None or not len(self.records):
             return None
-        out: F32 = mat @ qvec
-        return out
+        return Scan(mat, qvec, self._shadow)
 
-    def dense_top(self, qvec: F32 | None, k: int, sims: F32 | None = None) -> list[int]:
-        """Rows of the exact dense top ``k`` (``sims``: this collection's :meth:`sims`,
-        when the caller has them already)."""
-        if sims is None:
-            sims = self.sims(qvec)
-        if sims is None or k <= 0:
+    def dense_top(self, qvec: F32 | None, k: int, scan: Scan | None = None) -> list[int]:
+        """Rows of the exact dense top ``k``, best first (``scan``: this collection's
+        :meth:`scan`, when the caller has it already)."""
+        if scan is None:
+            scan = self.scan(qvec)
+        if scan is None or k <= 0:
             return []
-        n = len(sims)
-        if k < n:
-            part = np.argpartition(sims, n - k)[n - k :]  # no negated copy of sims
-            order = part[np.argsort(-sims[part], kind="stable")]
-        else:
-            order = np.argsort(-sims, kind="stable")
-        return [int(i) for i in order if sims[i] > 0.0 or k >= len(sims)]
+        rows, sims = scan.top(k)
+        return _positive(rows, sims, k >= len(scan))
 
     def lexical_top(self, terms_query: str, k: int) -> list[int]:
         if k <= 0 or not len(self.bm25):
@@ -382,6 +404,13 @@ class _Coll:
 
 
 _STAMPS = itertools.count()
+
+
+def _positive(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> list[int]:
+    """``rows`` (ranked) without those of cosine <= 0, unless ``keep_all``."""
+    if keep_all:
+        return [int(i) for i in rows.tolist()]
+    return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
 def _capacity(rows: int) -> int:
@@ -601,22 +630,33 @@ class Retrieval:
             self._twins.pop(name, None)
         return out
 
-    def _durable_sims(self, user: _Coll, turns: _Coll, qvec: F32, tsims: F32) -> F32:
-        """Cosines of the durable memories, read from the history's cosines for every
-        durable record whose history copy has the same vector (ingest writes both with
-        one embedding), computed for the others."""
+    def _durable_top(self, user: _Coll, turns: _Coll, qvec: F32, tscan: Scan, k: int) -> list[int]:
+        """Rows of the durable memories' exact dense top ``k``. A durable record whose
+        history copy has the same vector (ingest writes both with one embedding) is
+        scored through the history's scan, restricted to those copies; the others are
+        scored on their own."""
         tw = self._twins.get(user.name)
         if tw is None or tw.turns != turns.name:
             tw = _Twins(turns.name)
             self._twins[user.name] = tw
         tw.update(user, turns)
-        out = np.empty(len(user.records), dtype=np.float32)
-        out[tw.have] = tsims[tw.src]
+        rows: list[npt.NDArray[np.int64]] = []
+        sims: list[F32] = []
+        if tw.have.size:
+            pos, s = tscan.top(k, tw.src)
+            rows.append(tw.have[pos])
+            sims.append(s)
         if tw.rest.size:
-            mat = user.matrix
-            assert mat is not None
-            out[tw.rest] = mat[tw.rest] @ qvec
-        return out
+            own = user.scan(qvec)
+            assert own is not None
+            pos, s = own.top(k, tw.rest)
+            rows.append(tw.rest[pos])
+            sims.append(s)
+        if not rows:
+            return []
+        r, v = np.concatenate(rows), np.concatenate(sims)
+        order = np.lexsort((r, -v))[:k]
+        return _positive(r[order], v[order], k >= len(user.records))
 
     async def embed_query(self, query: str) -> F32 | None:
         if not query.strip():
@@ -732,31 +772,35 @@ class Retrieval:
 
     def _gather(
         self, p: _Prepared, qvec: F32 | None
-    ) -> tuple[list[Candidate], list[Candidate], F32 | None]:
+    ) -> tuple[list[Candidate], list[Candidate], Scan | None]:
         """The retrieval pool and the elevated candidates: per scope the exact dense top-k
         (one matrix product per collection; the durable memories' cosines come from the
         history's) merged with the lexical top-k."""
         colls, ns, sid = p.colls, p.ns, p.session_id
         turns_coll = colls[C.turns(ns)]
         user_coll = colls[C.user(ns)]
-        tsims = turns_coll.sims(qvec)
+        tscan = turns_coll.scan(qvec)
 
-        def pick(name: str, dk: int, sims: F32 | None = None) -> list[Candidate]:
+        def pick(name: str, dk: int, dense: list[int] | None = None) -> list[Candidate]:
             coll = colls[name]
-            idx = dict.fromkeys(coll.dense_top(qvec, dk, sims) + p.lex[name])
+            if dense is None:
+                dense = coll.dense_top(qvec, dk)
+            idx = dict.fromkeys(dense + p.lex[name])
             return [coll.cands[i] for i in idx]
 
-        cands: list[Candidate] = pick(C.turns(ns), DENSE_K, tsims)
+        cands: list[Candidate] = pick(
+            C.turns(ns), DENSE_K, turns_coll.dense_top(qvec, DENSE_K, tscan)
+        )
         # a durable copy of a turn the raw history holds stands in as that raw turn: one
         # record per source (dedupe), and the pool's lexical normalisation is not skewed
         # by the small durable collection's BM25 statistics
-        usims = (
-            self._durable_sims(user_coll, turns_coll, qvec, tsims)
-            if qvec is not None and tsims is not None and user_coll.records
+        udense = (
+            self._durable_top(user_coll, turns_coll, qvec, tscan, SIDE_K)
+            if qvec is not None and tscan is not None and user_coll.records
             else None
         )
         seen = {c.key for c in cands}
-        for c in pick(C.user(ns), SIDE_K, usims):
+        for c in pick(C.user(ns), SIDE_K, udense):
             j = (
                 turns_coll.by_id.get(C.namespace_turn_id(c.session_id, c.turn_ids[0]))
                 if c.turn_ids
@@ -771,7 +815,7 @@ class Retrieval:
         if p.dream:
             cands += pick(C.dream(ns), SIDE_K)
         elevated = pick(C.elevated_user(ns), SIDE_K) + pick(C.elevated_session(sid), SIDE_K)
-        return cands, elevated, tsims
+        return cands, elevated, tscan
 
     def _assemble_sync(
         self,
@@ -783,7 +827,7 @@ class Retrieval:
     ) -> tuple[AssemblyPlan, float]:
         t0 = time.perf_counter()
         session_id, ns, now = p.session_id, p.ns, p.now
-        candidates, elevated, tsims = self._gather(p, qvec)
+        candidates, elevated, tscan = self._gather(p, qvec)
         turns_coll = p.colls[C.turns(ns)]
         variant = p.colls[C.AUTHORED_VARIANT]
         if messages is not None:
@@ -823,7 +867,7 @@ class Retrieval:
 
         def recover() -> list[Candidate]:
             idx = dict.fromkeys(
-                turns_coll.dense_top(qvec, RECOVER_K, tsims)
+                turns_coll.dense_top(qvec, RECOVER_K, tscan)
                 + turns_coll.lexical_top(p.lex_query, RECOVER_K)
             )
             return [turns_coll.cands[i] for i in idx]

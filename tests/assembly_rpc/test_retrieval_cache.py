@@ -130,6 +130,26 @@ def _same_as_fresh(coll: _Coll, store: Store) -> None:
     assert len(coll.bm25) == len(fresh.bm25)
 
 
+def _unit(v: Any) -> Any:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _exact_top(coll: _Coll, q: Any, k: int) -> list[int]:
+    """Rows of the float32 top ``k`` (ties: lower row first; cosine > 0 unless all)."""
+    assert coll.matrix is not None
+    sims = coll.matrix @ q
+    order = np.lexsort((np.arange(len(sims)), -sims))[:k]
+    return [int(i) for i in order if sims[i] > 0 or k >= len(sims)]
+
+
+def _durable_top(h: Harness, q: Any, k: int) -> list[int]:
+    user, turns = h.coll(C.user(NS)), h.coll(C.turns(NS))
+    scan = turns.scan(q)
+    assert scan is not None
+    return h.retrieval._durable_top(user, turns, q, scan, k)
+
+
 async def test_ingest_updates_the_caches_incrementally(h: Harness) -> None:
     await h.ingest("s1", HISTORY)
     first = await h.ask("Which volcano did I climb in Iceland?")
@@ -177,12 +197,10 @@ async def test_durable_cosines_match_a_direct_product(h: Harness) -> None:
     )
     await h.ask("window seats")
     user, turns = h.coll(C.user(NS)), h.coll(C.turns(NS))
-    q = (await hash_embed(["tennis balls and window seats"], "query"))[0]
-    tsims = turns.sims(q)
-    assert tsims is not None
-    got = h.retrieval._durable_sims(user, turns, q, tsims)
-    assert user.matrix is not None
-    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    q = _unit((await hash_embed(["tennis balls and window seats"], "query"))[0])
+    n = len(user.records)
+    assert _durable_top(h, q, n) == _exact_top(user, q, n)
+    assert _durable_top(h, q, 2) == _exact_top(user, q, 2)
     twins = h.retrieval._twins[user.name].rows
     assert twins[user.by_id["solo:1"]] == -1
     assert twins[user.by_id["s1:a3"]] == -1  # same id, different vector: not a twin
@@ -191,8 +209,7 @@ async def test_durable_cosines_match_a_direct_product(h: Harness) -> None:
     # incremental: a new durable memory and its history copy arrive in one ingest
     await h.ingest("s2", [("d1", "user", "I booked window seats for the Lisbon flight.")], 30)
     await h.ask("window seats")
-    got = h.retrieval._durable_sims(user, turns, q, turns.sims(q))  # type: ignore[arg-type]
-    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    assert _durable_top(h, q, 3) == _exact_top(user, q, 3)
     if "s2:d1" in user.by_id:
         assert twins is not None
         assert h.retrieval._twins[user.name].rows[user.by_id["s2:d1"]] == turns.by_id["s2:d1"]
@@ -270,11 +287,8 @@ async def test_twin_map_follows_a_recreated_history_view(h: Harness) -> None:
     await h.ask("volcano")
     turns = h.coll(C.turns(NS))
     assert turns.stamp != old_stamp
-    q = (await hash_embed(["volcano in Iceland"], "query"))[0]
-    tsims = turns.sims(q)
-    assert tsims is not None and user.matrix is not None
-    got = h.retrieval._durable_sims(user, turns, q, tsims)
-    assert np.allclose(got, user.matrix @ q, atol=1e-6)
+    q = _unit((await hash_embed(["volcano in Iceland"], "query"))[0])
+    assert _durable_top(h, q, len(user.records)) == _exact_top(user, q, len(user.records))
     assert h.retrieval._twins[user.name].stamps == (user.stamp, turns.stamp)
 
 
@@ -298,3 +312,31 @@ async def test_dream_entries_replaced_at_the_same_count_are_seen(
     after = [c.text for c in h.coll(f"dream:{NS}").cands]
     assert before == ["the user dreamed about flying over a lighthouse"]
     assert after == ["the user dreamed about swimming with whales"]
+
+
+async def test_int8_prefilter_keeps_the_exact_ranking_through_updates(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Large collections are prefiltered in int8 (sidecar.memory.int8scan); lowered threshold
+    # so that this small history takes that path from its first load on.
+    monkeypatch.setattr("sidecar.memory.int8scan.MIN_ROWS", 4)
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))
+    assert turns._shadow is not None and turns._shadow.n == len(turns.records)
+    extra = [
+        (f"x{i}", "user", f"Note {i}: the {w} trip was fun.")
+        for i, w in enumerate(
+            ["kayak", "Hekla volcano", "Lisbon", "Porto", "tennis", "window seat", "puppy"] * 6
+        )
+    ]
+    for lo in range(0, len(extra), 7):  # appended in batches: the shadow grows with the view
+        await h.ingest("s2", extra[lo : lo + 7], 100 + lo)
+        await h.ask("volcano trip")
+        assert turns._shadow is not None and turns._shadow.n == len(turns.records)
+    _same_as_fresh(turns, h.store)
+    for text in ("volcano trip", "tennis balls", "Lisbon window seat", "zzz unrelated"):
+        q = _unit((await hash_embed([text], "query"))[0])
+        for k in (1, 5, 17, len(turns.records)):
+            assert turns.dense_top(q, k) == _exact_top(turns, q, k), (text, k)
+        assert _durable_top(h, q, 20) == _exact_top(user, q, 20)
