@@ -259,11 +259,26 @@ class Scan:
         else:
             assert self.approx is not None
             a = self.approx if subset is None else self.approx[subset]
-            if k >= n:
-                pos = np.arange(n)
-            else:
-                kth = np.partition(a, n - k)[n - k]
-                pos = np.flatnonzero(a >= kth - 2.0 * self.bound)
+            pos = np.arange(n) if k >= n else _within(a, k, 2.0 * self.bound)
             sims = self.sims(pos if subset is None else subset[pos])
         order = np.lexsort((pos, -sims))[:k]
         return pos[order].astype(np.int64, copy=False), sims[order]
+
+
+def _within(a: F32, k: int, margin: float) -> I64:
+    """Positions whose score is at least the k-th largest minus ``margin`` (``k < len(a)``).
+
+    The k-th largest is found on a short list: the k-th largest of every ``step``-th
+    score is a lower bound of it (a subset's k-th largest never exceeds the set's), so
+    the scores at or above that bound contain the true k-th, and selecting among them
+    avoids a partition of all the scores (0.3 ms at 52k)."""
+    n = a.size
+    step = n // (8 * k) if n >= 16 * k else 1
+    if step >= 4:
+        floor = np.partition(a[::step], -k)[-k]
+        head = np.flatnonzero(a >= floor)
+        vals = a[head]
+        kth = np.partition(vals, vals.size - k)[vals.size - k]
+        return head[vals >= kth - margin]
+    kth = np.partition(a, n - k)[n - k]
+    return np.flatnonzero(a >= kth - margin)
