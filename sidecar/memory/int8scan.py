@@ -279,6 +279,7 @@ def _within(a: F32, k: int, margin: float) -> I64:
         head = np.flatnonzero(a >= floor)
         vals = a[head]
         kth = np.partition(vals, vals.size - k)[vals.size - k]
-        return head[vals >= kth - margin]
+        out: I64 = head[vals >= kth - margin]
+        return out
     kth = np.partition(a, n - k)[n - k]
     return np.flatnonzero(a >= kth - margin)
