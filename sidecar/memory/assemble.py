@@ -97,6 +97,7 @@ from sidecar.memory.scoring import (
     QueryContext,
     Scored,
     ScoringConfig,
+    features,
     preliminary,
     rank,
 )
@@ -228,10 +229,8 @@ class _Chosen:
         self.sources: set[tuple[str, str]] = set()
 
     def blocked(self, c: Candidate) -> bool:
-        if (c.collection, c.id) in self.keys:
-            return True
-        sid = c.session_id
-        return any((sid, t) in self.sources for t in c.covered)
+        f = features(c)
+        return f.key in self.keys or not self.sources.isdisjoint(f.sources)
 
     def add(self, item: SelectedItem, sources: Iterable[tuple[str, str]] = ()) -> None:
         self.items.append(item)
@@ -275,15 +274,21 @@ def _candidate_item(
 
 
 def _to_turn(c: Candidate) -> Turn:
-    bundle = c.metadata.get("continuity_bundle_id")
-    return Turn(
-        id=c.id,
-        role=c.role,
-        text=c.text,
-        ts=c.ts or 0,
-        seq=c.seq or 0,
-        bundle_id=bundle if isinstance(bundle, str) else "",
-    )
+    """``c`` as a continuity :class:`Turn` (cached on the candidate's features)."""
+    f = features(c)
+    turn: Turn | None = f.turn
+    if turn is None:
+        bundle = c.metadata.get("continuity_bundle_id")
+        turn = Turn(
+            id=c.id,
+            role=c.role,
+            text=c.text,
+            ts=c.ts or 0,
+            seq=c.seq or 0,
+            bundle_id=bundle if isinstance(bundle, str) else "",
+        )
+        f.turn = turn
+    return turn
 
 
 def _select_tail(
@@ -443,7 +448,8 @@ def plan_assembly(
     # 6. retrieval pool
     # the session outside the tail: the turns no summary candidate stands for (after
     # compaction the active view is the frontier of summaries and uncovered turns)
-    summarized = {src for c in candidates if c.is_summary for src in c.sources}
+    summarized: set[tuple[str, str]] = set()
+    summarized = summarized.union(*[f.sources for f in map(features, candidates) if f.is_summary])
     older = all_turns[: len(all_turns) - len(turns) + start]
     limit = max(0, config.session_pool_limit)
     pool_in: list[Candidate] = [
@@ -529,17 +535,29 @@ def plan_assembly(
 
 
 def replace_scope(c: Candidate, scope: str) -> Candidate:
-    return c if c.scope == scope else replace(c, scope=scope)
+    """``c`` with ``scope``; the session copy of a candidate is made once and kept with
+    it (the caller reuses its candidates across calls)."""
+    if c.scope == scope:
+        return c
+    if scope != "session":
+        return replace(c, scope=scope)
+    f = features(c)
+    if f.session_copy is None:
+        f.session_copy = replace(c, scope=scope)
+    return f.session_copy
 
 
 def _dedupe(cands: Iterable[Candidate], chosen: _Chosen) -> list[Candidate]:
     """Distinct keys, not already injected; the first occurrence of a key wins."""
     seen: set[tuple[str, str]] = set()
     out: list[Candidate] = []
+    keys, sources = chosen.keys, chosen.sources
     for c in cands:
-        if c.key in seen or chosen.blocked(c):
+        f = features(c)
+        key = f.key
+        if key in seen or key in keys or not sources.isdisjoint(f.sources):
             continue
-        seen.add(c.key)
+        seen.add(key)
         out.append(c)
     return out
 
@@ -677,12 +695,15 @@ def _vector_matrix(ranked: Sequence[Scored]) -> np.ndarray[Any, np.dtype[np.floa
     )
     if dims == 0:
         return None
-    mat = np.zeros((len(ranked), dims), dtype=np.float32)
-    for i, s in enumerate(ranked):
-        v = s.candidate.vector
-        if v is not None and np.asarray(v).size == dims:
-            mat[i] = np.asarray(v, dtype=np.float32).ravel()
-    return mat
+    zero = np.zeros(dims, dtype=np.float32)
+    rows: list[np.ndarray[Any, np.dtype[np.float32]]] = []
+    for s in ranked:
+        c = s.candidate
+        v = features(c).vector
+        if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
+            v = np.asarray(c.vector, dtype=np.float32).ravel()
+        rows.append(v if v is not None and v.shape[0] == dims else zero)
+    return np.concatenate(rows).reshape(len(rows), dims)
 
 
 def _expand_into(

@@ -55,13 +55,18 @@ no query keyword and no matching neighbour is dropped as orthogonal noise.
 
 :func:`rank` returns :class:`Scored` items, best first, each with its score parts (for
 ``reason`` and debugging). Everything is deterministic: ties break by collection and id.
+
+What a candidate contributes whatever the query (its source turns, speaker, summary
+decay, authority, its vector as a float32 row) is computed once per candidate and kept
+on it (:func:`features`), since the daemon reuses its candidates across calls; a ranking
+is then a few array operations over those cached parts.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -130,6 +135,10 @@ class Candidate:
     lexical: float | None = None
     tokens: int | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # query-independent derived values, computed on first use (see features())
+    _features: Features | None = field(
+        default=None, init=False, compare=False, repr=False, hash=False
+    )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -150,7 +159,7 @@ class Candidate:
     def sources(self) -> frozenset[tuple[str, str]]:
         """``(session_id, turn_id)`` pairs: the same source turn in two scopes has the
         same pair, whatever the record ids."""
-        return frozenset((self.session_id, t) for t in self.covered)
+        return features(self).sources
 
     @property
     def is_summary(self) -> bool:
@@ -197,6 +206,84 @@ def named_speakers(query: str, speakers: Iterable[str]) -> list[str]:
         ):
             out.append(name)
     return out
+
+
+# --------------------------------------------------------------------------- features
+
+
+@dataclass(slots=True, eq=False)
+class Features:
+    """What a candidate brings to every ranking whatever the query, computed once per
+    candidate (:func:`features`).
+
+    The daemon reuses the :class:`Candidate` objects of its cached collections across
+    calls, so the per-candidate Python work of a ranking (covered source turns, speaker,
+    summary decay, authority, the vector as a float32 row) is done once per record
+    instead of once per call. A candidate is immutable and its ``metadata`` is treated as
+    read-only, except ``access_count``, which the daemon bumps in place and which is
+    therefore never cached. :func:`dataclasses.replace` makes a new candidate, with its
+    own features.
+    """
+
+    key: tuple[str, str]
+    covered: tuple[str, ...]
+    sources: frozenset[tuple[str, str]]
+    is_summary: bool
+    speaker: str
+    decay: float  # a summary's decay rate in [0, 1] (summary_quality); 0 otherwise
+    authority: float
+    # the vector when it already is a 1-D float32 ndarray (the same array, never a copy,
+    # so a row rewritten in place is seen); None otherwise (converted per call)
+    vector: F32 | None
+    # set by their users on first use
+    terms: frozenset[str] | None = None  # set(analyze(text)) (keyword coverage)
+    turn: Any = None  # the candidate as a continuity Turn (the assembler's tail)
+    session_copy: Candidate | None = None  # the candidate with scope "session"
+
+
+def features(c: Candidate) -> Features:
+    """The cached :class:`Features` of ``c`` (computed on first use)."""
+    f = c._features
+    if f is None:
+        covered = c.covered
+        is_summary = c.is_summary
+        decay = 0.0
+        if is_summary:
+            raw = c.metadata.get("decay_rate")
+            if not isinstance(raw, int | float):
+                conf = c.metadata.get("confidence")
+                raw = 1.0 - float(conf) if isinstance(conf, int | float) else 0.5
+            decay = _clamp01(float(raw))
+        v = c.vector
+        f = Features(
+            key=(c.collection, c.id),
+            covered=covered,
+            sources=frozenset((c.session_id, t) for t in covered),
+            is_summary=is_summary,
+            speaker=speaker_of(c),
+            decay=decay,
+            authority=authority(c),
+            vector=v if type(v) is np.ndarray and v.ndim == 1 and v.dtype == np.float32 else None,
+        )
+        object.__setattr__(c, "_features", f)
+    return f
+
+
+def _row(c: Candidate) -> F32:
+    """``c.vector`` as a 1-D float32 array (``c.vector`` must be set)."""
+    f = features(c)
+    if f.vector is not None:
+        return f.vector
+    return np.asarray(c.vector, dtype=np.float32).ravel()
+
+
+def stack_rows(rows: Sequence[F32]) -> F32:
+    """``np.stack(rows)`` for 1-D rows, the same array, with a fast path for rows of one
+    length (one concatenation instead of a stack of per-row views)."""
+    dims = rows[0].shape[0] if rows else 0
+    if rows and all(r.shape[0] == dims for r in rows):
+        return np.concatenate(rows).reshape(len(rows), dims)
+    return np.stack(rows)
 
 
 # ---------------------------------------------------------------------------- config
@@ -332,7 +419,7 @@ def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F
             need.append(i)
     if need and query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float32).ravel()
-        mat = np.stack([np.asarray(candidates[i].vector, dtype=np.float32).ravel() for i in need])
+        mat = stack_rows([_row(candidates[i]) for i in need])
         out[need] = mat @ q
     return np.clip(np.nan_to_num(out), -1.0, 1.0)
 
@@ -401,23 +488,28 @@ def context_scores(
     sess = np.zeros(n)
     if n == 0 or (cfg.neighbor_weight <= 0 and cfg.session_weight <= 0):
         return neigh, sess
+    turns = [(i, c.session_id, c.seq) for i, c in enumerate(candidates) if c.kind == "turn"]
+    turns = [t for t in turns if t[1]]
+    if not turns:
+        return neigh, sess
+    rel_of = rel.tolist()
     at: dict[tuple[str, int], int] = {}
     best: dict[str, float] = {}
-    for i, c in enumerate(candidates):
-        if c.kind != "turn" or not c.session_id:
-            continue
-        if c.seq is not None:
-            at[(c.session_id, c.seq)] = i
-        best[c.session_id] = max(best.get(c.session_id, 0.0), float(rel[i]))
-    for i, c in enumerate(candidates):
-        if c.kind != "turn" or not c.session_id:
-            continue
-        if c.seq is not None:
-            p = at.get((c.session_id, c.seq - 1))
-            q = at.get((c.session_id, c.seq + 1))
-            neigh[i] = max(rel[p] if p is not None else 0.0, rel[q] if q is not None else 0.0)
-        sess[i] = best.get(c.session_id, 0.0)
-    return cfg.neighbor_weight * neigh, cfg.session_weight * sess
+    for i, sid, seq in turns:
+        if seq is not None:
+            at[(sid, seq)] = i
+        best[sid] = max(best.get(sid, 0.0), rel_of[i])
+    neigh_of = [0.0] * n
+    sess_of = [0.0] * n
+    for i, sid, seq in turns:
+        if seq is not None:
+            p = at.get((sid, seq - 1))
+            q = at.get((sid, seq + 1))
+            neigh_of[i] = max(
+                rel_of[p] if p is not None else 0.0, rel_of[q] if q is not None else 0.0
+            )
+        sess_of[i] = best[sid]
+    return cfg.neighbor_weight * np.array(neigh_of), cfg.session_weight * np.array(sess_of)
 
 
 def prior(c: Candidate, now_ms: int | None, cfg: ScoringConfig = DEFAULT_SCORING) -> float:
@@ -512,6 +604,22 @@ def preliminary(channels: Channels, cfg: ScoringConfig = DEFAULT_SCORING) -> F64
     return fuse(channels.dense, channels.lexical, cfg)
 
 
+def _terms(
+    c: Candidate,
+    f: Features,
+    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None,
+) -> Container[str]:
+    """The terms of ``c`` for keyword coverage: ``terms_of(c)``, else its analyzed text."""
+    if terms_of is None:
+        if f.terms is None:
+            f.terms = frozenset(analyze(c.text))
+        return f.terms
+    terms = terms_of(c)
+    if isinstance(terms, dict | set | frozenset | Mapping):
+        return terms
+    return set(terms)
+
+
 def rank(
     query: QueryContext,
     candidates: Sequence[Candidate],
@@ -531,7 +639,8 @@ def rank(
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
     neigh, sess = context_scores(rel, candidates, cfg)
-    spk_names = [speaker_of(c) for c in candidates]
+    feats = [features(c) for c in candidates]
+    spk_names = [f.speaker for f in feats]
     speakers = named_speakers(query.text, set(spk_names))
     named = speakers[0] if len(speakers) == 1 else ""
     spk = np.array([cfg.speaker_weight if named and s == named else 0.0 for s in spk_names])
@@ -540,33 +649,36 @@ def rank(
     # prior P = alpha' + beta*R + gamma*S, vectorised
     beta = min(max(cfg.beta, 0.0), 1.0)
     gamma = min(max(cfg.gamma, 0.0), 1.0 - beta)
-    params = [cfg.scope(c.scope) for c in candidates]
-    decay = np.array([p.decay_per_s for p in params])
-    weight = np.clip(np.array([p.weight for p in params]), 0.0, 1.0)
+    scopes = [c.scope for c in candidates]
+    params = {name: cfg.scope(name) for name in set(scopes)}
+    decay = np.array([params[name].decay_per_s for name in scopes])
+    weight = np.clip(np.array([params[name].weight for name in scopes]), 0.0, 1.0)
     if query.now_ms is not None:
-        ts = np.array([c.ts if c.ts is not None and c.ts > 0 else query.now_ms for c in candidates])
-        age = np.maximum(0.0, (query.now_ms - ts) / 1000.0)
+        now = query.now_ms
+        ts = np.array([c.ts if c.ts is not None and c.ts > 0 else now for c in candidates])
+        age = np.maximum(0.0, (now - ts) / 1000.0)
     else:
         age = np.zeros(n)
     pri = (1.0 - beta - gamma) + beta * np.exp(-decay * age) + gamma * weight
 
-    q = np.array([summary_quality(c, cfg) if c.is_summary else 1.0 for c in candidates])
+    # summary_quality and authority, from the cached parts
+    q = 1.0 - _clamp01(cfg.delta) * np.array([f.decay for f in feats])
     acc = np.array([access_count(c) if c.metadata else 0 for c in candidates], dtype=np.float64)
     max_acc = float(acc.max())
     freq = np.log1p(acc) / math.log1p(max_acc) if max_acc > 0 else np.zeros(n)
-    auth = np.array(
-        [authority(c) if c.metadata or c.scope == "authored" else 0.0 for c in candidates]
-    )
+    auth = np.array([f.authority for f in feats])
     omega = 1.0 + cfg.frequency_weight * freq + cfg.authority_weight * auth
 
     keys = query.keywords
     overlap = np.zeros(n)
     if keys:
-        for i, c in enumerate(candidates):
-            terms = terms_of(c) if terms_of is not None else set(analyze(c.text))
-            if not isinstance(terms, Mapping | set | frozenset):
-                terms = set(terms)
-            overlap[i] = sum(1 for k in keys if k in terms)
+        overlap = np.array(
+            [
+                sum(map(_terms(c, f, terms_of).__contains__, keys))
+                for c, f in zip(candidates, feats, strict=True)
+            ],
+            dtype=np.float64,
+        )
     cov = overlap / len(keys) if keys else np.zeros(n)
     kw = (1.0 + cfg.kappa * cov) / (1.0 + cfg.kappa)
 
