@@ -95,11 +95,13 @@ from sidecar.memory.scoring import (
     Channels,
     LexicalScorer,
     QueryContext,
+    Ranking,
     Scored,
     ScoringConfig,
     features,
     preliminary,
     rank,
+    rank_table,
 )
 from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
 from sidecar.memory.tokens import count_message_tokens, estimate_tokens
@@ -429,20 +431,21 @@ def plan_assembly(
     # 5. elevated guidance
     e_budget = elevated_budget(total, ledger.remaining, bcfg)
     if elevated and e_budget > 0:
-        ranked_e = rank(
+        ranked_e = rank_table(
             qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
         )
         used = 0
-        for s in ranked_e:
-            c = s.candidate
+        for i, c in enumerate(ranked_e.candidates):
             if chosen.blocked(c):
                 continue
-            if used + cost(c) <= e_budget:
-                used += cost(c)
-                ledger.charge("elevated", cost(c))
+            k = cost(c)
+            if used + k <= e_budget:
+                used += k
+                ledger.charge("elevated", k)
+                s = ranked_e.item(i)
                 chosen.add(
-                    _candidate_item(c, "elevated", s.score, cost(c), _reason("elevated", s)),
-                    c.sources,
+                    _candidate_item(c, "elevated", s.score, k, _reason("elevated", s)),
+                    features(c).sources,
                 )
 
     # 6. retrieval pool
@@ -478,18 +481,20 @@ def plan_assembly(
             pool = pool + extra
             channels = channels.extend(Channels.compute(qctx, extra, lexical))
     t_pool = time.perf_counter()
-    ranked = rank(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
+    ranked = rank_table(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
     t_rank = time.perf_counter()
-    if hops is not None and ranked:
+    if hops is not None and len(ranked):
         ranked = _with_hops(ranked, hops, chosen, config)
 
     # 7. recovery trigger and reserve
     triggers = _recovery_triggers(ranked, len(older), config)
-    recovery_pool: list[Scored] = []
+    recovery_pool: Ranking | None = None
     if triggers and recover is not None:
-        known = {c.key for c in pool}
-        rec = [c for c in _dedupe(recover(), chosen) if c.key not in known]
-        recovery_pool = rank(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
+        known = {features(c).key for c in pool}
+        rec = [c for c in _dedupe(recover(), chosen) if features(c).key not in known]
+        recovery_pool = rank_table(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
+        if not len(recovery_pool):
+            recovery_pool = None
     reserve = recovery_reserve(ledger.remaining, bcfg) if recovery_pool else 0
     # Section preambles are not charged per item; keep room for them (and the recalled
     # section's own) so retrieval does not overfill what _finish must then trim.
@@ -500,7 +505,7 @@ def plan_assembly(
         uncharged = max(0, rendered - ledger.used - overhead)
     r_budget = max(0, ledger.remaining - reserve - uncharged)
     _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, expand, terms_of)
-    if recovery_pool:
+    if recovery_pool is not None:
         _fill(
             recovery_pool,
             max(0, ledger.remaining - uncharged),
@@ -562,14 +567,13 @@ def _dedupe(cands: Iterable[Candidate], chosen: _Chosen) -> list[Candidate]:
     return out
 
 
-def _with_hops(
-    ranked: list[Scored], hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig
-) -> list[Scored]:
+def _with_hops(ranked: Ranking, hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig) -> Ranking:
     """Hop expansion (mathematics §7.7) merged into the ranking."""
     best: dict[str, float] = {}
-    known = {s.candidate.id for s in ranked}
-    for s in ranked[: max(0, cfg.hop_k)]:
-        raw = s.candidate.metadata.get("hop_targets")
+    known = {c.id for c in ranked.candidates}
+    top_k = max(0, cfg.hop_k)
+    for c, score in zip(ranked.candidates[:top_k], ranked.score[:top_k].tolist(), strict=True):
+        raw = c.metadata.get("hop_targets")
         targets = (
             [t.strip() for t in raw.split(",")]
             if isinstance(raw, str)
@@ -579,46 +583,44 @@ def _with_hops(
         )
         for t in targets:
             if t and t not in known:
-                best[t] = max(best.get(t, 0.0), cfg.hop_decay * s.score)
+                best[t] = max(best.get(t, 0.0), cfg.hop_decay * score)
     if not best:
         return ranked
-    top = ranked[0].score
-    extra: list[Scored] = []
-    seen: set[tuple[str, str]] = {s.candidate.key for s in ranked}
+    top = float(ranked.score[0])
+    extra: list[Candidate] = []
+    extra_scores: list[float] = []
+    seen: set[tuple[str, str]] = {features(c).key for c in ranked.candidates}
     for c in hops(sorted(best)):
-        score = best.get(c.id)
-        if score is None or c.key in seen or chosen.blocked(c):
+        hop = best.get(c.id)
+        key = features(c).key
+        if hop is None or key in seen or chosen.blocked(c):
             continue
-        if score >= cfg.hop_floor * top:
-            seen.add(c.key)
-            extra.append(Scored(c, score, hop=score))
-    merged = ranked + extra
-    merged.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
-    return merged
+        if hop >= cfg.hop_floor * top:
+            seen.add(key)
+            extra.append(c)
+            extra_scores.append(hop)
+    return ranked.with_hops(extra, extra_scores) if extra else ranked
 
 
-def _recovery_triggers(
-    ranked: Sequence[Scored], older_turns: int, cfg: AssemblyConfig
-) -> list[str]:
+def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -> list[str]:
     out: list[str] = []
     if older_turns == 0:
         out.append("new session")
-    top = ranked[:4]
-    if len(top) >= 4 and all(s.candidate.is_summary for s in top):
-        confs = [s.candidate.metadata.get("confidence") for s in top]
+    top = ranked.candidates[:4]
+    if len(top) >= 4 and all(features(c).is_summary for c in top):
+        confs = [c.metadata.get("confidence") for c in top]
         mean = sum(float(c) if isinstance(c, int | float) else 0.0 for c in confs) / len(top)
         if mean < cfg.recovery_summary_confidence:
             out.append("weak summaries")
-    if not ranked or (
-        max(s.dense for s in ranked) < cfg.recovery_cosine_floor
-        and max(s.lexical for s in ranked) <= 0
+    if not len(ranked) or (
+        max(ranked.dense.tolist()) < cfg.recovery_cosine_floor and max(ranked.lexical.tolist()) <= 0
     ):
         out.append("no match")
     return out
 
 
 def _fill(
-    ranked: Sequence[Scored],
+    ranked: Ranking,
     budget: int,
     part: Part,
     chosen: _Chosen,
@@ -630,27 +632,26 @@ def _fill(
     terms_of: Callable[[Candidate], Iterable[str]] | None = None,
 ) -> None:
     """Greedy fill with diversity, slot coverage, dedupe and summary expansion."""
-    if budget <= 0 or not ranked:
+    n = len(ranked)
+    if budget <= 0 or not n:
         return
-    top = max(ranked[0].score, 1e-9)
-    mat = _vector_matrix(ranked) if cfg.diversity > 0 else None
+    cands = ranked.candidates
+    scores = ranked.score
+    top = max(float(scores[0]), 1e-9)
+    mat = _vector_matrix(cands) if cfg.diversity > 0 else None
     slots = [set(t) for t in plan.slots] if len(plan.slots) >= 2 else []
     covered_slots: set[int] = set()
     slot_hits: list[set[int]] = []
-    for s in ranked if slots else ():
-        words = set(terms_of(s.candidate) if terms_of is not None else analyze(s.candidate.text))
+    for c in cands if slots else ():
+        words = set(terms_of(c) if terms_of is not None else analyze(c.text))
         slot_hits.append({k for k, t in enumerate(slots) if 2 * len(t & words) >= len(t)})
-    n = len(ranked)
-    scores = np.fromiter((s.score for s in ranked), dtype=np.float64, count=n)
-    costs = np.fromiter((cost(s.candidate) for s in ranked), dtype=np.int64, count=n)
-    expandable = np.fromiter(
-        (
-            expand is not None and s.candidate.is_summary and s.score >= cfg.expand_ratio * top
-            for s in ranked
-        ),
-        dtype=bool,
-        count=n,
-    )
+    costs = np.array([cost(c) for c in cands], dtype=np.int64)
+    if expand is not None:
+        expandable = (scores >= cfg.expand_ratio * top) & np.array(
+            [features(c).is_summary for c in cands], dtype=bool
+        )
+    else:
+        expandable = np.zeros(n, dtype=bool)
     alive = scores >= cfg.min_relative_score * top
     redundancy = np.zeros(n)
     penalty = cfg.diversity * top
@@ -669,17 +670,19 @@ def _fill(
             )
         i = int(np.argmax(np.where(alive, value, -np.inf)))
         alive[i] = False
-        s = ranked[i]
-        c = s.candidate
+        c = cands[i]
         took = 0
         if expandable[i] and expand is not None:
-            took = _expand_into(s, budget - used, part, chosen, ledger, cost, expand)
+            took = _expand_into(
+                c, float(scores[i]), budget - used, part, chosen, ledger, cost, expand
+            )
         if not took:
             k = int(costs[i])
             if chosen.blocked(c) or used + k > budget:
                 continue
             ledger.charge(part, k)
-            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), c.sources)
+            s = ranked.item(i)
+            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), features(c).sources)
             took = k
         used += took
         if mat is not None:
@@ -688,17 +691,14 @@ def _fill(
             covered_slots.update(slot_hits[i])
 
 
-def _vector_matrix(ranked: Sequence[Scored]) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+def _vector_matrix(ranked: Sequence[Candidate]) -> np.ndarray[Any, np.dtype[np.float32]] | None:
     """Unit vectors of the ranked candidates (zero rows where a vector is missing)."""
-    dims = next(
-        (np.asarray(s.candidate.vector).size for s in ranked if s.candidate.vector is not None), 0
-    )
+    dims = next((np.asarray(c.vector).size for c in ranked if c.vector is not None), 0)
     if dims == 0:
         return None
     zero = np.zeros(dims, dtype=np.float32)
     rows: list[np.ndarray[Any, np.dtype[np.float32]]] = []
-    for s in ranked:
-        c = s.candidate
+    for c in ranked:
         v = features(c).vector
         if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
             v = np.asarray(c.vector, dtype=np.float32).ravel()
@@ -707,7 +707,8 @@ def _vector_matrix(ranked: Sequence[Scored]) -> np.ndarray[Any, np.dtype[np.floa
 
 
 def _expand_into(
-    s: Scored,
+    summary: Candidate,
+    score: float,
     budget: int,
     part: Part,
     chosen: _Chosen,
@@ -716,7 +717,7 @@ def _expand_into(
     expand: ExpandHook,
 ) -> int:
     """Replace summary ``s`` by its raw turns not yet injected, if they all fit."""
-    raw = [c for c in _dedupe(expand(s.candidate.id), chosen) if c.text.strip()]
+    raw = [c for c in _dedupe(expand(summary.id), chosen) if c.text.strip()]
     if not raw:
         return 0
     total = sum(cost(c) for c in raw)
@@ -725,9 +726,9 @@ def _expand_into(
     for c in raw:
         k = cost(c)
         ledger.charge(part, k)
-        reason = f"{part}: expanded from summary {s.candidate.id}"
-        chosen.add(_candidate_item(c, part, s.score, k, reason), c.sources)
-    chosen.keys.add(s.candidate.key)
+        reason = f"{part}: expanded from summary {summary.id}"
+        chosen.add(_candidate_item(c, part, score, k, reason), c.sources)
+    chosen.keys.add(summary.key)
     return total
 
 

@@ -620,6 +620,111 @@ def _terms(
     return set(terms)
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """:func:`rank_table`'s result: the kept candidates, best first, and their score
+    parts as aligned arrays (the fields of :class:`Scored`). A :class:`Scored` is made
+    only for the items asked for (:meth:`item`), since the assembler reads a few of a
+    pool of hundreds."""
+
+    candidates: list[Candidate]
+    score: F64
+    dense: F64
+    lexical: F64
+    rel: F64
+    ctx: F64
+    prior: F64
+    kw: F64
+    speaker: F64
+    quality: F64
+    auth: F64
+    time: F64
+    hop: F64
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def _columns(self) -> tuple[F64, ...]:
+        return (
+            self.score,
+            self.dense,
+            self.lexical,
+            self.rel,
+            self.ctx,
+            self.prior,
+            self.kw,
+            self.speaker,
+            self.quality,
+            self.auth,
+            self.time,
+            self.hop,
+        )
+
+    def item(self, i: int) -> Scored:
+        """The ``i``-th best as a :class:`Scored`."""
+        return Scored(self.candidates[i], *(float(col[i]) for col in self._columns()))
+
+    def items(self) -> list[Scored]:
+        """Every item as a :class:`Scored`, best first (what :func:`rank` returns)."""
+        cols = [col.tolist() for col in self._columns()]
+        return [Scored(c, *parts) for c, *parts in zip(self.candidates, *cols, strict=True)]
+
+    def with_hops(self, extra: Sequence[Candidate], scores: Sequence[float]) -> Ranking:
+        """The ranking with ``extra`` candidates scored ``scores`` by hop expansion (their
+        other parts neutral: ``Scored(c, score, hop=score)``), sorted again."""
+        k = len(extra)
+        hop = np.asarray(scores, dtype=np.float64)
+        zero, one = np.zeros(k), np.ones(k)
+        merged = [
+            np.concatenate([col, add])
+            for col, add in zip(
+                self._columns(),
+                (hop, zero, zero, zero, zero, one, zero, zero, one, one, zero, hop),
+                strict=True,
+            )
+        ]
+        return _sorted_ranking([*self.candidates, *extra], np.arange(len(self) + k), merged)
+
+
+def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
+    """Positions sorted by ``(-score, collection, id)``, stable. A numpy sort when the
+    scores are distinct (then they decide alone), else Python's sort on the full key."""
+    neg = -scores
+    order = np.argsort(neg, kind="stable")
+    ordered = neg[order]
+    if bool(np.all(ordered[1:] > ordered[:-1])):  # distinct and no NaN
+        return list(order.tolist())
+    keys = neg.tolist()
+    return sorted(
+        range(len(candidates)),
+        key=lambda i: (keys[i], candidates[i].collection, candidates[i].id),
+    )
+
+
+def _sorted_ranking(
+    candidates: Sequence[Candidate], kept: npt.NDArray[np.intp], cols: Sequence[F64]
+) -> Ranking:
+    """A :class:`Ranking` of ``candidates[kept]`` (``cols``: the parts of every
+    candidate, score first), best first."""
+    score = cols[0][kept]
+    cands = [candidates[i] for i in kept.tolist()]
+    pick = kept[np.asarray(_best_first(score, cands), dtype=np.intp)]
+    return Ranking([candidates[i] for i in pick.tolist()], *(col[pick] for col in cols))
+
+
+def _access_counts(candidates: Sequence[Candidate]) -> F64:
+    """:func:`access_count` of each candidate (read on every call: the daemon bumps it)."""
+    raw = [c.metadata.get("access_count") if c.metadata else None for c in candidates]
+    return np.array(
+        [0 if v is None else v if type(v) is int and v > 0 else _count(v) for v in raw],
+        dtype=np.float64,
+    )
+
+
+def _count(v: object) -> int:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0
+
+
 def rank(
     query: QueryContext,
     candidates: Sequence[Candidate],
@@ -632,9 +737,25 @@ def rank(
     """Score and sort ``candidates`` (module doc), best first; drops the orthogonal
     noise below the similarity floor. Candidates must have distinct keys. ``channels``:
     their precomputed dense and lexical scores (else computed here)."""
+    return rank_table(
+        query, candidates, lexical=lexical, cfg=cfg, terms_of=terms_of, channels=channels
+    ).items()
+
+
+def rank_table(
+    query: QueryContext,
+    candidates: Sequence[Candidate],
+    *,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    cfg: ScoringConfig = DEFAULT_SCORING,
+    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None = None,
+    channels: Channels | None = None,
+) -> Ranking:
+    """:func:`rank` as a :class:`Ranking` (columns; no :class:`Scored` made)."""
     n = len(candidates)
     if n == 0:
-        return []
+        empty = np.zeros(0)
+        return Ranking([], *([empty] * 12))
     ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
@@ -663,7 +784,7 @@ def rank(
 
     # summary_quality and authority, from the cached parts
     q = 1.0 - _clamp01(cfg.delta) * np.array([f.decay for f in feats])
-    acc = np.array([access_count(c) if c.metadata else 0 for c in candidates], dtype=np.float64)
+    acc = _access_counts(candidates)
     max_acc = float(acc.max())
     freq = np.log1p(acc) / math.log1p(max_acc) if max_acc > 0 else np.zeros(n)
     auth = np.array([f.authority for f in feats])
@@ -696,29 +817,8 @@ def rank(
     t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
     final = ctx * pri * q * omega * kw * t
     keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
-
-    out: list[Scored] = []
-    rows = zip(
-        candidates,
-        keep.tolist(),
-        final.tolist(),
-        dense.tolist(),
-        lex.tolist(),
-        rel.tolist(),
-        ctx.tolist(),
-        pri.tolist(),
-        cov.tolist(),
-        spk.tolist(),
-        q.tolist(),
-        omega.tolist(),
-        aff.tolist(),
-        strict=True,
-    )
-    for c, ok, fin, d, lx, r, cx, p, kv, sp, qq, om, af in rows:
-        if ok:
-            out.append(Scored(c, fin, d, lx, r, cx, p, kv, sp, qq, om, af))
-    out.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
-    return out
+    cols = (final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n))
+    return _sorted_ranking(candidates, np.flatnonzero(keep), cols)
 
 
 def rescore(item: Scored, factor: float) -> Scored:
