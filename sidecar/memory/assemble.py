@@ -66,6 +66,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -451,14 +452,18 @@ def plan_assembly(
     # 6. retrieval pool
     # the session outside the tail: the turns no summary candidate stands for (after
     # compaction the active view is the frontier of summaries and uncovered turns)
-    summarized: set[tuple[str, str]] = set()
-    summarized = summarized.union(*[f.sources for f in map(features, candidates) if f.is_summary])
     older = all_turns[: len(all_turns) - len(turns) + start]
     limit = max(0, config.session_pool_limit)
+    newest = [c for c in (older[-limit:] if limit else []) if c.text.strip()]
+    # only the sources of these turns matter: intersect each summary's (often thousands of
+    # turns) with them instead of building the union of all
+    theirs: set[tuple[str, str]] = set().union(*[features(c).sources for c in newest])
+    summarized: set[tuple[str, str]] = set()
+    for f in map(features, candidates):
+        if f.is_summary and theirs:
+            summarized |= f.sources & theirs
     pool_in: list[Candidate] = [
-        replace_scope(c, "session")
-        for c in (older[-limit:] if limit else [])
-        if c.text.strip() and summarized.isdisjoint(c.sources)
+        replace_scope(c, "session") for c in newest if summarized.isdisjoint(features(c).sources)
     ]
     pool_in += [
         replace_scope(c, "session")
@@ -467,16 +472,18 @@ def plan_assembly(
         for c in candidates
         if dream or c.scope != "dream"
     ]
-    pool = _dedupe(pool_in, chosen)
+    known: set[tuple[str, str]] = set()
+    pool = _dedupe(pool_in, chosen, known)
     channels = Channels.compute(qctx, pool, lexical)
     if neighbors is not None and pool and config.neighbor_fetch > 0:
         rel = preliminary(channels, scfg)
         order = np.argsort(-rel, kind="stable")
-        top_turns = [pool[i] for i in order.tolist() if pool[i].kind == "turn"][
-            : config.neighbor_fetch
-        ]
-        known = {p.key for p in pool}
-        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if c.key not in known]
+        top_turns = list(
+            islice(
+                (pool[i] for i in order.tolist() if pool[i].kind == "turn"), config.neighbor_fetch
+            )
+        )
+        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
         if extra:
             pool = pool + extra
             channels = channels.extend(Channels.compute(qctx, extra, lexical))
@@ -552,9 +559,13 @@ def replace_scope(c: Candidate, scope: str) -> Candidate:
     return f.session_copy
 
 
-def _dedupe(cands: Iterable[Candidate], chosen: _Chosen) -> list[Candidate]:
-    """Distinct keys, not already injected; the first occurrence of a key wins."""
-    seen: set[tuple[str, str]] = set()
+def _dedupe(
+    cands: Iterable[Candidate], chosen: _Chosen, seen: set[tuple[str, str]] | None = None
+) -> list[Candidate]:
+    """Distinct keys, not already injected; the first occurrence of a key wins. ``seen``:
+    filled with the keys returned (an empty set to start with)."""
+    if seen is None:
+        seen = set()
     out: list[Candidate] = []
     keys, sources = chosen.keys, chosen.sources
     for c in cands:

@@ -593,10 +593,10 @@ class BM25Index:
         if len(wanted) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
             scores = self._scores(terms)  # vectorised over every document, memoised
             if scores is not None:
-                for doc_id in wanted:
-                    slot = self._slot_of.get(doc_id)
-                    if slot is not None:
-                        out[doc_id] = float(scores[slot])
+                slot_of = self._slot_of
+                slots = np.array([slot_of.get(d, -1) for d in wanted], dtype=np.intp)
+                got = np.where(slots >= 0, scores[slots], np.float32(0.0)).tolist()
+                out = dict(zip(wanted, got, strict=True))
             return out
         avgdl = self._norm_avgdl()
         k1, b = self.k1, self.b
@@ -632,6 +632,23 @@ class LexicalIndex:
         self.stem: StemMode = stem
         self.stopwords = stopwords
         self._indexes: dict[str, BM25Index] = {}
+        # the last query analyzed: (text, stem, stopwords, terms)
+        self._last_query: tuple[str, StemMode, frozenset[str], tuple[str, ...]] | None = None
+
+    def _terms(self, query: str) -> list[str]:
+        """``analyze(query)``, remembered for the last query (a ranking scores its pool,
+        the neighbours it adds and the guidance shards for one query)."""
+        last = self._last_query
+        if (
+            last is None
+            or last[0] != query
+            or last[1] != self.stem
+            or last[2] is not self.stopwords
+        ):
+            terms = tuple(analyze(query, stem=self.stem, stopwords=self.stopwords))
+            last = (query, self.stem, self.stopwords, terms)
+            self._last_query = last
+        return list(last[3])
 
     def collection(self, name: str) -> BM25Index:
         """The index of ``name``, created empty on first use."""
@@ -663,7 +680,7 @@ class LexicalIndex:
     ) -> list[LexicalHit]:
         """The ``k`` best hits over ``collections`` (all when None), best first."""
         names = self.collections if collections is None else list(dict.fromkeys(collections))
-        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        terms = self._terms(query)
         hits: list[LexicalHit] = []
         for name in names:
             idx = self._indexes.get(name)
@@ -675,7 +692,7 @@ class LexicalIndex:
 
     def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
         """BM25 of ``(collection, id)`` pairs under their own collection's statistics."""
-        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        terms = self._terms(query)
         by_coll: dict[str, list[str]] = {}
         for coll, doc_id in keys:
             by_coll.setdefault(coll, []).append(doc_id)

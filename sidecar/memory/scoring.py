@@ -280,9 +280,8 @@ def _row(c: Candidate) -> F32:
 def stack_rows(rows: Sequence[F32]) -> F32:
     """``np.stack(rows)`` for 1-D rows, the same array, with a fast path for rows of one
     length (one concatenation instead of a stack of per-row views)."""
-    dims = rows[0].shape[0] if rows else 0
-    if rows and all(r.shape[0] == dims for r in rows):
-        return np.concatenate(rows).reshape(len(rows), dims)
+    if rows and len(set(map(len, rows))) == 1:
+        return np.concatenate(rows).reshape(len(rows), len(rows[0]))
     return np.stack(rows)
 
 
@@ -412,16 +411,19 @@ def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F
     vectors assumed), else 0."""
     out = np.zeros(len(candidates), dtype=np.float64)
     need: list[int] = []
+    rows: list[F32] = []
     for i, c in enumerate(candidates):
         if c.dense is not None:
             out[i] = float(c.dense)
         elif c.vector is not None and query_vector is not None:
             need.append(i)
+            rows.append(_row(c))
     if need and query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float32).ravel()
-        mat = stack_rows([_row(candidates[i]) for i in need])
-        out[need] = mat @ q
-    return np.clip(np.nan_to_num(out), -1.0, 1.0)
+        out[need] = stack_rows(rows) @ q
+    if not np.isfinite(out).all():
+        out = np.nan_to_num(out)
+    return np.clip(out, -1.0, 1.0)
 
 
 def lexical_scores(
@@ -432,16 +434,18 @@ def lexical_scores(
     """BM25 per candidate: ``lexical`` when given, else from ``scorer`` (corpus
     statistics), else BM25 over the pool itself (statistics of the candidates)."""
     out = np.zeros(len(candidates), dtype=np.float64)
-    missing = [i for i, c in enumerate(candidates) if c.lexical is None]
+    missing: list[int] = []
     for i, c in enumerate(candidates):
         if c.lexical is not None:
             out[i] = float(c.lexical)
+        else:
+            missing.append(i)
     if not missing:
         return out
     if scorer is not None:
-        got = scorer.score(query, [candidates[i].key for i in missing])
-        for i in missing:
-            out[i] = got.get(candidates[i].key, 0.0)
+        keys = [features(candidates[i]).key for i in missing]
+        got = scorer.score(query, keys)
+        out[missing] = [got.get(k, 0.0) for k in keys]
         return out
     pool = BM25Index()
     for i in missing:
