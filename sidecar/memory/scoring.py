@@ -492,28 +492,60 @@ def context_scores(
     sess = np.zeros(n)
     if n == 0 or (cfg.neighbor_weight <= 0 and cfg.session_weight <= 0):
         return neigh, sess
-    turns = [(i, c.session_id, c.seq) for i, c in enumerate(candidates) if c.kind == "turn"]
-    turns = [t for t in turns if t[1]]
+    turns = [
+        (i, c.session_id, c.seq)
+        for i, c in enumerate(candidates)
+        if c.kind == "turn" and c.session_id
+    ]
     if not turns:
         return neigh, sess
+    index, sids, seqs = zip(*turns, strict=True)
+    code_of: dict[str, int] = {}
+    codes = np.array([code_of.setdefault(sid, len(code_of)) for sid in sids], dtype=np.int64)
+    at = np.array(index, dtype=np.intp)
+    vals = rel[at]
+    # the best turn of each session: a running max(best, rel) from 0.0 keeps 0.0 unless a
+    # value is above it (NaN never is), so it is the largest positive value, else 0.0
+    best = np.zeros(len(code_of))
+    np.maximum.at(best, codes, np.where(vals > 0.0, vals, 0.0))
+    sess[at] = best[codes]
+    if None in seqs or min(seqs) <= -_SEQ_SPAN or max(seqs) >= _SEQ_SPAN - 1:
+        _neighbour_terms(rel, turns, neigh)
+    else:
+        # (session, seq) as one sortable integer; the last turn with a key wins, as in a
+        # dict filled in order
+        key = codes * (2 * _SEQ_SPAN) + (np.array(seqs, dtype=np.int64) + _SEQ_SPAN)
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = sorted_keys[1:] != sorted_keys[:-1]
+        keys, owner = sorted_keys[last], at[order[last]]
+
+        def rel_at(k: npt.NDArray[np.int64]) -> F64:
+            pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+            return np.where(keys[pos] == k, rel[owner[pos]], 0.0)
+
+        before, after = rel_at(key - 1), rel_at(key + 1)
+        neigh[at] = np.where(after > before, after, before)  # max(before, after)
+    return cfg.neighbor_weight * neigh, cfg.session_weight * sess
+
+
+_SEQ_SPAN = 2**31  # seqs in (-span, span - 1) pack with their session into an int64
+
+
+def _neighbour_terms(rel: F64, turns: Sequence[tuple[int, str, int | None]], neigh: F64) -> None:
+    """``max(rel(prev), rel(next))`` of each turn with a ``seq``, into ``neigh`` (for
+    any ``seq``: the general case of :func:`context_scores`)."""
     rel_of = rel.tolist()
     at: dict[tuple[str, int], int] = {}
-    best: dict[str, float] = {}
     for i, sid, seq in turns:
         if seq is not None:
             at[(sid, seq)] = i
-        best[sid] = max(best.get(sid, 0.0), rel_of[i])
-    neigh_of = [0.0] * n
-    sess_of = [0.0] * n
     for i, sid, seq in turns:
         if seq is not None:
             p = at.get((sid, seq - 1))
             q = at.get((sid, seq + 1))
-            neigh_of[i] = max(
-                rel_of[p] if p is not None else 0.0, rel_of[q] if q is not None else 0.0
-            )
-        sess_of[i] = best[sid]
-    return cfg.neighbor_weight * np.array(neigh_of), cfg.session_weight * np.array(sess_of)
+            neigh[i] = max(rel_of[p] if p is not None else 0.0, rel_of[q] if q is not None else 0.0)
 
 
 def prior(c: Candidate, now_ms: int | None, cfg: ScoringConfig = DEFAULT_SCORING) -> float:
@@ -608,20 +640,14 @@ def preliminary(channels: Channels, cfg: ScoringConfig = DEFAULT_SCORING) -> F64
     return fuse(channels.dense, channels.lexical, cfg)
 
 
-def _terms(
-    c: Candidate,
-    f: Features,
-    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None,
-) -> Container[str]:
-    """The terms of ``c`` for keyword coverage: ``terms_of(c)``, else its analyzed text."""
-    if terms_of is None:
-        if f.terms is None:
-            f.terms = frozenset(analyze(c.text))
-        return f.terms
-    terms = terms_of(c)
-    if isinstance(terms, dict | set | frozenset | Mapping):
-        return terms
-    return set(terms)
+_TERM_SETS = (dict, set, frozenset, Mapping)  # what terms_of may return as is
+
+
+def _analyzed(c: Candidate, f: Features) -> frozenset[str]:
+    """The analyzed terms of ``c``'s text (keyword coverage without ``terms_of``)."""
+    if f.terms is None:
+        f.terms = frozenset(analyze(c.text))
+    return f.terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -797,13 +823,11 @@ def rank_table(
     keys = query.keywords
     overlap = np.zeros(n)
     if keys:
-        overlap = np.array(
-            [
-                sum(map(_terms(c, f, terms_of).__contains__, keys))
-                for c, f in zip(candidates, feats, strict=True)
-            ],
-            dtype=np.float64,
-        )
+        if terms_of is None:
+            terms: Iterable[Container[str]] = map(_analyzed, candidates, feats)
+        else:
+            terms = (t if isinstance(t, _TERM_SETS) else set(t) for t in map(terms_of, candidates))
+        overlap = np.array([sum(map(t.__contains__, keys)) for t in terms], dtype=np.float64)
     cov = overlap / len(keys) if keys else np.zeros(n)
     kw = (1.0 + cfg.kappa * cov) / (1.0 + cfg.kappa)
 
