@@ -649,7 +649,7 @@ def _fill(
     cands = ranked.candidates
     scores = ranked.score
     top = max(float(scores[0]), 1e-9)
-    mat = _vector_matrix(cands) if cfg.diversity > 0 else None
+    mat = _vector_matrix(ranked) if cfg.diversity > 0 else None
     slots = [set(t) for t in plan.slots] if len(plan.slots) >= 2 else []
     covered_slots: set[int] = set()
     slot_hits: list[set[int]] = []
@@ -702,19 +702,31 @@ def _fill(
             covered_slots.update(slot_hits[i])
 
 
-def _vector_matrix(ranked: Sequence[Candidate]) -> np.ndarray[Any, np.dtype[np.float32]] | None:
-    """Unit vectors of the ranked candidates (zero rows where a vector is missing)."""
-    dims = next((np.asarray(c.vector).size for c in ranked if c.vector is not None), 0)
+def _vector_matrix(ranked: Ranking) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+    """Unit vectors of the ranked candidates (zero rows where a vector is missing); the
+    rows the dense channel stacked when it has them (hop targets added here)."""
+    cands = ranked.candidates
+    dims = next((np.asarray(c.vector).size for c in cands if c.vector is not None), 0)
     if dims == 0:
         return None
     zero = np.zeros(dims, dtype=np.float32)
-    rows: list[np.ndarray[Any, np.dtype[np.float32]]] = []
-    for c in ranked:
-        v = features(c).vector
-        if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
-            v = np.asarray(c.vector, dtype=np.float32).ravel()
-        rows.append(v if v is not None and v.shape[0] == dims else zero)
+    mat = ranked.rows(dims)
+    if mat is not None:
+        for j in np.flatnonzero(ranked.index < 0).tolist():
+            mat[j] = _unit_row(cands[j], dims, zero)
+        return mat
+    rows = [_unit_row(c, dims, zero) for c in cands]
     return np.concatenate(rows).reshape(len(rows), dims)
+
+
+def _unit_row(
+    c: Candidate, dims: int, zero: np.ndarray[Any, np.dtype[np.float32]]
+) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """``c``'s vector as a float32 row of ``dims``, else ``zero``."""
+    v = features(c).vector
+    if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
+        v = np.asarray(c.vector, dtype=np.float32).ravel()
+    return v if v is not None and v.shape[0] == dims else zero
 
 
 def _expand_into(

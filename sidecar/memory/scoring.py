@@ -82,6 +82,8 @@ F64 = npt.NDArray[np.float64]
 
 Fusion = Literal["score", "rrf"]
 
+NO_ROWS: tuple[F32, ...] = ()  # no stacked vector rows (Channels.vectors, Ranking.vectors)
+
 # ------------------------------------------------------------------------------ scopes
 
 
@@ -409,6 +411,12 @@ def _clamp01(x: float) -> float:
 def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F64:
     """Cosine per candidate: ``dense`` when given, else ``vector · query`` (unit
     vectors assumed), else 0."""
+    return _dense(query_vector, candidates)[0]
+
+
+def _dense(query_vector: F32 | None, candidates: Sequence[Candidate]) -> tuple[F64, F32 | None]:
+    """:func:`dense_scores` and the stacked rows of the candidates when every one was
+    multiplied (a vector each and no precomputed ``dense``), else None."""
     out = np.zeros(len(candidates), dtype=np.float64)
     need: list[int] = []
     rows: list[F32] = []
@@ -418,12 +426,14 @@ def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F
         elif c.vector is not None and query_vector is not None:
             need.append(i)
             rows.append(_row(c))
+    mat = None
     if need and query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float32).ravel()
-        out[need] = stack_rows(rows) @ q
+        mat = stack_rows(rows)
+        out[need] = mat @ q
     if not np.isfinite(out).all():
         out = np.nan_to_num(out)
-    return np.clip(out, -1.0, 1.0)
+    return np.clip(out, -1.0, 1.0), mat if len(need) == len(candidates) else None
 
 
 def lexical_scores(
@@ -611,10 +621,14 @@ class QueryContext:
 
 @dataclass(frozen=True, slots=True)
 class Channels:
-    """The dense and lexical score of each candidate of a pool (computed once)."""
+    """The dense and lexical score of each candidate of a pool (computed once).
+    ``vectors``: the candidates' float32 rows, in blocks, when every candidate has a vector
+    (the matrix the dense channel multiplied; the assembler's diversity term reuses it),
+    else empty."""
 
     dense: F64
     lexical: F64
+    vectors: tuple[F32, ...] = field(default=NO_ROWS, compare=False, repr=False)
 
     @staticmethod
     def compute(
@@ -622,16 +636,21 @@ class Channels:
         candidates: Sequence[Candidate],
         lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
     ) -> Channels:
+        dense, rows = _dense(query.vector, candidates)
         return Channels(
-            dense_scores(query.vector, candidates),
+            dense,
             lexical_scores(
                 query.lexical_query or query.text, candidates, as_lexical_scorer(lexical)
             ),
+            (rows,) if rows is not None else NO_ROWS,
         )
 
     def extend(self, other: Channels) -> Channels:
+        both = bool(self.vectors) and bool(other.vectors)
         return Channels(
-            np.concatenate([self.dense, other.dense]), np.concatenate([self.lexical, other.lexical])
+            np.concatenate([self.dense, other.dense]),
+            np.concatenate([self.lexical, other.lexical]),
+            self.vectors + other.vectors if both else NO_ROWS,
         )
 
 
@@ -650,70 +669,93 @@ def _analyzed(c: Candidate, f: Features) -> frozenset[str]:
     return f.terms
 
 
+_PARTS = (
+    "score",
+    "dense",
+    "lexical",
+    "rel",
+    "ctx",
+    "prior",
+    "kw",
+    "speaker",
+    "quality",
+    "auth",
+    "time",
+    "hop",
+)  # the numeric fields of Scored, in order
+_HOP_NEUTRAL = (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)  # dense .. time of a hop
+
+
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """:func:`rank_table`'s result: the kept candidates, best first, and their score
-    parts as aligned arrays (the fields of :class:`Scored`). A :class:`Scored` is made
-    only for the items asked for (:meth:`item`), since the assembler reads a few of a
-    pool of hundreds."""
+    parts as one array (row ``k`` is the ``k``-th numeric field of :class:`Scored`, see
+    :attr:`score` and the other properties). A :class:`Scored` is made only for the
+    items asked for (:meth:`item`), since the assembler reads a few of a pool of
+    hundreds. ``index``: each candidate's position in the ranked input (-1 for a hop
+    target); ``vectors``: the input's float32 rows, in blocks, when every input candidate
+    had one (the dense channel's, see :meth:`Channels.compute`), else empty."""
 
     candidates: list[Candidate]
-    score: F64
-    dense: F64
-    lexical: F64
-    rel: F64
-    ctx: F64
-    prior: F64
-    kw: F64
-    speaker: F64
-    quality: F64
-    auth: F64
-    time: F64
-    hop: F64
+    parts: F64
+    index: npt.NDArray[np.intp]
+    vectors: tuple[F32, ...] = NO_ROWS
 
     def __len__(self) -> int:
         return len(self.candidates)
 
-    def _columns(self) -> tuple[F64, ...]:
-        return (
-            self.score,
-            self.dense,
-            self.lexical,
-            self.rel,
-            self.ctx,
-            self.prior,
-            self.kw,
-            self.speaker,
-            self.quality,
-            self.auth,
-            self.time,
-            self.hop,
-        )
+    @property
+    def score(self) -> F64:
+        row: F64 = self.parts[0]
+        return row
+
+    @property
+    def dense(self) -> F64:
+        row: F64 = self.parts[1]
+        return row
+
+    @property
+    def lexical(self) -> F64:
+        row: F64 = self.parts[2]
+        return row
 
     def item(self, i: int) -> Scored:
         """The ``i``-th best as a :class:`Scored`."""
-        return Scored(self.candidates[i], *(float(col[i]) for col in self._columns()))
+        return Scored(self.candidates[i], *self.parts[:, i].tolist())
 
     def items(self) -> list[Scored]:
         """Every item as a :class:`Scored`, best first (what :func:`rank` returns)."""
-        cols = [col.tolist() for col in self._columns()]
+        cols = self.parts.tolist()
         return [Scored(c, *parts) for c, *parts in zip(self.candidates, *cols, strict=True)]
 
     def with_hops(self, extra: Sequence[Candidate], scores: Sequence[float]) -> Ranking:
         """The ranking with ``extra`` candidates scored ``scores`` by hop expansion (their
         other parts neutral: ``Scored(c, score, hop=score)``), sorted again."""
-        k = len(extra)
         hop = np.asarray(scores, dtype=np.float64)
-        zero, one = np.zeros(k), np.ones(k)
-        merged = [
-            np.concatenate([col, add])
-            for col, add in zip(
-                self._columns(),
-                (hop, zero, zero, zero, zero, one, zero, zero, one, one, zero, hop),
-                strict=True,
-            )
-        ]
-        return _sorted_ranking([*self.candidates, *extra], np.arange(len(self) + k), merged)
+        neutral = np.repeat(np.array(_HOP_NEUTRAL)[:, None], len(extra), axis=1)
+        parts = np.concatenate([self.parts, np.vstack([hop, neutral, hop])], axis=1)
+        index = np.concatenate([self.index, np.full(len(extra), -1, dtype=np.intp)])
+        merged = [*self.candidates, *extra]
+        pick = np.asarray(_best_first(parts[0], merged), dtype=np.intp)
+        return Ranking(
+            [merged[i] for i in pick.tolist()], parts[:, pick], index[pick], self.vectors
+        )
+
+    def rows(self, dims: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """The candidates' float32 rows from :attr:`vectors` (None when they are not all
+        of length ``dims``); a hop target's row is left zero."""
+        if not self.vectors or any(b.shape[1] != dims for b in self.vectors):
+            return None
+        index = self.index
+        if len(self.vectors) == 1 and (len(index) == 0 or index.min() >= 0):
+            return self.vectors[0][index]
+        out = np.zeros((len(index), dims), dtype=np.float32)
+        offset = 0
+        for block in self.vectors:
+            at = np.flatnonzero((index >= offset) & (index < offset + len(block)))
+            out[at] = block[index[at] - offset]
+            offset += len(block)
+        return out
 
 
 def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
@@ -729,17 +771,6 @@ def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
         range(len(candidates)),
         key=lambda i: (keys[i], candidates[i].collection, candidates[i].id),
     )
-
-
-def _sorted_ranking(
-    candidates: Sequence[Candidate], kept: npt.NDArray[np.intp], cols: Sequence[F64]
-) -> Ranking:
-    """A :class:`Ranking` of ``candidates[kept]`` (``cols``: the parts of every
-    candidate, score first), best first."""
-    score = cols[0][kept]
-    cands = [candidates[i] for i in kept.tolist()]
-    pick = kept[np.asarray(_best_first(score, cands), dtype=np.intp)]
-    return Ranking([candidates[i] for i in pick.tolist()], *(col[pick] for col in cols))
 
 
 def _access_counts(candidates: Sequence[Candidate]) -> F64:
@@ -784,8 +815,7 @@ def rank_table(
     """:func:`rank` as a :class:`Ranking` (columns; no :class:`Scored` made)."""
     n = len(candidates)
     if n == 0:
-        empty = np.zeros(0)
-        return Ranking([], *([empty] * 12))
+        return Ranking([], np.zeros((len(_PARTS), 0)), np.zeros(0, dtype=np.intp))
     ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
@@ -845,8 +875,12 @@ def rank_table(
     t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
     final = ctx * pri * q * omega * kw * t
     keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
-    cols = (final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n))
-    return _sorted_ranking(candidates, np.flatnonzero(keep), cols)
+    parts = np.vstack((final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n)))
+    kept = np.flatnonzero(keep)
+    pick = kept[
+        np.asarray(_best_first(final[kept], [candidates[i] for i in kept.tolist()]), dtype=np.intp)
+    ]
+    return Ranking([candidates[i] for i in pick.tolist()], parts[:, pick], pick, ch.vectors)
 
 
 def rescore(item: Scored, factor: float) -> Scored:
