@@ -668,19 +668,25 @@ def _fill(
     penalty = cfg.diversity * top
     slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
     used = 0
+    masked = scores
+    changed = True  # what is spent, the redundancy or the covered slots changed
     while used < budget:
-        # what cannot fit is dropped for good: what is left only shrinks (an expandable
-        # summary may still fit as its turns)
-        alive &= (costs <= budget - used) | expandable
+        if changed:
+            # what cannot fit is dropped for good: what is left only shrinks (an
+            # expandable summary may still fit as its turns)
+            alive &= (costs <= budget - used) | expandable
+            value = scores - penalty * redundancy if mat is not None else scores
+            if slots:
+                value = value + slot_scale * np.fromiter(
+                    (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
+                )
+            masked = np.where(alive, value, -np.inf)
+            changed = False
         if not alive.any():
             break
-        value = scores - penalty * redundancy if mat is not None else scores
-        if slots:
-            value = value + slot_scale * np.fromiter(
-                (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
-            )
-        i = int(np.argmax(np.where(alive, value, -np.inf)))
+        i = int(np.argmax(masked))
         alive[i] = False
+        masked[i] = -np.inf  # a skipped item leaves everything else as it was
         c = cands[i]
         took = 0
         if expandable[i] and expand is not None:
@@ -696,6 +702,7 @@ def _fill(
             chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), features(c).sources)
             took = k
         used += took
+        changed = True
         if mat is not None:
             np.maximum(redundancy, mat @ mat[i], out=redundancy)
         if slot_hits:

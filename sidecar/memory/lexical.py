@@ -585,26 +585,31 @@ class BM25Index:
     def score(self, query: str | Sequence[str], ids: Iterable[str]) -> dict[str, float]:
         """BM25 of the given documents (0 for a document without a query term or an
         unknown id)."""
-        terms = self.analyze(query) if isinstance(query, str) else list(query)
         wanted = list(ids)
-        out = dict.fromkeys(wanted, 0.0)
-        if not terms or not wanted:
-            return out
-        if len(wanted) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
+        return dict(zip(wanted, self.score_list(query, wanted), strict=True))
+
+    def score_list(self, query: str | Sequence[str], ids: Sequence[str]) -> list[float]:
+        """:meth:`score` as a list aligned with ``ids``."""
+        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        if not terms or not ids:
+            return [0.0] * len(ids)
+        if len(ids) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
             scores = self._scores(terms)  # vectorised over every document, memoised
-            if scores is not None:
-                slot_of = self._slot_of
-                slots = np.array([slot_of.get(d, -1) for d in wanted], dtype=np.intp)
-                got = np.where(slots >= 0, scores[slots], np.float32(0.0)).tolist()
-                out = dict(zip(wanted, got, strict=True))
-            return out
+            if scores is None:
+                return [0.0] * len(ids)
+            slot_of = self._slot_of
+            slots = np.array([slot_of.get(d, -1) for d in ids], dtype=np.intp)
+            got: list[float] = np.where(slots >= 0, scores[slots], np.float32(0.0)).tolist()
+            return got
         avgdl = self._norm_avgdl()
         k1, b = self.k1, self.b
         idfs = {t: self.idf(t) for t in dict.fromkeys(terms)}
-        for doc_id in wanted:
+        out: list[float] = []
+        for doc_id in ids:
             slot = self._slot_of.get(doc_id)
             counts = self._doc_terms[slot] if slot is not None else None
             if slot is None or counts is None:
+                out.append(0.0)
                 continue
             norm = k1 * (1.0 - b + b * float(self._dl[slot]) / avgdl)
             total = 0.0
@@ -612,7 +617,7 @@ class BM25Index:
                 tf = counts.get(term, 0)
                 if tf and idf > 0:
                     total += idf * tf * (k1 + 1.0) / (tf + norm)
-            out[doc_id] = total
+            out.append(total)
         return out
 
 
@@ -701,6 +706,21 @@ class LexicalIndex:
             idx = self._indexes.get(coll)
             scores = idx.score(terms, ids) if idx is not None else dict.fromkeys(ids, 0.0)
             out.update({(coll, i): s for i, s in scores.items()})
+        return out
+
+    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
+        """:meth:`score` as a list aligned with ``keys``."""
+        terms = self._terms(query)
+        at: dict[str, list[int]] = {}
+        for j, key in enumerate(keys):
+            at.setdefault(key[0], []).append(j)
+        out = [0.0] * len(keys)
+        for coll, positions in at.items():
+            idx = self._indexes.get(coll)
+            if idx is not None:
+                got = idx.score_list(terms, [keys[j][1] for j in positions])
+                for j, value in zip(positions, got, strict=True):
+                    out[j] = value
         return out
 
 

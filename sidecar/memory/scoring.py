@@ -392,6 +392,20 @@ class _SingleIndex:
         s = self.index.score(query, [k[1] for k in keys])
         return {k: s[k[1]] for k in keys}
 
+    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
+        return self.index.score_list(query, [k[1] for k in keys])
+
+
+def _score_list(
+    scorer: LexicalScorer,
+) -> Callable[[str, Sequence[tuple[str, str]]], list[float]] | None:
+    """The scorer's list form when it is one of ours and ``score`` is not overridden."""
+    if isinstance(scorer, _SingleIndex):
+        return scorer.score_list
+    if isinstance(scorer, LexicalIndex) and type(scorer).score is LexicalIndex.score:
+        return scorer.score_list
+    return None
+
 
 def as_lexical_scorer(
     index: BM25Index | LexicalIndex | LexicalScorer | None,
@@ -454,8 +468,12 @@ def lexical_scores(
         return out
     if scorer is not None:
         keys = [features(candidates[i]).key for i in missing]
-        got = scorer.score(query, keys)
-        out[missing] = [got.get(k, 0.0) for k in keys]
+        as_list = _score_list(scorer)
+        if as_list is not None:
+            out[missing] = as_list(query, keys)
+        else:
+            got = scorer.score(query, keys)
+            out[missing] = [got.get(k, 0.0) for k in keys]
         return out
     pool = BM25Index()
     for i in missing:
