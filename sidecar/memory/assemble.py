@@ -103,6 +103,7 @@ from sidecar.memory.scoring import (
     preliminary,
     rank,
     rank_table,
+    with_scope,
 )
 from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
 from sidecar.memory.tokens import count_message_tokens, estimate_tokens
@@ -555,7 +556,7 @@ def replace_scope(c: Candidate, scope: str) -> Candidate:
         return replace(c, scope=scope)
     f = features(c)
     if f.session_copy is None:
-        f.session_copy = replace(c, scope=scope)
+        f.session_copy = with_scope(c, scope)
     return f.session_copy
 
 

@@ -213,7 +213,6 @@ def named_speakers(query: str, speakers: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------- features
 
 
-@dataclass(slots=True, eq=False)
 class Features:
     """What a candidate brings to every ranking whatever the query, computed once per
     candidate (:func:`features`).
@@ -225,22 +224,53 @@ class Features:
     read-only, except ``access_count``, which the daemon bumps in place and which is
     therefore never cached. :func:`dataclasses.replace` makes a new candidate, with its
     own features.
+
+    ``vector``: the candidate's vector when it already is a 1-D float32 ndarray (the same
+    array, never a copy, so a row rewritten in place is seen), else None (converted per
+    call). Set by their users on first use: ``terms`` (``set(analyze(text))``, keyword
+    coverage without ``terms_of``), ``turn`` (the candidate as a continuity ``Turn``) and
+    ``session_copy`` (the candidate with scope ``session``).
     """
 
-    key: tuple[str, str]
-    covered: tuple[str, ...]
-    sources: frozenset[tuple[str, str]]
-    is_summary: bool
-    speaker: str
-    decay: float  # a summary's decay rate in [0, 1] (summary_quality); 0 otherwise
-    authority: float
-    # the vector when it already is a 1-D float32 ndarray (the same array, never a copy,
-    # so a row rewritten in place is seen); None otherwise (converted per call)
-    vector: F32 | None
-    # set by their users on first use
-    terms: frozenset[str] | None = None  # set(analyze(text)) (keyword coverage)
-    turn: Any = None  # the candidate as a continuity Turn (the assembler's tail)
-    session_copy: Candidate | None = None  # the candidate with scope "session"
+    __slots__ = (
+        "authority",
+        "covered",
+        "decay",
+        "is_summary",
+        "key",
+        "session_copy",
+        "sources",
+        "speaker",
+        "terms",
+        "turn",
+        "vector",
+    )
+
+    def __init__(
+        self,
+        key: tuple[str, str],
+        covered: tuple[str, ...],
+        sources: frozenset[tuple[str, str]],
+        is_summary: bool,
+        speaker: str,
+        decay: float,
+        authority: float,
+        vector: F32 | None,
+    ) -> None:
+        self.key = key
+        self.covered = covered
+        self.sources = sources
+        self.is_summary = is_summary
+        self.speaker = speaker
+        self.decay = decay  # a summary's decay rate in [0, 1] (summary_quality); 0 otherwise
+        self.authority = authority
+        self.vector = vector
+        self.terms: frozenset[str] | None = None
+        self.turn: Any = None
+        self.session_copy: Candidate | None = None
+
+
+_F32_DTYPE = np.dtype(np.float32)
 
 
 def features(c: Candidate) -> Features:
@@ -256,19 +286,53 @@ def features(c: Candidate) -> Features:
                 conf = c.metadata.get("confidence")
                 raw = 1.0 - float(conf) if isinstance(conf, int | float) else 0.5
             decay = _clamp01(float(raw))
+        sid = c.session_id
         v = c.vector
         f = Features(
-            key=(c.collection, c.id),
-            covered=covered,
-            sources=frozenset((c.session_id, t) for t in covered),
-            is_summary=is_summary,
-            speaker=speaker_of(c),
-            decay=decay,
-            authority=authority(c),
-            vector=v if type(v) is np.ndarray and v.ndim == 1 and v.dtype == np.float32 else None,
+            (c.collection, c.id),
+            covered,
+            frozenset([(sid, covered[0])] if len(covered) == 1 else [(sid, t) for t in covered]),
+            is_summary,
+            speaker_of(c),
+            decay,
+            authority(c),
+            v if type(v) is np.ndarray and v.ndim == 1 and v.dtype is _F32_DTYPE else None,
         )
         object.__setattr__(c, "_features", f)
     return f
+
+
+def with_scope(c: Candidate, scope: str) -> Candidate:
+    """``dataclasses.replace(c, scope=scope)``, sharing the features that do not depend on
+    the scope when ``c``'s are known."""
+    if type(c) is not Candidate:
+        return replace(c, scope=scope)
+    new = Candidate(
+        kind=c.kind,
+        collection=c.collection,
+        id=c.id,
+        text=c.text,
+        scope=scope,
+        turn_ids=c.turn_ids,
+        session_id=c.session_id,
+        role=c.role,
+        ts=c.ts,
+        seq=c.seq,
+        speaker=c.speaker,
+        vector=c.vector,
+        dense=c.dense,
+        lexical=c.lexical,
+        tokens=c.tokens,
+        metadata=c.metadata,
+    )
+    f = c._features
+    if f is not None:
+        g = Features(
+            f.key, f.covered, f.sources, f.is_summary, f.speaker, f.decay, authority(new), f.vector
+        )
+        g.terms, g.turn = f.terms, f.turn
+        object.__setattr__(new, "_features", g)
+    return new
 
 
 def _row(c: Candidate) -> F32:
