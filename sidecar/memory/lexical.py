@@ -29,7 +29,8 @@ length that is refreshed only when the true one drifts by more than 5 %
 (:data:`AVGDL_TOLERANCE`), so adds do not invalidate the cache; ``search`` and ``score``
 use the same value and agree. The score array of the last query is memoised, so ranking
 the candidates of a ``search`` (``score`` of their ids) is a lookup, and ``score`` of many
-ids scores the whole index at once.
+ids scores the whole index at once. The terms of the last few query texts are kept
+(:func:`analyze_query`), since one ``assemble`` analyzes its query for every scope.
 
 :class:`LexicalIndex` keeps one :class:`BM25Index` per collection (scope), so every
 scope has its own statistics; a search over several collections merges their hits.
@@ -40,6 +41,7 @@ per namespace behind its store lock).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -344,7 +346,15 @@ def query_terms(
     text: str, *, stem: StemMode = "light", stopwords: frozenset[str] = STOPWORDS
 ) -> list[str]:
     """The distinct terms of ``text``, in first-occurrence order (keyword extraction)."""
-    return list(dict.fromkeys(analyze(text, stem=stem, stopwords=stopwords)))
+    return list(dict.fromkeys(analyze_query(text, stem, stopwords)))
+
+
+@functools.lru_cache(maxsize=64)
+def analyze_query(text: str, stem: StemMode, stopwords: frozenset[str]) -> tuple[str, ...]:
+    """:func:`analyze` of a query, remembered for the last queries: one ``assemble``
+    analyzes its query for every scope's BM25 search, the keyword set and the pool's
+    lexical scores (documents are analyzed with :func:`analyze`)."""
+    return tuple(analyze(text, stem=stem, stopwords=stopwords))
 
 
 # ------------------------------------------------------------------------------ index
@@ -398,6 +408,12 @@ class BM25Index:
     # ---------------------------------------------------------------- documents
     def analyze(self, text: str) -> list[str]:
         return analyze(text, stem=self.stem, stopwords=self.stopwords)
+
+    def _query(self, query: str | Sequence[str]) -> list[str]:
+        """The terms of a query text (:func:`analyze_query`) or the given terms."""
+        if isinstance(query, str):
+            return list(analyze_query(query, self.stem, self.stopwords))
+        return list(query)
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -565,7 +581,7 @@ class BM25Index:
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, score)`` for a query text (or analyzed terms), best first;
         ties by id. Only documents sharing a term with the query are returned."""
-        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        terms = self._query(query)
         scores = self._scores(terms)
         if scores is None or k <= 0:
             return []
@@ -590,7 +606,7 @@ class BM25Index:
 
     def score_list(self, query: str | Sequence[str], ids: Sequence[str]) -> list[float]:
         """:meth:`score` as a list aligned with ``ids``."""
-        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        terms = self._query(query)
         if not terms or not ids:
             return [0.0] * len(ids)
         if len(ids) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
@@ -637,23 +653,9 @@ class LexicalIndex:
         self.stem: StemMode = stem
         self.stopwords = stopwords
         self._indexes: dict[str, BM25Index] = {}
-        # the last query analyzed: (text, stem, stopwords, terms)
-        self._last_query: tuple[str, StemMode, frozenset[str], tuple[str, ...]] | None = None
 
     def _terms(self, query: str) -> list[str]:
-        """``analyze(query)``, remembered for the last query (a ranking scores its pool,
-        the neighbours it adds and the guidance shards for one query)."""
-        last = self._last_query
-        if (
-            last is None
-            or last[0] != query
-            or last[1] != self.stem
-            or last[2] is not self.stopwords
-        ):
-            terms = tuple(analyze(query, stem=self.stem, stopwords=self.stopwords))
-            last = (query, self.stem, self.stopwords, terms)
-            self._last_query = last
-        return list(last[3])
+        return list(analyze_query(query, self.stem, self.stopwords))
 
     def collection(self, name: str) -> BM25Index:
         """The index of ``name``, created empty on first use."""

@@ -251,8 +251,10 @@ _DREAM_NOT = re.compile(
 _DREAM_WORD = re.compile(r"\b(?:dream(?:s|t|ed|ing)?|nightmares?)\b", re.I)
 
 
+@functools.lru_cache(maxsize=64)
 def is_dream_query(query: str) -> bool:
-    """True when ``query`` asks about dreams, not when it merely uses the word."""
+    """True when ``query`` asks about dreams, not when it merely uses the word (pure;
+    the last answers are kept, as the daemon asks for each query twice)."""
     if not _DREAM_WORD.search(query):
         return False
     cleaned = _DREAM_NOT.sub(" ", query)
