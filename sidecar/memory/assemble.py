@@ -456,13 +456,7 @@ def plan_assembly(
     older = all_turns[: len(all_turns) - len(turns) + start]
     limit = max(0, config.session_pool_limit)
     newest = [c for c in (older[-limit:] if limit else []) if c.text.strip()]
-    # only the sources of these turns matter: intersect each summary's (often thousands of
-    # turns) with them instead of building the union of all
-    theirs: set[tuple[str, str]] = set().union(*[features(c).sources for c in newest])
-    summarized: set[tuple[str, str]] = set()
-    for f in map(features, candidates):
-        if f.is_summary and theirs:
-            summarized |= f.sources & theirs
+    summarized = _summarized(candidates, newest)
     pool_in: list[Candidate] = [
         replace_scope(c, "session") for c in newest if summarized.isdisjoint(features(c).sources)
     ]
@@ -558,6 +552,34 @@ def replace_scope(c: Candidate, scope: str) -> Candidate:
     if f.session_copy is None:
         f.session_copy = with_scope(c, scope)
     return f.session_copy
+
+
+def _summarized(
+    candidates: Sequence[Candidate], turns: Sequence[Candidate]
+) -> set[tuple[str, str]]:
+    """The sources of ``turns`` that a summary among ``candidates`` covers.
+
+    A summary covers up to thousands of turns, so each one's sources are intersected with
+    those of ``turns`` only, and the answer is kept on the summary's features for the same
+    turns (the session's newest turns outside the tail, the same objects from call to call
+    until the session grows)."""
+    out: set[tuple[str, str]] = set()
+    if not turns:
+        return out
+    key = tuple(turns)
+    theirs: frozenset[tuple[str, str]] | None = None
+    for c in candidates:
+        f = c._features or features(c)
+        if not f.is_summary:
+            continue
+        memo = f.covers
+        if memo is None or memo[0] != key:
+            if theirs is None:
+                theirs = frozenset().union(*[features(t).sources for t in turns])
+            memo = (key, f.sources & theirs)
+            f.covers = memo
+        out |= memo[1]
+    return out
 
 
 def _dedupe(

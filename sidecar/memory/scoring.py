@@ -228,13 +228,15 @@ class Features:
     ``vector``: the candidate's vector when it already is a 1-D float32 ndarray (the same
     array, never a copy, so a row rewritten in place is seen), else None (converted per
     call). Set by their users on first use: ``terms`` (``set(analyze(text))``, keyword
-    coverage without ``terms_of``), ``turn`` (the candidate as a continuity ``Turn``) and
-    ``session_copy`` (the candidate with scope ``session``).
+    coverage without ``terms_of``), ``turn`` (the candidate as a continuity ``Turn``),
+    ``session_copy`` (the candidate with scope ``session``) and ``covers`` (a summary's
+    sources among the last session turns it was checked against, with those turns).
     """
 
     __slots__ = (
         "authority",
         "covered",
+        "covers",
         "decay",
         "is_summary",
         "key",
@@ -268,6 +270,7 @@ class Features:
         self.terms: frozenset[str] | None = None
         self.turn: Any = None
         self.session_copy: Candidate | None = None
+        self.covers: tuple[tuple[Candidate, ...], frozenset[tuple[str, str]]] | None = None
 
 
 _F32_DTYPE = np.dtype(np.float32)
@@ -579,15 +582,29 @@ def context_scores(
 ) -> tuple[F64, F64]:
     """``(neighbour term, session term)`` per candidate (raw turns with a session and a
     ``seq`` only; 0 otherwise)."""
-    n = len(candidates)
+    kinds = [c.kind for c in candidates]
+    sids = [c.session_id for c in candidates]
+    seqs = [c.seq for c in candidates]
+    return _context(rel, kinds, sids, seqs, cfg)
+
+
+def _context(
+    rel: F64,
+    kinds: Sequence[str],
+    session_ids: Sequence[str],
+    seq_of: Sequence[int | None],
+    cfg: ScoringConfig,
+) -> tuple[F64, F64]:
+    """:func:`context_scores` from the candidates' ``kind``, ``session_id`` and ``seq``."""
+    n = len(kinds)
     neigh = np.zeros(n)
     sess = np.zeros(n)
     if n == 0 or (cfg.neighbor_weight <= 0 and cfg.session_weight <= 0):
         return neigh, sess
     turns = [
-        (i, c.session_id, c.seq)
-        for i, c in enumerate(candidates)
-        if c.kind == "turn" and c.session_id
+        (i, sid, seq)
+        for i, kind, sid, seq in zip(range(n), kinds, session_ids, seq_of, strict=True)
+        if kind == "turn" and sid
     ]
     if not turns:
         return neigh, sess
@@ -855,9 +872,10 @@ def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
     )
 
 
-def _access_counts(candidates: Sequence[Candidate]) -> F64:
-    """:func:`access_count` of each candidate (read on every call: the daemon bumps it)."""
-    raw = [c.metadata.get("access_count") if c.metadata else None for c in candidates]
+def _access_counts(metadata: Sequence[Mapping[str, Any]]) -> F64:
+    """:func:`access_count` of each candidate, from its ``metadata`` (read on every call:
+    the daemon bumps it)."""
+    raw = [m.get("access_count") if m else None for m in metadata]
     return np.array(
         [0 if v is None else v if type(v) is int and v > 0 else _count(v) for v in raw],
         dtype=np.float64,
@@ -901,8 +919,16 @@ def rank_table(
     ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
-    neigh, sess = context_scores(rel, candidates, cfg)
-    feats = [features(c) for c in candidates]
+    # every field read once per candidate, in one pass (the candidates are scattered in
+    # memory and usually cold)
+    kinds, sids, seqs, scopes, stamps, metas, feats = zip(
+        *[
+            (c.kind, c.session_id, c.seq, c.scope, c.ts, c.metadata, c._features or features(c))
+            for c in candidates
+        ],
+        strict=True,
+    )
+    neigh, sess = _context(rel, kinds, sids, seqs, cfg)
     spk_names = [f.speaker for f in feats]
     speakers = named_speakers(query.text, set(spk_names))
     named = speakers[0] if len(speakers) == 1 else ""
@@ -912,13 +938,12 @@ def rank_table(
     # prior P = alpha' + beta*R + gamma*S, vectorised
     beta = min(max(cfg.beta, 0.0), 1.0)
     gamma = min(max(cfg.gamma, 0.0), 1.0 - beta)
-    scopes = [c.scope for c in candidates]
     params = {name: cfg.scope(name) for name in set(scopes)}
     decay = np.array([params[name].decay_per_s for name in scopes])
     weight = np.clip(np.array([params[name].weight for name in scopes]), 0.0, 1.0)
     if query.now_ms is not None:
         now = query.now_ms
-        ts = np.array([c.ts if c.ts is not None and c.ts > 0 else now for c in candidates])
+        ts = np.array([t if t is not None and t > 0 else now for t in stamps])
         age = np.maximum(0.0, (now - ts) / 1000.0)
     else:
         age = np.zeros(n)
@@ -926,7 +951,7 @@ def rank_table(
 
     # summary_quality and authority, from the cached parts
     q = 1.0 - _clamp01(cfg.delta) * np.array([f.decay for f in feats])
-    acc = _access_counts(candidates)
+    acc = _access_counts(metas)
     max_acc = float(acc.max())
     freq = np.log1p(acc) / math.log1p(max_acc) if max_acc > 0 else np.zeros(n)
     auth = np.array([f.authority for f in feats])
@@ -947,9 +972,9 @@ def rank_table(
     aff = np.zeros(n)
     order_term = np.zeros(n)
     if plan is not None and plan.windows:
-        aff = plan.affinities([c.ts for c in candidates])
+        aff = plan.affinities(stamps)
     if plan is not None and plan.order is not None and cfg.order_weight > 0:
-        with_ts = sorted((c.ts, i) for i, c in enumerate(candidates) if c.ts is not None)
+        with_ts = sorted((t, i) for i, t in enumerate(stamps) if t is not None)
         m = len(with_ts)
         for pos, (_, i) in enumerate(with_ts):
             frac = pos / (m - 1) if m > 1 else 0.0
