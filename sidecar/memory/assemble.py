@@ -58,6 +58,13 @@ charged to the memory budget).
 Invariants (property-tested): hard rules are always present; the tail is exact and in
 order; no record and no source turn appears twice (across parts or scopes); the total
 never exceeds ``M`` unless degraded.
+
+Cost: the caller reuses its candidates across calls, so what does not depend on the query
+is kept on them (:func:`sidecar.memory.scoring.features`: source turns, the tail's
+``Turn``, the session-scoped copy, a summary's coverage of the newest session turns); the
+ranking is columnar (:class:`~sidecar.memory.scoring.Ranking`), and a scored item is
+materialised only for what is injected. The greedy fill's redundancy term reads the rows
+the dense channel already stacked.
 """
 
 from __future__ import annotations
@@ -569,7 +576,7 @@ def _summarized(
     key = tuple(turns)
     theirs: frozenset[tuple[str, str]] | None = None
     for c in candidates:
-        f = c._features or features(c)
+        f = features(c)
         if not f.is_summary:
             continue
         memo = f.covers
