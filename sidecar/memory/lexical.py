@@ -609,9 +609,11 @@ class BM25Index:
         terms = self._query(query)
         if not terms or not ids:
             return [0.0] * len(ids)
-        if len(ids) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
-            scores = self._scores(terms)  # vectorised over every document, memoised
-            if scores is None:
+        memo = self._memo_scores(terms)
+        if len(ids) >= SCORE_ARRAY_MIN_IDS or memo is not False:
+            # vectorised over every document, memoised
+            scores = self._scores(terms) if memo is False else memo
+            if scores is None or isinstance(scores, bool):
                 return [0.0] * len(ids)
             slot_of = self._slot_of
             slots = np.array([slot_of.get(d, -1) for d in ids], dtype=np.intp)

@@ -181,10 +181,9 @@ def speaker_of(c: Candidate) -> str:
             v = c.metadata.get(key)
             if isinstance(v, str) and v.strip():
                 return v.strip()
-    head = c.text[:48]
-    if ":" not in head:
+    if c.text.find(":", 0, 48) < 0:  # no prefix: no slice made
         return ""
-    m = _SPEAKER_PREFIX.match(head)
+    m = _SPEAKER_PREFIX.match(c.text[:48])
     return m.group(1) if m else ""
 
 
