@@ -576,7 +576,7 @@ def _summarized(
     key = tuple(turns)
     theirs: frozenset[tuple[str, str]] | None = None
     for c in candidates:
-        f = features(c)
+        f = c._features or features(c)
         if not f.is_summary:
             continue
         memo = f.covers
@@ -599,7 +599,7 @@ def _dedupe(
     out: list[Candidate] = []
     keys, sources = chosen.keys, chosen.sources
     for c in cands:
-        f = features(c)
+        f = c._features or features(c)
         key = f.key
         if key in seen or key in keys or not sources.isdisjoint(f.sources):
             continue

@@ -339,10 +339,8 @@ def with_scope(c: Candidate, scope: str) -> Candidate:
 
 def _row(c: Candidate) -> F32:
     """``c.vector`` as a 1-D float32 array (``c.vector`` must be set)."""
-    f = features(c)
-    if f.vector is not None:
-        return f.vector
-    return np.asarray(c.vector, dtype=np.float32).ravel()
+    v = (c._features or features(c)).vector
+    return v if v is not None else np.asarray(c.vector, dtype=np.float32).ravel()
 
 
 def stack_rows(rows: Sequence[F32]) -> F32:
@@ -533,7 +531,7 @@ def lexical_scores(
     if not missing:
         return out
     if scorer is not None:
-        keys = [features(candidates[i]).key for i in missing]
+        keys = [(c._features or features(c)).key for c in map(candidates.__getitem__, missing)]
         as_list = _score_list(scorer)
         if as_list is not None:
             out[missing] = as_list(query, keys)
