@@ -58,6 +58,13 @@ charged to the memory budget).
 Invariants (property-tested): hard rules are always present; the tail is exact and in
 order; no record and no source turn appears twice (across parts or scopes); the total
 never exceeds ``M`` unless degraded.
+
+Cost: the caller reuses its candidates across calls, so what does not depend on the query
+is kept on them (:func:`sidecar.memory.scoring.features`: source turns, the tail's
+``Turn``, the session-scoped copy, a summary's coverage of the newest session turns); the
+ranking is columnar (:class:`~sidecar.memory.scoring.Ranking`), and a scored item is
+materialised only for what is injected. The greedy fill's redundancy term reads the rows
+the dense channel already stacked.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -95,10 +103,14 @@ from sidecar.memory.scoring import (
     Channels,
     LexicalScorer,
     QueryContext,
+    Ranking,
     Scored,
     ScoringConfig,
+    features,
     preliminary,
     rank,
+    rank_table,
+    with_scope,
 )
 from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
 from sidecar.memory.tokens import count_message_tokens, estimate_tokens
@@ -228,10 +240,8 @@ class _Chosen:
         self.sources: set[tuple[str, str]] = set()
 
     def blocked(self, c: Candidate) -> bool:
-        if (c.collection, c.id) in self.keys:
-            return True
-        sid = c.session_id
-        return any((sid, t) in self.sources for t in c.covered)
+        f = features(c)
+        return f.key in self.keys or not self.sources.isdisjoint(f.sources)
 
     def add(self, item: SelectedItem, sources: Iterable[tuple[str, str]] = ()) -> None:
         self.items.append(item)
@@ -275,15 +285,21 @@ def _candidate_item(
 
 
 def _to_turn(c: Candidate) -> Turn:
-    bundle = c.metadata.get("continuity_bundle_id")
-    return Turn(
-        id=c.id,
-        role=c.role,
-        text=c.text,
-        ts=c.ts or 0,
-        seq=c.seq or 0,
-        bundle_id=bundle if isinstance(bundle, str) else "",
-    )
+    """``c`` as a continuity :class:`Turn` (cached on the candidate's features)."""
+    f = features(c)
+    turn: Turn | None = f.turn
+    if turn is None:
+        bundle = c.metadata.get("continuity_bundle_id")
+        turn = Turn(
+            id=c.id,
+            role=c.role,
+            text=c.text,
+            ts=c.ts or 0,
+            seq=c.seq or 0,
+            bundle_id=bundle if isinstance(bundle, str) else "",
+        )
+        f.turn = turn
+    return turn
 
 
 def _select_tail(
@@ -424,32 +440,32 @@ def plan_assembly(
     # 5. elevated guidance
     e_budget = elevated_budget(total, ledger.remaining, bcfg)
     if elevated and e_budget > 0:
-        ranked_e = rank(
+        ranked_e = rank_table(
             qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
         )
         used = 0
-        for s in ranked_e:
-            c = s.candidate
+        for i, c in enumerate(ranked_e.candidates):
             if chosen.blocked(c):
                 continue
-            if used + cost(c) <= e_budget:
-                used += cost(c)
-                ledger.charge("elevated", cost(c))
+            k = cost(c)
+            if used + k <= e_budget:
+                used += k
+                ledger.charge("elevated", k)
+                s = ranked_e.item(i)
                 chosen.add(
-                    _candidate_item(c, "elevated", s.score, cost(c), _reason("elevated", s)),
-                    c.sources,
+                    _candidate_item(c, "elevated", s.score, k, _reason("elevated", s)),
+                    features(c).sources,
                 )
 
     # 6. retrieval pool
     # the session outside the tail: the turns no summary candidate stands for (after
     # compaction the active view is the frontier of summaries and uncovered turns)
-    summarized = {src for c in candidates if c.is_summary for src in c.sources}
     older = all_turns[: len(all_turns) - len(turns) + start]
     limit = max(0, config.session_pool_limit)
+    newest = [c for c in (older[-limit:] if limit else []) if c.text.strip()]
+    summarized = _summarized(candidates, newest)
     pool_in: list[Candidate] = [
-        replace_scope(c, "session")
-        for c in (older[-limit:] if limit else [])
-        if c.text.strip() and summarized.isdisjoint(c.sources)
+        replace_scope(c, "session") for c in newest if summarized.isdisjoint(features(c).sources)
     ]
     pool_in += [
         replace_scope(c, "session")
@@ -458,32 +474,36 @@ def plan_assembly(
         for c in candidates
         if dream or c.scope != "dream"
     ]
-    pool = _dedupe(pool_in, chosen)
+    known: set[tuple[str, str]] = set()
+    pool = _dedupe(pool_in, chosen, known)
     channels = Channels.compute(qctx, pool, lexical)
     if neighbors is not None and pool and config.neighbor_fetch > 0:
         rel = preliminary(channels, scfg)
         order = np.argsort(-rel, kind="stable")
-        top_turns = [pool[i] for i in order.tolist() if pool[i].kind == "turn"][
-            : config.neighbor_fetch
-        ]
-        known = {p.key for p in pool}
-        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if c.key not in known]
+        top_turns = list(
+            islice(
+                (pool[i] for i in order.tolist() if pool[i].kind == "turn"), config.neighbor_fetch
+            )
+        )
+        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
         if extra:
             pool = pool + extra
             channels = channels.extend(Channels.compute(qctx, extra, lexical))
     t_pool = time.perf_counter()
-    ranked = rank(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
+    ranked = rank_table(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
     t_rank = time.perf_counter()
-    if hops is not None and ranked:
+    if hops is not None and len(ranked):
         ranked = _with_hops(ranked, hops, chosen, config)
 
     # 7. recovery trigger and reserve
     triggers = _recovery_triggers(ranked, len(older), config)
-    recovery_pool: list[Scored] = []
+    recovery_pool: Ranking | None = None
     if triggers and recover is not None:
-        known = {c.key for c in pool}
-        rec = [c for c in _dedupe(recover(), chosen) if c.key not in known]
-        recovery_pool = rank(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
+        known = {features(c).key for c in pool}
+        rec = [c for c in _dedupe(recover(), chosen) if features(c).key not in known]
+        recovery_pool = rank_table(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
+        if not len(recovery_pool):
+            recovery_pool = None
     reserve = recovery_reserve(ledger.remaining, bcfg) if recovery_pool else 0
     # Section preambles are not charged per item; keep room for them (and the recalled
     # section's own) so retrieval does not overfill what _finish must then trim.
@@ -494,7 +514,7 @@ def plan_assembly(
         uncharged = max(0, rendered - ledger.used - overhead)
     r_budget = max(0, ledger.remaining - reserve - uncharged)
     _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, expand, terms_of)
-    if recovery_pool:
+    if recovery_pool is not None:
         _fill(
             recovery_pool,
             max(0, ledger.remaining - uncharged),
@@ -529,29 +549,72 @@ def plan_assembly(
 
 
 def replace_scope(c: Candidate, scope: str) -> Candidate:
-    return c if c.scope == scope else replace(c, scope=scope)
+    """``c`` with ``scope``; the session copy of a candidate is made once and kept with
+    it (the caller reuses its candidates across calls)."""
+    if c.scope == scope:
+        return c
+    if scope != "session":
+        return replace(c, scope=scope)
+    f = features(c)
+    if f.session_copy is None:
+        f.session_copy = with_scope(c, scope)
+    return f.session_copy
 
 
-def _dedupe(cands: Iterable[Candidate], chosen: _Chosen) -> list[Candidate]:
-    """Distinct keys, not already injected; the first occurrence of a key wins."""
-    seen: set[tuple[str, str]] = set()
-    out: list[Candidate] = []
-    for c in cands:
-        if c.key in seen or chosen.blocked(c):
+def _summarized(
+    candidates: Sequence[Candidate], turns: Sequence[Candidate]
+) -> set[tuple[str, str]]:
+    """The sources of ``turns`` that a summary among ``candidates`` covers.
+
+    A summary covers up to thousands of turns, so each one's sources are intersected with
+    those of ``turns`` only, and the answer is kept on the summary's features for the same
+    turns (the session's newest turns outside the tail, the same objects from call to call
+    until the session grows)."""
+    out: set[tuple[str, str]] = set()
+    if not turns:
+        return out
+    key = tuple(turns)
+    theirs: frozenset[tuple[str, str]] | None = None
+    for c in candidates:
+        f = c._features or features(c)
+        if not f.is_summary:
             continue
-        seen.add(c.key)
+        memo = f.covers
+        if memo is None or memo[0] != key:
+            if theirs is None:
+                theirs = frozenset().union(*[features(t).sources for t in turns])
+            memo = (key, f.sources & theirs)
+            f.covers = memo
+        out |= memo[1]
+    return out
+
+
+def _dedupe(
+    cands: Iterable[Candidate], chosen: _Chosen, seen: set[tuple[str, str]] | None = None
+) -> list[Candidate]:
+    """Distinct keys, not already injected; the first occurrence of a key wins. ``seen``:
+    filled with the keys returned (an empty set to start with)."""
+    if seen is None:
+        seen = set()
+    out: list[Candidate] = []
+    keys, sources = chosen.keys, chosen.sources
+    for c in cands:
+        f = c._features or features(c)
+        key = f.key
+        if key in seen or key in keys or not sources.isdisjoint(f.sources):
+            continue
+        seen.add(key)
         out.append(c)
     return out
 
 
-def _with_hops(
-    ranked: list[Scored], hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig
-) -> list[Scored]:
+def _with_hops(ranked: Ranking, hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig) -> Ranking:
     """Hop expansion (mathematics §7.7) merged into the ranking."""
     best: dict[str, float] = {}
-    known = {s.candidate.id for s in ranked}
-    for s in ranked[: max(0, cfg.hop_k)]:
-        raw = s.candidate.metadata.get("hop_targets")
+    known = {c.id for c in ranked.candidates}
+    top_k = max(0, cfg.hop_k)
+    for c, score in zip(ranked.candidates[:top_k], ranked.score[:top_k].tolist(), strict=True):
+        raw = c.metadata.get("hop_targets")
         targets = (
             [t.strip() for t in raw.split(",")]
             if isinstance(raw, str)
@@ -561,46 +624,44 @@ def _with_hops(
         )
         for t in targets:
             if t and t not in known:
-                best[t] = max(best.get(t, 0.0), cfg.hop_decay * s.score)
+                best[t] = max(best.get(t, 0.0), cfg.hop_decay * score)
     if not best:
         return ranked
-    top = ranked[0].score
-    extra: list[Scored] = []
-    seen: set[tuple[str, str]] = {s.candidate.key for s in ranked}
+    top = float(ranked.score[0])
+    extra: list[Candidate] = []
+    extra_scores: list[float] = []
+    seen: set[tuple[str, str]] = {features(c).key for c in ranked.candidates}
     for c in hops(sorted(best)):
-        score = best.get(c.id)
-        if score is None or c.key in seen or chosen.blocked(c):
+        hop = best.get(c.id)
+        key = features(c).key
+        if hop is None or key in seen or chosen.blocked(c):
             continue
-        if score >= cfg.hop_floor * top:
-            seen.add(c.key)
-            extra.append(Scored(c, score, hop=score))
-    merged = ranked + extra
-    merged.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
-    return merged
+        if hop >= cfg.hop_floor * top:
+            seen.add(key)
+            extra.append(c)
+            extra_scores.append(hop)
+    return ranked.with_hops(extra, extra_scores) if extra else ranked
 
 
-def _recovery_triggers(
-    ranked: Sequence[Scored], older_turns: int, cfg: AssemblyConfig
-) -> list[str]:
+def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -> list[str]:
     out: list[str] = []
     if older_turns == 0:
         out.append("new session")
-    top = ranked[:4]
-    if len(top) >= 4 and all(s.candidate.is_summary for s in top):
-        confs = [s.candidate.metadata.get("confidence") for s in top]
+    top = ranked.candidates[:4]
+    if len(top) >= 4 and all(features(c).is_summary for c in top):
+        confs = [c.metadata.get("confidence") for c in top]
         mean = sum(float(c) if isinstance(c, int | float) else 0.0 for c in confs) / len(top)
         if mean < cfg.recovery_summary_confidence:
             out.append("weak summaries")
-    if not ranked or (
-        max(s.dense for s in ranked) < cfg.recovery_cosine_floor
-        and max(s.lexical for s in ranked) <= 0
+    if not len(ranked) or (
+        max(ranked.dense.tolist()) < cfg.recovery_cosine_floor and max(ranked.lexical.tolist()) <= 0
     ):
         out.append("no match")
     return out
 
 
 def _fill(
-    ranked: Sequence[Scored],
+    ranked: Ranking,
     budget: int,
     part: Part,
     chosen: _Chosen,
@@ -612,81 +673,102 @@ def _fill(
     terms_of: Callable[[Candidate], Iterable[str]] | None = None,
 ) -> None:
     """Greedy fill with diversity, slot coverage, dedupe and summary expansion."""
-    if budget <= 0 or not ranked:
+    n = len(ranked)
+    if budget <= 0 or not n:
         return
-    top = max(ranked[0].score, 1e-9)
+    cands = ranked.candidates
+    scores = ranked.score
+    top = max(float(scores[0]), 1e-9)
     mat = _vector_matrix(ranked) if cfg.diversity > 0 else None
     slots = [set(t) for t in plan.slots] if len(plan.slots) >= 2 else []
     covered_slots: set[int] = set()
     slot_hits: list[set[int]] = []
-    for s in ranked if slots else ():
-        words = set(terms_of(s.candidate) if terms_of is not None else analyze(s.candidate.text))
+    for c in cands if slots else ():
+        words = set(terms_of(c) if terms_of is not None else analyze(c.text))
         slot_hits.append({k for k, t in enumerate(slots) if 2 * len(t & words) >= len(t)})
-    n = len(ranked)
-    scores = np.fromiter((s.score for s in ranked), dtype=np.float64, count=n)
-    costs = np.fromiter((cost(s.candidate) for s in ranked), dtype=np.int64, count=n)
-    expandable = np.fromiter(
-        (
-            expand is not None and s.candidate.is_summary and s.score >= cfg.expand_ratio * top
-            for s in ranked
-        ),
-        dtype=bool,
-        count=n,
-    )
+    costs = np.array([cost(c) for c in cands], dtype=np.int64)
+    if expand is not None:
+        expandable = (scores >= cfg.expand_ratio * top) & np.array(
+            [features(c).is_summary for c in cands], dtype=bool
+        )
+    else:
+        expandable = np.zeros(n, dtype=bool)
     alive = scores >= cfg.min_relative_score * top
     redundancy = np.zeros(n)
     penalty = cfg.diversity * top
     slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
     used = 0
+    masked = scores
+    changed = True  # what is spent, the redundancy or the covered slots changed
     while used < budget:
-        # what cannot fit is dropped for good: what is left only shrinks (an expandable
-        # summary may still fit as its turns)
-        alive &= (costs <= budget - used) | expandable
+        if changed:
+            # what cannot fit is dropped for good: what is left only shrinks (an
+            # expandable summary may still fit as its turns)
+            alive &= (costs <= budget - used) | expandable
+            value = scores - penalty * redundancy if mat is not None else scores
+            if slots:
+                value = value + slot_scale * np.fromiter(
+                    (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
+                )
+            masked = np.where(alive, value, -np.inf)
+            changed = False
         if not alive.any():
             break
-        value = scores - penalty * redundancy if mat is not None else scores
-        if slots:
-            value = value + slot_scale * np.fromiter(
-                (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
-            )
-        i = int(np.argmax(np.where(alive, value, -np.inf)))
+        i = int(np.argmax(masked))
         alive[i] = False
-        s = ranked[i]
-        c = s.candidate
+        masked[i] = -np.inf  # a skipped item leaves everything else as it was
+        c = cands[i]
         took = 0
         if expandable[i] and expand is not None:
-            took = _expand_into(s, budget - used, part, chosen, ledger, cost, expand)
+            took = _expand_into(
+                c, float(scores[i]), budget - used, part, chosen, ledger, cost, expand
+            )
         if not took:
             k = int(costs[i])
             if chosen.blocked(c) or used + k > budget:
                 continue
             ledger.charge(part, k)
-            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), c.sources)
+            s = ranked.item(i)
+            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), features(c).sources)
             took = k
         used += took
+        changed = True
         if mat is not None:
             np.maximum(redundancy, mat @ mat[i], out=redundancy)
         if slot_hits:
             covered_slots.update(slot_hits[i])
 
 
-def _vector_matrix(ranked: Sequence[Scored]) -> np.ndarray[Any, np.dtype[np.float32]] | None:
-    """Unit vectors of the ranked candidates (zero rows where a vector is missing)."""
-    dims = next(
-        (np.asarray(s.candidate.vector).size for s in ranked if s.candidate.vector is not None), 0
-    )
+def _vector_matrix(ranked: Ranking) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+    """Unit vectors of the ranked candidates (zero rows where a vector is missing); the
+    rows the dense channel stacked when it has them (hop targets added here)."""
+    cands = ranked.candidates
+    dims = next((np.asarray(c.vector).size for c in cands if c.vector is not None), 0)
     if dims == 0:
         return None
-    mat = np.zeros((len(ranked), dims), dtype=np.float32)
-    for i, s in enumerate(ranked):
-        v = s.candidate.vector
-        if v is not None and np.asarray(v).size == dims:
-            mat[i] = np.asarray(v, dtype=np.float32).ravel()
-    return mat
+    zero = np.zeros(dims, dtype=np.float32)
+    mat = ranked.rows(dims)
+    if mat is not None:
+        for j in np.flatnonzero(ranked.index < 0).tolist():
+            mat[j] = _unit_row(cands[j], dims, zero)
+        return mat
+    rows = [_unit_row(c, dims, zero) for c in cands]
+    return np.concatenate(rows).reshape(len(rows), dims)
+
+
+def _unit_row(
+    c: Candidate, dims: int, zero: np.ndarray[Any, np.dtype[np.float32]]
+) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """``c``'s vector as a float32 row of ``dims``, else ``zero``."""
+    v = features(c).vector
+    if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
+        v = np.asarray(c.vector, dtype=np.float32).ravel()
+    return v if v is not None and v.shape[0] == dims else zero
 
 
 def _expand_into(
-    s: Scored,
+    summary: Candidate,
+    score: float,
     budget: int,
     part: Part,
     chosen: _Chosen,
@@ -695,7 +777,7 @@ def _expand_into(
     expand: ExpandHook,
 ) -> int:
     """Replace summary ``s`` by its raw turns not yet injected, if they all fit."""
-    raw = [c for c in _dedupe(expand(s.candidate.id), chosen) if c.text.strip()]
+    raw = [c for c in _dedupe(expand(summary.id), chosen) if c.text.strip()]
     if not raw:
         return 0
     total = sum(cost(c) for c in raw)
@@ -704,9 +786,9 @@ def _expand_into(
     for c in raw:
         k = cost(c)
         ledger.charge(part, k)
-        reason = f"{part}: expanded from summary {s.candidate.id}"
-        chosen.add(_candidate_item(c, part, s.score, k, reason), c.sources)
-    chosen.keys.add(s.candidate.key)
+        reason = f"{part}: expanded from summary {summary.id}"
+        chosen.add(_candidate_item(c, part, score, k, reason), c.sources)
+    chosen.keys.add(summary.key)
     return total
 
 

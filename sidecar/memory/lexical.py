@@ -29,7 +29,8 @@ length that is refreshed only when the true one drifts by more than 5 %
 (:data:`AVGDL_TOLERANCE`), so adds do not invalidate the cache; ``search`` and ``score``
 use the same value and agree. The score array of the last query is memoised, so ranking
 the candidates of a ``search`` (``score`` of their ids) is a lookup, and ``score`` of many
-ids scores the whole index at once.
+ids scores the whole index at once. The terms of the last few query texts are kept
+(:func:`analyze_query`), since one ``assemble`` analyzes its query for every scope.
 
 :class:`LexicalIndex` keeps one :class:`BM25Index` per collection (scope), so every
 scope has its own statistics; a search over several collections merges their hits.
@@ -40,6 +41,7 @@ per namespace behind its store lock).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -344,7 +346,15 @@ def query_terms(
     text: str, *, stem: StemMode = "light", stopwords: frozenset[str] = STOPWORDS
 ) -> list[str]:
     """The distinct terms of ``text``, in first-occurrence order (keyword extraction)."""
-    return list(dict.fromkeys(analyze(text, stem=stem, stopwords=stopwords)))
+    return list(dict.fromkeys(analyze_query(text, stem, stopwords)))
+
+
+@functools.lru_cache(maxsize=64)
+def analyze_query(text: str, stem: StemMode, stopwords: frozenset[str]) -> tuple[str, ...]:
+    """:func:`analyze` of a query, remembered for the last queries: one ``assemble``
+    analyzes its query for every scope's BM25 search, the keyword set and the pool's
+    lexical scores (documents are analyzed with :func:`analyze`)."""
+    return tuple(analyze(text, stem=stem, stopwords=stopwords))
 
 
 # ------------------------------------------------------------------------------ index
@@ -398,6 +408,12 @@ class BM25Index:
     # ---------------------------------------------------------------- documents
     def analyze(self, text: str) -> list[str]:
         return analyze(text, stem=self.stem, stopwords=self.stopwords)
+
+    def _query(self, query: str | Sequence[str]) -> list[str]:
+        """The terms of a query text (:func:`analyze_query`) or the given terms."""
+        if isinstance(query, str):
+            return list(analyze_query(query, self.stem, self.stopwords))
+        return list(query)
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -565,7 +581,7 @@ class BM25Index:
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, score)`` for a query text (or analyzed terms), best first;
         ties by id. Only documents sharing a term with the query are returned."""
-        terms = self.analyze(query) if isinstance(query, str) else list(query)
+        terms = self._query(query)
         scores = self._scores(terms)
         if scores is None or k <= 0:
             return []
@@ -585,26 +601,33 @@ class BM25Index:
     def score(self, query: str | Sequence[str], ids: Iterable[str]) -> dict[str, float]:
         """BM25 of the given documents (0 for a document without a query term or an
         unknown id)."""
-        terms = self.analyze(query) if isinstance(query, str) else list(query)
         wanted = list(ids)
-        out = dict.fromkeys(wanted, 0.0)
-        if not terms or not wanted:
-            return out
-        if len(wanted) >= SCORE_ARRAY_MIN_IDS or self._memo_scores(terms) is not False:
-            scores = self._scores(terms)  # vectorised over every document, memoised
-            if scores is not None:
-                for doc_id in wanted:
-                    slot = self._slot_of.get(doc_id)
-                    if slot is not None:
-                        out[doc_id] = float(scores[slot])
-            return out
+        return dict(zip(wanted, self.score_list(query, wanted), strict=True))
+
+    def score_list(self, query: str | Sequence[str], ids: Sequence[str]) -> list[float]:
+        """:meth:`score` as a list aligned with ``ids``."""
+        terms = self._query(query)
+        if not terms or not ids:
+            return [0.0] * len(ids)
+        memo = self._memo_scores(terms)
+        if len(ids) >= SCORE_ARRAY_MIN_IDS or memo is not False:
+            # vectorised over every document, memoised
+            scores = self._scores(terms) if memo is False else memo
+            if scores is None or isinstance(scores, bool):
+                return [0.0] * len(ids)
+            slot_of = self._slot_of
+            slots = np.array([slot_of.get(d, -1) for d in ids], dtype=np.intp)
+            got: list[float] = np.where(slots >= 0, scores[slots], np.float32(0.0)).tolist()
+            return got
         avgdl = self._norm_avgdl()
         k1, b = self.k1, self.b
         idfs = {t: self.idf(t) for t in dict.fromkeys(terms)}
-        for doc_id in wanted:
+        out: list[float] = []
+        for doc_id in ids:
             slot = self._slot_of.get(doc_id)
             counts = self._doc_terms[slot] if slot is not None else None
             if slot is None or counts is None:
+                out.append(0.0)
                 continue
             norm = k1 * (1.0 - b + b * float(self._dl[slot]) / avgdl)
             total = 0.0
@@ -612,7 +635,7 @@ class BM25Index:
                 tf = counts.get(term, 0)
                 if tf and idf > 0:
                     total += idf * tf * (k1 + 1.0) / (tf + norm)
-            out[doc_id] = total
+            out.append(total)
         return out
 
 
@@ -632,6 +655,9 @@ class LexicalIndex:
         self.stem: StemMode = stem
         self.stopwords = stopwords
         self._indexes: dict[str, BM25Index] = {}
+
+    def _terms(self, query: str) -> list[str]:
+        return list(analyze_query(query, self.stem, self.stopwords))
 
     def collection(self, name: str) -> BM25Index:
         """The index of ``name``, created empty on first use."""
@@ -663,7 +689,7 @@ class LexicalIndex:
     ) -> list[LexicalHit]:
         """The ``k`` best hits over ``collections`` (all when None), best first."""
         names = self.collections if collections is None else list(dict.fromkeys(collections))
-        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        terms = self._terms(query)
         hits: list[LexicalHit] = []
         for name in names:
             idx = self._indexes.get(name)
@@ -675,7 +701,7 @@ class LexicalIndex:
 
     def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
         """BM25 of ``(collection, id)`` pairs under their own collection's statistics."""
-        terms = analyze(query, stem=self.stem, stopwords=self.stopwords)
+        terms = self._terms(query)
         by_coll: dict[str, list[str]] = {}
         for coll, doc_id in keys:
             by_coll.setdefault(coll, []).append(doc_id)
@@ -684,6 +710,21 @@ class LexicalIndex:
             idx = self._indexes.get(coll)
             scores = idx.score(terms, ids) if idx is not None else dict.fromkeys(ids, 0.0)
             out.update({(coll, i): s for i, s in scores.items()})
+        return out
+
+    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
+        """:meth:`score` as a list aligned with ``keys``."""
+        terms = self._terms(query)
+        at: dict[str, list[int]] = {}
+        for j, key in enumerate(keys):
+            at.setdefault(key[0], []).append(j)
+        out = [0.0] * len(keys)
+        for coll, positions in at.items():
+            idx = self._indexes.get(coll)
+            if idx is not None:
+                got = idx.score_list(terms, [keys[j][1] for j in positions])
+                for j, value in zip(positions, got, strict=True):
+                    out[j] = value
         return out
 
 

@@ -55,13 +55,18 @@ no query keyword and no matching neighbour is dropped as orthogonal noise.
 
 :func:`rank` returns :class:`Scored` items, best first, each with its score parts (for
 ``reason`` and debugging). Everything is deterministic: ties break by collection and id.
+
+What a candidate contributes whatever the query (its source turns, speaker, summary
+decay, authority, its vector as a float32 row) is computed once per candidate and kept
+on it (:func:`features`), since the daemon reuses its candidates across calls; a ranking
+is then a few array operations over those cached parts.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -76,6 +81,8 @@ F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
 Fusion = Literal["score", "rrf"]
+
+NO_ROWS: tuple[F32, ...] = ()  # no stacked vector rows (Channels.vectors, Ranking.vectors)
 
 # ------------------------------------------------------------------------------ scopes
 
@@ -130,6 +137,10 @@ class Candidate:
     lexical: float | None = None
     tokens: int | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # query-independent derived values, computed on first use (see features())
+    _features: Features | None = field(
+        default=None, init=False, compare=False, repr=False, hash=False
+    )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -150,7 +161,7 @@ class Candidate:
     def sources(self) -> frozenset[tuple[str, str]]:
         """``(session_id, turn_id)`` pairs: the same source turn in two scopes has the
         same pair, whatever the record ids."""
-        return frozenset((self.session_id, t) for t in self.covered)
+        return features(self).sources
 
     @property
     def is_summary(self) -> bool:
@@ -170,10 +181,9 @@ def speaker_of(c: Candidate) -> str:
             v = c.metadata.get(key)
             if isinstance(v, str) and v.strip():
                 return v.strip()
-    head = c.text[:48]
-    if ":" not in head:
+    if c.text.find(":", 0, 48) < 0:  # no prefix: no slice made
         return ""
-    m = _SPEAKER_PREFIX.match(head)
+    m = _SPEAKER_PREFIX.match(c.text[:48])
     return m.group(1) if m else ""
 
 
@@ -197,6 +207,148 @@ def named_speakers(query: str, speakers: Iterable[str]) -> list[str]:
         ):
             out.append(name)
     return out
+
+
+# --------------------------------------------------------------------------- features
+
+
+class Features:
+    """What a candidate brings to every ranking whatever the query, computed once per
+    candidate (:func:`features`).
+
+    The daemon reuses the :class:`Candidate` objects of its cached collections across
+    calls, so the per-candidate Python work of a ranking (covered source turns, speaker,
+    summary decay, authority, the vector as a float32 row) is done once per record
+    instead of once per call. A candidate is immutable and its ``metadata`` is treated as
+    read-only, except ``access_count``, which the daemon bumps in place and which is
+    therefore never cached. :func:`dataclasses.replace` makes a new candidate, with its
+    own features.
+
+    ``vector``: the candidate's vector when it already is a 1-D float32 ndarray (the same
+    array, never a copy, so a row rewritten in place is seen), else None (converted per
+    call). Set by their users on first use: ``terms`` (``set(analyze(text))``, keyword
+    coverage without ``terms_of``), ``turn`` (the candidate as a continuity ``Turn``),
+    ``session_copy`` (the candidate with scope ``session``) and ``covers`` (a summary's
+    sources among the last session turns it was checked against, with those turns).
+    """
+
+    __slots__ = (
+        "authority",
+        "covered",
+        "covers",
+        "decay",
+        "is_summary",
+        "key",
+        "session_copy",
+        "sources",
+        "speaker",
+        "terms",
+        "turn",
+        "vector",
+    )
+
+    def __init__(
+        self,
+        key: tuple[str, str],
+        covered: tuple[str, ...],
+        sources: frozenset[tuple[str, str]],
+        is_summary: bool,
+        speaker: str,
+        decay: float,
+        authority: float,
+        vector: F32 | None,
+    ) -> None:
+        self.key = key
+        self.covered = covered
+        self.sources = sources
+        self.is_summary = is_summary
+        self.speaker = speaker
+        self.decay = decay  # a summary's decay rate in [0, 1] (summary_quality); 0 otherwise
+        self.authority = authority
+        self.vector = vector
+        self.terms: frozenset[str] | None = None
+        self.turn: Any = None
+        self.session_copy: Candidate | None = None
+        self.covers: tuple[tuple[Candidate, ...], frozenset[tuple[str, str]]] | None = None
+
+
+_F32_DTYPE = np.dtype(np.float32)
+
+
+def features(c: Candidate) -> Features:
+    """The cached :class:`Features` of ``c`` (computed on first use)."""
+    f = c._features
+    if f is None:
+        covered = c.covered
+        is_summary = c.is_summary
+        decay = 0.0
+        if is_summary:
+            raw = c.metadata.get("decay_rate")
+            if not isinstance(raw, int | float):
+                conf = c.metadata.get("confidence")
+                raw = 1.0 - float(conf) if isinstance(conf, int | float) else 0.5
+            decay = _clamp01(float(raw))
+        sid = c.session_id
+        v = c.vector
+        f = Features(
+            (c.collection, c.id),
+            covered,
+            frozenset([(sid, covered[0])] if len(covered) == 1 else [(sid, t) for t in covered]),
+            is_summary,
+            speaker_of(c),
+            decay,
+            authority(c),
+            v if type(v) is np.ndarray and v.ndim == 1 and v.dtype is _F32_DTYPE else None,
+        )
+        object.__setattr__(c, "_features", f)
+    return f
+
+
+def with_scope(c: Candidate, scope: str) -> Candidate:
+    """``dataclasses.replace(c, scope=scope)``, sharing the features that do not depend on
+    the scope when ``c``'s are known."""
+    if type(c) is not Candidate:
+        return replace(c, scope=scope)
+    new = Candidate(
+        kind=c.kind,
+        collection=c.collection,
+        id=c.id,
+        text=c.text,
+        scope=scope,
+        turn_ids=c.turn_ids,
+        session_id=c.session_id,
+        role=c.role,
+        ts=c.ts,
+        seq=c.seq,
+        speaker=c.speaker,
+        vector=c.vector,
+        dense=c.dense,
+        lexical=c.lexical,
+        tokens=c.tokens,
+        metadata=c.metadata,
+    )
+    f = c._features
+    if f is not None:
+        g = Features(
+            f.key, f.covered, f.sources, f.is_summary, f.speaker, f.decay, authority(new), f.vector
+        )
+        g.terms, g.turn = f.terms, f.turn
+        object.__setattr__(new, "_features", g)
+    return new
+
+
+def _row(c: Candidate) -> F32:
+    """``c.vector`` as a 1-D float32 array (``c.vector`` must be set)."""
+    v = (c._features or features(c)).vector
+    return v if v is not None else np.asarray(c.vector, dtype=np.float32).ravel()
+
+
+def stack_rows(rows: Sequence[F32]) -> F32:
+    """``np.stack(rows)`` for 1-D rows, the same array, with a fast path for rows of one
+    length (one concatenation instead of a stack of per-row views)."""
+    if rows and len(set(map(len, rows))) == 1:
+        return np.concatenate(rows).reshape(len(rows), len(rows[0]))
+    return np.stack(rows)
 
 
 # ---------------------------------------------------------------------------- config
@@ -304,6 +456,20 @@ class _SingleIndex:
         s = self.index.score(query, [k[1] for k in keys])
         return {k: s[k[1]] for k in keys}
 
+    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
+        return self.index.score_list(query, [k[1] for k in keys])
+
+
+def _score_list(
+    scorer: LexicalScorer,
+) -> Callable[[str, Sequence[tuple[str, str]]], list[float]] | None:
+    """The scorer's list form when it is one of ours and ``score`` is not overridden."""
+    if isinstance(scorer, _SingleIndex):
+        return scorer.score_list
+    if isinstance(scorer, LexicalIndex) and type(scorer).score is LexicalIndex.score:
+        return scorer.score_list
+    return None
+
 
 def as_lexical_scorer(
     index: BM25Index | LexicalIndex | LexicalScorer | None,
@@ -323,18 +489,29 @@ def _clamp01(x: float) -> float:
 def dense_scores(query_vector: F32 | None, candidates: Sequence[Candidate]) -> F64:
     """Cosine per candidate: ``dense`` when given, else ``vector · query`` (unit
     vectors assumed), else 0."""
+    return _dense(query_vector, candidates)[0]
+
+
+def _dense(query_vector: F32 | None, candidates: Sequence[Candidate]) -> tuple[F64, F32 | None]:
+    """:func:`dense_scores` and the stacked rows of the candidates when every one was
+    multiplied (a vector each and no precomputed ``dense``), else None."""
     out = np.zeros(len(candidates), dtype=np.float64)
     need: list[int] = []
+    rows: list[F32] = []
     for i, c in enumerate(candidates):
         if c.dense is not None:
             out[i] = float(c.dense)
         elif c.vector is not None and query_vector is not None:
             need.append(i)
+            rows.append(_row(c))
+    mat = None
     if need and query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float32).ravel()
-        mat = np.stack([np.asarray(candidates[i].vector, dtype=np.float32).ravel() for i in need])
+        mat = stack_rows(rows)
         out[need] = mat @ q
-    return np.clip(np.nan_to_num(out), -1.0, 1.0)
+    if not np.isfinite(out).all():
+        out = np.nan_to_num(out)
+    return np.clip(out, -1.0, 1.0), mat if len(need) == len(candidates) else None
 
 
 def lexical_scores(
@@ -345,16 +522,22 @@ def lexical_scores(
     """BM25 per candidate: ``lexical`` when given, else from ``scorer`` (corpus
     statistics), else BM25 over the pool itself (statistics of the candidates)."""
     out = np.zeros(len(candidates), dtype=np.float64)
-    missing = [i for i, c in enumerate(candidates) if c.lexical is None]
+    missing: list[int] = []
     for i, c in enumerate(candidates):
         if c.lexical is not None:
             out[i] = float(c.lexical)
+        else:
+            missing.append(i)
     if not missing:
         return out
     if scorer is not None:
-        got = scorer.score(query, [candidates[i].key for i in missing])
-        for i in missing:
-            out[i] = got.get(candidates[i].key, 0.0)
+        keys = [(c._features or features(c)).key for c in map(candidates.__getitem__, missing)]
+        as_list = _score_list(scorer)
+        if as_list is not None:
+            out[missing] = as_list(query, keys)
+        else:
+            got = scorer.score(query, keys)
+            out[missing] = [got.get(k, 0.0) for k in keys]
         return out
     pool = BM25Index()
     for i in missing:
@@ -396,28 +579,79 @@ def context_scores(
 ) -> tuple[F64, F64]:
     """``(neighbour term, session term)`` per candidate (raw turns with a session and a
     ``seq`` only; 0 otherwise)."""
-    n = len(candidates)
+    kinds = [c.kind for c in candidates]
+    sids = [c.session_id for c in candidates]
+    seqs = [c.seq for c in candidates]
+    return _context(rel, kinds, sids, seqs, cfg)
+
+
+def _context(
+    rel: F64,
+    kinds: Sequence[str],
+    session_ids: Sequence[str],
+    seq_of: Sequence[int | None],
+    cfg: ScoringConfig,
+) -> tuple[F64, F64]:
+    """:func:`context_scores` from the candidates' ``kind``, ``session_id`` and ``seq``."""
+    n = len(kinds)
     neigh = np.zeros(n)
     sess = np.zeros(n)
     if n == 0 or (cfg.neighbor_weight <= 0 and cfg.session_weight <= 0):
         return neigh, sess
-    at: dict[tuple[str, int], int] = {}
-    best: dict[str, float] = {}
-    for i, c in enumerate(candidates):
-        if c.kind != "turn" or not c.session_id:
-            continue
-        if c.seq is not None:
-            at[(c.session_id, c.seq)] = i
-        best[c.session_id] = max(best.get(c.session_id, 0.0), float(rel[i]))
-    for i, c in enumerate(candidates):
-        if c.kind != "turn" or not c.session_id:
-            continue
-        if c.seq is not None:
-            p = at.get((c.session_id, c.seq - 1))
-            q = at.get((c.session_id, c.seq + 1))
-            neigh[i] = max(rel[p] if p is not None else 0.0, rel[q] if q is not None else 0.0)
-        sess[i] = best.get(c.session_id, 0.0)
+    turns = [
+        (i, sid, seq)
+        for i, kind, sid, seq in zip(range(n), kinds, session_ids, seq_of, strict=True)
+        if kind == "turn" and sid
+    ]
+    if not turns:
+        return neigh, sess
+    index, sids, seqs = zip(*turns, strict=True)
+    code_of: dict[str, int] = {}
+    codes = np.array([code_of.setdefault(sid, len(code_of)) for sid in sids], dtype=np.int64)
+    at = np.array(index, dtype=np.intp)
+    vals = rel[at]
+    # the best turn of each session: a running max(best, rel) from 0.0 keeps 0.0 unless a
+    # value is above it (NaN never is), so it is the largest positive value, else 0.0
+    best = np.zeros(len(code_of))
+    np.maximum.at(best, codes, np.where(vals > 0.0, vals, 0.0))
+    sess[at] = best[codes]
+    if None in seqs or min(seqs) <= -_SEQ_SPAN or max(seqs) >= _SEQ_SPAN - 1:
+        _neighbour_terms(rel, turns, neigh)
+    else:
+        # (session, seq) as one sortable integer; the last turn with a key wins, as in a
+        # dict filled in order
+        key = codes * (2 * _SEQ_SPAN) + (np.array(seqs, dtype=np.int64) + _SEQ_SPAN)
+        order = np.argsort(key, kind="stable")
+        sorted_keys = key[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = sorted_keys[1:] != sorted_keys[:-1]
+        keys, owner = sorted_keys[last], at[order[last]]
+
+        def rel_at(k: npt.NDArray[np.int64]) -> F64:
+            pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+            return np.where(keys[pos] == k, rel[owner[pos]], 0.0)
+
+        before, after = rel_at(key - 1), rel_at(key + 1)
+        neigh[at] = np.where(after > before, after, before)  # max(before, after)
     return cfg.neighbor_weight * neigh, cfg.session_weight * sess
+
+
+_SEQ_SPAN = 2**31  # seqs in (-span, span - 1) pack with their session into an int64
+
+
+def _neighbour_terms(rel: F64, turns: Sequence[tuple[int, str, int | None]], neigh: F64) -> None:
+    """``max(rel(prev), rel(next))`` of each turn with a ``seq``, into ``neigh`` (for
+    any ``seq``: the general case of :func:`context_scores`)."""
+    rel_of = rel.tolist()
+    at: dict[tuple[str, int], int] = {}
+    for i, sid, seq in turns:
+        if seq is not None:
+            at[(sid, seq)] = i
+    for i, sid, seq in turns:
+        if seq is not None:
+            p = at.get((sid, seq - 1))
+            q = at.get((sid, seq + 1))
+            neigh[i] = max(rel_of[p] if p is not None else 0.0, rel_of[q] if q is not None else 0.0)
 
 
 def prior(c: Candidate, now_ms: int | None, cfg: ScoringConfig = DEFAULT_SCORING) -> float:
@@ -483,10 +717,14 @@ class QueryContext:
 
 @dataclass(frozen=True, slots=True)
 class Channels:
-    """The dense and lexical score of each candidate of a pool (computed once)."""
+    """The dense and lexical score of each candidate of a pool (computed once).
+    ``vectors``: the candidates' float32 rows, in blocks, when every candidate has a vector
+    (the matrix the dense channel multiplied; the assembler's diversity term reuses it),
+    else empty."""
 
     dense: F64
     lexical: F64
+    vectors: tuple[F32, ...] = field(default=NO_ROWS, compare=False, repr=False)
 
     @staticmethod
     def compute(
@@ -494,22 +732,155 @@ class Channels:
         candidates: Sequence[Candidate],
         lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
     ) -> Channels:
+        dense, rows = _dense(query.vector, candidates)
         return Channels(
-            dense_scores(query.vector, candidates),
+            dense,
             lexical_scores(
                 query.lexical_query or query.text, candidates, as_lexical_scorer(lexical)
             ),
+            (rows,) if rows is not None else NO_ROWS,
         )
 
     def extend(self, other: Channels) -> Channels:
+        both = bool(self.vectors) and bool(other.vectors)
         return Channels(
-            np.concatenate([self.dense, other.dense]), np.concatenate([self.lexical, other.lexical])
+            np.concatenate([self.dense, other.dense]),
+            np.concatenate([self.lexical, other.lexical]),
+            self.vectors + other.vectors if both else NO_ROWS,
         )
 
 
 def preliminary(channels: Channels, cfg: ScoringConfig = DEFAULT_SCORING) -> F64:
     """The fused relevance alone (to pick whose neighbours to fetch)."""
     return fuse(channels.dense, channels.lexical, cfg)
+
+
+_TERM_SETS = (dict, set, frozenset, Mapping)  # what terms_of may return as is
+
+
+def _analyzed(c: Candidate, f: Features) -> frozenset[str]:
+    """The analyzed terms of ``c``'s text (keyword coverage without ``terms_of``)."""
+    if f.terms is None:
+        f.terms = frozenset(analyze(c.text))
+    return f.terms
+
+
+_PARTS = (
+    "score",
+    "dense",
+    "lexical",
+    "rel",
+    "ctx",
+    "prior",
+    "kw",
+    "speaker",
+    "quality",
+    "auth",
+    "time",
+    "hop",
+)  # the numeric fields of Scored, in order
+_HOP_NEUTRAL = (0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0)  # dense .. time of a hop
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """:func:`rank_table`'s result: the kept candidates, best first, and their score
+    parts as one array (row ``k`` is the ``k``-th numeric field of :class:`Scored`, see
+    :attr:`score` and the other properties). A :class:`Scored` is made only for the
+    items asked for (:meth:`item`), since the assembler reads a few of a pool of
+    hundreds. ``index``: each candidate's position in the ranked input (-1 for a hop
+    target); ``vectors``: the input's float32 rows, in blocks, when every input candidate
+    had one (the dense channel's, see :meth:`Channels.compute`), else empty."""
+
+    candidates: list[Candidate]
+    parts: F64
+    index: npt.NDArray[np.intp]
+    vectors: tuple[F32, ...] = NO_ROWS
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    @property
+    def score(self) -> F64:
+        row: F64 = self.parts[0]
+        return row
+
+    @property
+    def dense(self) -> F64:
+        row: F64 = self.parts[1]
+        return row
+
+    @property
+    def lexical(self) -> F64:
+        row: F64 = self.parts[2]
+        return row
+
+    def item(self, i: int) -> Scored:
+        """The ``i``-th best as a :class:`Scored`."""
+        return Scored(self.candidates[i], *self.parts[:, i].tolist())
+
+    def items(self) -> list[Scored]:
+        """Every item as a :class:`Scored`, best first (what :func:`rank` returns)."""
+        cols = self.parts.tolist()
+        return [Scored(c, *parts) for c, *parts in zip(self.candidates, *cols, strict=True)]
+
+    def with_hops(self, extra: Sequence[Candidate], scores: Sequence[float]) -> Ranking:
+        """The ranking with ``extra`` candidates scored ``scores`` by hop expansion (their
+        other parts neutral: ``Scored(c, score, hop=score)``), sorted again."""
+        hop = np.asarray(scores, dtype=np.float64)
+        neutral = np.repeat(np.array(_HOP_NEUTRAL)[:, None], len(extra), axis=1)
+        parts = np.concatenate([self.parts, np.vstack([hop, neutral, hop])], axis=1)
+        index = np.concatenate([self.index, np.full(len(extra), -1, dtype=np.intp)])
+        merged = [*self.candidates, *extra]
+        pick = np.asarray(_best_first(parts[0], merged), dtype=np.intp)
+        return Ranking(
+            [merged[i] for i in pick.tolist()], parts[:, pick], index[pick], self.vectors
+        )
+
+    def rows(self, dims: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """The candidates' float32 rows from :attr:`vectors` (None when they are not all
+        of length ``dims``); a hop target's row is left zero."""
+        if not self.vectors or any(b.shape[1] != dims for b in self.vectors):
+            return None
+        index = self.index
+        if len(self.vectors) == 1 and (len(index) == 0 or index.min() >= 0):
+            return self.vectors[0][index]
+        out = np.zeros((len(index), dims), dtype=np.float32)
+        offset = 0
+        for block in self.vectors:
+            at = np.flatnonzero((index >= offset) & (index < offset + len(block)))
+            out[at] = block[index[at] - offset]
+            offset += len(block)
+        return out
+
+
+def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
+    """Positions sorted by ``(-score, collection, id)``, stable. A numpy sort when the
+    scores are distinct (then they decide alone), else Python's sort on the full key."""
+    neg = -scores
+    order = np.argsort(neg, kind="stable")
+    ordered = neg[order]
+    if bool(np.all(ordered[1:] > ordered[:-1])):  # distinct and no NaN
+        return list(order.tolist())
+    keys = neg.tolist()
+    return sorted(
+        range(len(candidates)),
+        key=lambda i: (keys[i], candidates[i].collection, candidates[i].id),
+    )
+
+
+def _access_counts(metadata: Sequence[Mapping[str, Any]]) -> F64:
+    """:func:`access_count` of each candidate, from its ``metadata`` (read on every call:
+    the daemon bumps it)."""
+    raw = [m.get("access_count") if m else None for m in metadata]
+    return np.array(
+        [0 if v is None else v if type(v) is int and v > 0 else _count(v) for v in raw],
+        dtype=np.float64,
+    )
+
+
+def _count(v: object) -> int:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0
 
 
 def rank(
@@ -524,14 +895,38 @@ def rank(
     """Score and sort ``candidates`` (module doc), best first; drops the orthogonal
     noise below the similarity floor. Candidates must have distinct keys. ``channels``:
     their precomputed dense and lexical scores (else computed here)."""
+    return rank_table(
+        query, candidates, lexical=lexical, cfg=cfg, terms_of=terms_of, channels=channels
+    ).items()
+
+
+def rank_table(
+    query: QueryContext,
+    candidates: Sequence[Candidate],
+    *,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    cfg: ScoringConfig = DEFAULT_SCORING,
+    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None = None,
+    channels: Channels | None = None,
+) -> Ranking:
+    """:func:`rank` as a :class:`Ranking` (columns; no :class:`Scored` made)."""
     n = len(candidates)
     if n == 0:
-        return []
+        return Ranking([], np.zeros((len(_PARTS), 0)), np.zeros(0, dtype=np.intp))
     ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
-    neigh, sess = context_scores(rel, candidates, cfg)
-    spk_names = [speaker_of(c) for c in candidates]
+    # every field read once per candidate, in one pass (the candidates are scattered in
+    # memory and usually cold)
+    kinds, sids, seqs, scopes, stamps, metas, feats = zip(
+        *[
+            (c.kind, c.session_id, c.seq, c.scope, c.ts, c.metadata, c._features or features(c))
+            for c in candidates
+        ],
+        strict=True,
+    )
+    neigh, sess = _context(rel, kinds, sids, seqs, cfg)
+    spk_names = [f.speaker for f in feats]
     speakers = named_speakers(query.text, set(spk_names))
     named = speakers[0] if len(speakers) == 1 else ""
     spk = np.array([cfg.speaker_weight if named and s == named else 0.0 for s in spk_names])
@@ -540,33 +935,33 @@ def rank(
     # prior P = alpha' + beta*R + gamma*S, vectorised
     beta = min(max(cfg.beta, 0.0), 1.0)
     gamma = min(max(cfg.gamma, 0.0), 1.0 - beta)
-    params = [cfg.scope(c.scope) for c in candidates]
-    decay = np.array([p.decay_per_s for p in params])
-    weight = np.clip(np.array([p.weight for p in params]), 0.0, 1.0)
+    params = {name: cfg.scope(name) for name in set(scopes)}
+    decay = np.array([params[name].decay_per_s for name in scopes])
+    weight = np.clip(np.array([params[name].weight for name in scopes]), 0.0, 1.0)
     if query.now_ms is not None:
-        ts = np.array([c.ts if c.ts is not None and c.ts > 0 else query.now_ms for c in candidates])
-        age = np.maximum(0.0, (query.now_ms - ts) / 1000.0)
+        now = query.now_ms
+        ts = np.array([t if t is not None and t > 0 else now for t in stamps])
+        age = np.maximum(0.0, (now - ts) / 1000.0)
     else:
         age = np.zeros(n)
     pri = (1.0 - beta - gamma) + beta * np.exp(-decay * age) + gamma * weight
 
-    q = np.array([summary_quality(c, cfg) if c.is_summary else 1.0 for c in candidates])
-    acc = np.array([access_count(c) if c.metadata else 0 for c in candidates], dtype=np.float64)
+    # summary_quality and authority, from the cached parts
+    q = 1.0 - _clamp01(cfg.delta) * np.array([f.decay for f in feats])
+    acc = _access_counts(metas)
     max_acc = float(acc.max())
     freq = np.log1p(acc) / math.log1p(max_acc) if max_acc > 0 else np.zeros(n)
-    auth = np.array(
-        [authority(c) if c.metadata or c.scope == "authored" else 0.0 for c in candidates]
-    )
+    auth = np.array([f.authority for f in feats])
     omega = 1.0 + cfg.frequency_weight * freq + cfg.authority_weight * auth
 
     keys = query.keywords
     overlap = np.zeros(n)
     if keys:
-        for i, c in enumerate(candidates):
-            terms = terms_of(c) if terms_of is not None else set(analyze(c.text))
-            if not isinstance(terms, Mapping | set | frozenset):
-                terms = set(terms)
-            overlap[i] = sum(1 for k in keys if k in terms)
+        if terms_of is None:
+            terms: Iterable[Container[str]] = map(_analyzed, candidates, feats)
+        else:
+            terms = (t if isinstance(t, _TERM_SETS) else set(t) for t in map(terms_of, candidates))
+        overlap = np.array([sum(map(t.__contains__, keys)) for t in terms], dtype=np.float64)
     cov = overlap / len(keys) if keys else np.zeros(n)
     kw = (1.0 + cfg.kappa * cov) / (1.0 + cfg.kappa)
 
@@ -574,9 +969,9 @@ def rank(
     aff = np.zeros(n)
     order_term = np.zeros(n)
     if plan is not None and plan.windows:
-        aff = plan.affinities([c.ts for c in candidates])
+        aff = plan.affinities(stamps)
     if plan is not None and plan.order is not None and cfg.order_weight > 0:
-        with_ts = sorted((c.ts, i) for i, c in enumerate(candidates) if c.ts is not None)
+        with_ts = sorted((t, i) for i, t in enumerate(stamps) if t is not None)
         m = len(with_ts)
         for pos, (_, i) in enumerate(with_ts):
             frac = pos / (m - 1) if m > 1 else 0.0
@@ -584,29 +979,12 @@ def rank(
     t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
     final = ctx * pri * q * omega * kw * t
     keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
-
-    out: list[Scored] = []
-    rows = zip(
-        candidates,
-        keep.tolist(),
-        final.tolist(),
-        dense.tolist(),
-        lex.tolist(),
-        rel.tolist(),
-        ctx.tolist(),
-        pri.tolist(),
-        cov.tolist(),
-        spk.tolist(),
-        q.tolist(),
-        omega.tolist(),
-        aff.tolist(),
-        strict=True,
-    )
-    for c, ok, fin, d, lx, r, cx, p, kv, sp, qq, om, af in rows:
-        if ok:
-            out.append(Scored(c, fin, d, lx, r, cx, p, kv, sp, qq, om, af))
-    out.sort(key=lambda s: (-s.score, s.candidate.collection, s.candidate.id))
-    return out
+    parts = np.vstack((final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n)))
+    kept = np.flatnonzero(keep)
+    pick = kept[
+        np.asarray(_best_first(final[kept], [candidates[i] for i in kept.tolist()]), dtype=np.intp)
+    ]
+    return Ranking([candidates[i] for i in pick.tolist()], parts[:, pick], pick, ch.vectors)
 
 
 def rescore(item: Scored, factor: float) -> Scored:

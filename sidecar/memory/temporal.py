@@ -50,6 +50,7 @@ never dream of it", "Dream Theater") is not enough (host-behaviour B7).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -250,8 +251,10 @@ _DREAM_NOT = re.compile(
 _DREAM_WORD = re.compile(r"\b(?:dream(?:s|t|ed|ing)?|nightmares?)\b", re.I)
 
 
+@functools.lru_cache(maxsize=64)
 def is_dream_query(query: str) -> bool:
-    """True when ``query`` asks about dreams, not when it merely uses the word."""
+    """True when ``query`` asks about dreams, not when it merely uses the word (pure;
+    the last answers are kept, as the daemon asks for each query twice)."""
     if not _DREAM_WORD.search(query):
         return False
     cleaned = _DREAM_NOT.sub(" ", query)
@@ -588,7 +591,16 @@ def plan_temporal(
     *,
     mention_slack_days: float = 3.0,
 ) -> TemporalPlan:
-    """The temporal plan of ``query`` at event time ``now_ms`` (see the module doc)."""
+    """The temporal plan of ``query`` at event time ``now_ms`` (see the module doc).
+
+    A pure function of its arguments with an immutable result, so the last few plans are
+    kept: the daemon plans a query while it gathers candidates and the assembler plans
+    it again with the same event time."""
+    return _plan_temporal(query, now_ms, mention_slack_days)
+
+
+@functools.lru_cache(maxsize=32)
+def _plan_temporal(query: str, now_ms: int, mention_slack_days: float) -> TemporalPlan:
     now = datetime.fromtimestamp(max(0, now_ms) / 1000, tz=UTC)
     kinds = frozenset(k for k, p in _KIND_PATTERNS.items() if p.search(query))
     anchors: list[_Anchor] = []
