@@ -124,3 +124,19 @@ def test_edge_sizes(k: int) -> None:
     pos, sims = Scan(mat, q, shadow).top(k)
     assert pos.tolist() == _exact(mat, q, k)[0]
     assert len(sims) == min(k, 50)
+
+
+def test_a_failing_kernel_falls_back_to_the_exact_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def run(self, *_: Any) -> Any:
+            raise RuntimeError("kernel fault")
+
+    monkeypatch.setattr("sidecar.memory.int8scan._session", Broken())
+    rng = np.random.default_rng(11)
+    mat = _units(rng, 200, 16)
+    shadow = Int8Rows(16)
+    shadow.assign(mat, 200)
+    q = _query(rng, mat)
+    scan = Scan(mat, q, shadow)
+    assert scan.exact is not None
+    assert scan.top(7)[0].tolist() == _exact(mat, q, 7)[0]
