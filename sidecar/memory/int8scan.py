@@ -163,7 +163,6 @@ class Int8Rows:
         self.n = 0
         for lo in range(0, n, 8192):  # bounded temporaries
             self.set_rows(lo, mat[lo : lo + 8192])
-        self.n = n
 
     def grow(self, capacity: int) -> None:
         if capacity <= self.capacity:

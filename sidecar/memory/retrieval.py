@@ -285,8 +285,6 @@ class _Coll:
         mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
         mat[:n] = self._mat[:n]
         self._mat = mat
-        if self._shadow is not None:
-            self._shadow.grow(mat.shape[0])
         self.cands = [
             c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
         ]
@@ -647,9 +645,14 @@ class Retrieval:
             rows.append(tw.have[pos])
             sims.append(s)
         if tw.rest.size:
-            own = user.scan(qvec)
-            assert own is not None
-            pos, s = own.top(k, tw.rest)
+            mat = user.matrix
+            assert mat is not None
+            if tw.rest.size < int8scan.MIN_ROWS:  # a few rows: a product over them alone
+                pos, s = Scan(mat[tw.rest], qvec, None).top(k)
+            else:  # many: the collection's own (prefiltered) scan
+                own = user.scan(qvec)
+                assert own is not None
+                pos, s = own.top(k, tw.rest)
             rows.append(tw.rest[pos])
             sims.append(s)
         if not rows:
@@ -774,8 +777,8 @@ class Retrieval:
         self, p: _Prepared, qvec: F32 | None
     ) -> tuple[list[Candidate], list[Candidate], Scan | None]:
         """The retrieval pool and the elevated candidates: per scope the exact dense top-k
-        (one matrix product per collection; the durable memories' cosines come from the
-        history's) merged with the lexical top-k."""
+        (one scan per collection; the durable memories are ranked through the history's
+        scan) merged with the lexical top-k."""
         colls, ns, sid = p.colls, p.ns, p.session_id
         turns_coll = colls[C.turns(ns)]
         user_coll = colls[C.user(ns)]
