@@ -70,6 +70,7 @@ from sidecar.memory.assemble import (
     plan_search,
 )
 from sidecar.memory.budget import BudgetConfig
+from sidecar.memory.heap import HeapSettler
 from sidecar.memory.int8scan import Int8Rows, Scan
 from sidecar.memory.lexical import BM25Index, LexicalIndex
 from sidecar.memory.scoring import F32, Candidate, access_count
@@ -360,9 +361,8 @@ class _Coll:
             return
         if self._shadow is None:
             self._shadow = Int8Rows(mat.shape[1])
-            self._shadow.assign(mat[:n], mat.shape[0])
+            self._shadow.assign(mat[:n])
             return
-        self._shadow.grow(mat.shape[0])
         for i in replaced:
             self._shadow.set_rows(i, mat[i : i + 1])
         self._shadow.set_rows(first_new, mat[first_new:n])
@@ -513,6 +513,7 @@ class Retrieval:
         self._dirty: set[str] = set()  # collections to reload
         self._dirty_all = False
         self._twins: dict[str, _Twins] = {}
+        self.heap = HeapSettler()  # keeps the collector's full passes off these caches
         unsubscribe_events = memory.subscribe(self._on_event)
         unsubscribe_writes = memory.on_written(self.note_written)
 
@@ -598,6 +599,7 @@ class Retrieval:
         seq = store.max_seq()
         now = time.monotonic()
         out: dict[str, _Coll] = {}
+        loaded = 0  # rows (re)loaded, for the heap freeze
         for name in names:
             coll = self._colls.get(name)
             if coll is None:
@@ -615,6 +617,7 @@ class Retrieval:
                 and seq != coll.seq
                 and now - coll.loaded_at >= AUTHORED_RECHECK_S
             )
+            before = (coll.reloads, len(coll.records))
             if coll.stale or recheck:
                 coll.reload(store, count, seq)
             elif ids:
@@ -622,7 +625,13 @@ class Retrieval:
                     coll.reload(store, count, seq)
             elif count != coll.count:
                 coll.reload(store, count, seq)
+            loaded += (
+                len(coll.records)
+                if coll.reloads != before[0]
+                else max(0, len(coll.records) - before[1])
+            )
             out[name] = coll
+        self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:
             name, _ = self._colls.popitem(last=False)
             self._twins.pop(name, None)

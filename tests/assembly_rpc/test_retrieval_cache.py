@@ -340,3 +340,19 @@ async def test_int8_prefilter_keeps_the_exact_ranking_through_updates(
         for k in (1, 5, 17, len(turns.records)):
             assert turns.dense_top(q, k) == _exact_top(turns, q, k), (text, k)
         assert _durable_top(h, q, 20) == _exact_top(user, q, 20)
+
+
+async def test_loaded_caches_are_frozen_out_of_the_collector(h: Harness) -> None:
+    import gc
+
+    gc.unfreeze()
+    try:
+        h.retrieval.heap.min_rows = 5
+        await h.ingest("s1", HISTORY)
+        await h.ask("tennis balls")
+        assert h.retrieval.heap.freezes >= 1
+        tracked = {id(o) for o in gc.get_objects()}
+        cand = h.coll(C.turns(NS)).cands[0]
+        assert gc.is_tracked(cand) and id(cand) not in tracked
+    finally:
+        gc.unfreeze()

@@ -61,7 +61,7 @@ def test_top_k_equals_the_float32_top_k(seed: int, n: int, d: int, k: int) -> No
     rng = np.random.default_rng(seed)
     mat = _units(rng, n, d)
     shadow = Int8Rows(d)
-    shadow.assign(mat, n + 3)
+    shadow.assign(mat)
     q = _query(rng, mat)
     scan = Scan(mat, q, shadow)
     assert scan.approx is not None  # the prefilter path, not the exact fallback
@@ -82,18 +82,23 @@ def test_rows_updated_in_place_and_appended_match_a_rebuild() -> None:
     rng = np.random.default_rng(7)
     mat = _units(rng, 3000, 64)
     grown = Int8Rows(64)
-    grown.assign(mat[:1000], 1000)
-    grown.grow(2500)
-    grown.set_rows(1000, mat[1000:2400])
-    grown.grow(3100)
-    grown.set_rows(2400, mat[2400:])
+    grown.assign(mat[:1000])
+    grown.set_rows(1000, mat[1000:1100])  # into the tail block
+    assert grown.main.shape[1] == 1000 and grown.tail.shape[1] >= 100
+    grown.set_rows(1100, mat[1100:2400])  # past a quarter of main: merged
+    assert grown.main.shape[1] == 2400
+    for lo in range(2400, 3000, 7):  # small appends
+        grown.set_rows(lo, mat[lo : min(lo + 7, 3000)])
     mat[17] = mat[2999]  # a record replaced with another vector
     grown.set_rows(17, mat[17:18])
+    mat[2990] = mat[4]  # one in the tail block
+    grown.set_rows(2990, mat[2990:2991])
     fresh = Int8Rows(64)
-    fresh.assign(mat, 3000)
+    fresh.assign(mat)
     assert grown.n == fresh.n == 3000
-    assert np.array_equal(grown.cols[:, :3000], fresh.cols)
-    assert np.array_equal(grown.scale[:3000], fresh.scale)
+    assert 0 < grown.n - grown.main.shape[1] <= grown.main.shape[1] // 4
+    assert np.array_equal(grown.columns(), fresh.columns())
+    assert np.array_equal(grown.scale[:3000], fresh.scale[:3000])
     for _ in range(20):
         q = _query(rng, mat)
         for k in (1, 10, 100):
@@ -104,7 +109,7 @@ def test_without_a_usable_shadow_the_scan_is_exact() -> None:
     rng = np.random.default_rng(3)
     mat = _units(rng, 50, 16)
     stale = Int8Rows(16)
-    stale.assign(mat[:40], 64)  # behind the matrix: not used
+    stale.assign(mat[:40])  # behind the matrix: not used
     q = _query(rng, mat)
     for shadow in (None, stale):
         scan = Scan(mat, q, shadow)
@@ -119,7 +124,7 @@ def test_edge_sizes(k: int) -> None:
     rng = np.random.default_rng(k)
     mat = _units(rng, 50, 16)
     shadow = Int8Rows(16)
-    shadow.assign(mat, 50)
+    shadow.assign(mat)
     q = _query(rng, mat)
     pos, sims = Scan(mat, q, shadow).top(k)
     assert pos.tolist() == _exact(mat, q, k)[0]
@@ -135,7 +140,7 @@ def test_a_failing_kernel_falls_back_to_the_exact_product(monkeypatch: pytest.Mo
     rng = np.random.default_rng(11)
     mat = _units(rng, 200, 16)
     shadow = Int8Rows(16)
-    shadow.assign(mat, 200)
+    shadow.assign(mat)
     q = _query(rng, mat)
     scan = Scan(mat, q, shadow)
     assert scan.exact is not None
