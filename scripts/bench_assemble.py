@@ -719,6 +719,9 @@ def _bench(quick: bool) -> list[dict[str, str]]:
         )
     )
     rows.append(_row("assemble p95", f"{a95:.2f} ms", "<= 40 ms", "met" if a95 <= 40 else "missed"))
+    rows.append(
+        _row("assemble p99 / max (pauses)", f"{_pct(t_asm, 0.99):.2f} / {max(t_asm):.2f} ms")
+    )
     rows.append(_row("embed (1 query, same prompts, same socket) p50", f"{e50:.2f} ms"))
     rows.append(_row("embed p95", f"{e95:.2f} ms"))
     rows.append(

@@ -361,6 +361,8 @@ def analyze_query(text: str, stem: StemMode, stopwords: frozenset[str]) -> tuple
 
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
+I16 = npt.NDArray[np.int16]
+_Arrays = tuple[F32, I16]  # per slot: BM25 score, distinct query terms contained
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,7 +405,7 @@ class BM25Index:
         self._wavgdl = 0.0
         # the score array of the last query (terms, avgdl used, scores per slot), so that
         # ``score`` right after ``search`` for the same query is a lookup
-        self._memo: tuple[tuple[str, ...], float, F32 | None] | None = None
+        self._memo: tuple[tuple[str, ...], float, _Arrays | None] | None = None
 
     # ---------------------------------------------------------------- documents
     def analyze(self, text: str) -> list[str]:
@@ -539,9 +541,9 @@ class BM25Index:
         n = len(self._slot_of)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
 
-    def _memo_scores(self, terms: Sequence[str]) -> F32 | bool | None:
-        """The memoised score array of ``terms`` (None: no document matches), or False
-        when the memo is for another query or is outdated."""
+    def _memo_arrays(self, terms: Sequence[str]) -> _Arrays | bool | None:
+        """The memoised arrays of ``terms`` (None: no document matches), or False when
+        the memo is for another query or is outdated."""
         memo = self._memo
         if memo is None or memo[0] != tuple(dict.fromkeys(terms)):
             return False
@@ -549,20 +551,27 @@ class BM25Index:
             return False
         return memo[2]
 
-    def _scores(self, terms: Sequence[str]) -> F32 | None:
+    def _arrays(self, terms: Sequence[str]) -> _Arrays | None:
         """:meth:`_score_array`, memoised for the last query."""
-        got = self._memo_scores(terms)
+        got = self._memo_arrays(terms)
         if got is not False:
             return got  # type: ignore[return-value]
-        scores = self._score_array(terms)
-        self._memo = (tuple(dict.fromkeys(terms)), self._wavgdl, scores)
-        return scores
+        arrays = self._score_array(terms)
+        self._memo = (tuple(dict.fromkeys(terms)), self._wavgdl, arrays)
+        return arrays
 
-    def _score_array(self, terms: Sequence[str]) -> F32 | None:
+    def _scores(self, terms: Sequence[str]) -> F32 | None:
+        arrays = self._arrays(terms)
+        return None if arrays is None else arrays[0]
+
+    def _score_array(self, terms: Sequence[str]) -> _Arrays | None:
+        """BM25 of every slot, and how many of the distinct terms each slot's document
+        contains."""
         n_slots = len(self._ids)
         if not self._slot_of or n_slots == 0:
             return None
         scores = np.zeros(n_slots, dtype=np.float32)
+        hits = np.zeros(n_slots, dtype=np.int16)
         hit = False
         for term in dict.fromkeys(terms):
             idf = self.idf(term)
@@ -571,12 +580,14 @@ class BM25Index:
                 continue
             slots, weight = arrays
             scores[slots] += np.float32(idf) * weight
+            hits[slots] += 1  # a term lists each document once
             hit = True
         if not hit:
             return None
         if self._dead:
             scores *= self._alive[:n_slots]
-        return scores
+            hits *= self._alive[:n_slots]
+        return scores, hits
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, score)`` for a query text (or analyzed terms), best first;
@@ -606,37 +617,55 @@ class BM25Index:
 
     def score_list(self, query: str | Sequence[str], ids: Sequence[str]) -> list[float]:
         """:meth:`score` as a list aligned with ``ids``."""
+        return self.score_hits(query, ids)[0]
+
+    def score_hits(
+        self, query: str | Sequence[str], ids: Sequence[str]
+    ) -> tuple[list[float], list[int]]:
+        """:meth:`score_list`, and for each document how many of the query's distinct
+        terms it contains (-1 for an id the index does not hold), from the same pass."""
         terms = self._query(query)
-        if not terms or not ids:
-            return [0.0] * len(ids)
-        memo = self._memo_scores(terms)
+        if not ids:
+            return [], []
+        slot_of = self._slot_of
+        if not terms:
+            return [0.0] * len(ids), [0 if d in slot_of else -1 for d in ids]
+        memo = self._memo_arrays(terms)
         if len(ids) >= SCORE_ARRAY_MIN_IDS or memo is not False:
             # vectorised over every document, memoised
-            scores = self._scores(terms) if memo is False else memo
-            if scores is None or isinstance(scores, bool):
-                return [0.0] * len(ids)
-            slot_of = self._slot_of
+            arrays = self._arrays(terms) if memo is False else memo
             slots = np.array([slot_of.get(d, -1) for d in ids], dtype=np.intp)
-            got: list[float] = np.where(slots >= 0, scores[slots], np.float32(0.0)).tolist()
-            return got
+            known = slots >= 0
+            if arrays is None or isinstance(arrays, bool):
+                return [0.0] * len(ids), np.where(known, 0, -1).tolist()
+            scores, hits = arrays
+            got: list[float] = np.where(known, scores[slots], np.float32(0.0)).tolist()
+            found: list[int] = np.where(known, hits[slots], -1).tolist()
+            return got, found
         avgdl = self._norm_avgdl()
         k1, b = self.k1, self.b
         idfs = {t: self.idf(t) for t in dict.fromkeys(terms)}
         out: list[float] = []
+        out_hits: list[int] = []
         for doc_id in ids:
-            slot = self._slot_of.get(doc_id)
+            slot = slot_of.get(doc_id)
             counts = self._doc_terms[slot] if slot is not None else None
             if slot is None or counts is None:
                 out.append(0.0)
+                out_hits.append(-1)
                 continue
             norm = k1 * (1.0 - b + b * float(self._dl[slot]) / avgdl)
             total = 0.0
+            n_hits = 0
             for term, idf in idfs.items():
                 tf = counts.get(term, 0)
-                if tf and idf > 0:
-                    total += idf * tf * (k1 + 1.0) / (tf + norm)
+                if tf:
+                    n_hits += 1
+                    if idf > 0:
+                        total += idf * tf * (k1 + 1.0) / (tf + norm)
             out.append(total)
-        return out
+            out_hits.append(n_hits)
+        return out, out_hits
 
 
 class LexicalIndex:
@@ -714,18 +743,27 @@ class LexicalIndex:
 
     def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
         """:meth:`score` as a list aligned with ``keys``."""
+        return self.score_hits(query, keys)[0]
+
+    def score_hits(
+        self, query: str, keys: Sequence[tuple[str, str]]
+    ) -> tuple[list[float], list[int]]:
+        """:meth:`score_list`, and the distinct query terms each document contains (-1 for
+        a document no index holds); see :meth:`BM25Index.score_hits`."""
         terms = self._terms(query)
         at: dict[str, list[int]] = {}
         for j, key in enumerate(keys):
             at.setdefault(key[0], []).append(j)
         out = [0.0] * len(keys)
+        hits = [-1] * len(keys)
         for coll, positions in at.items():
             idx = self._indexes.get(coll)
             if idx is not None:
-                got = idx.score_list(terms, [keys[j][1] for j in positions])
-                for j, value in zip(positions, got, strict=True):
+                got, found = idx.score_hits(terms, [keys[j][1] for j in positions])
+                for j, value, n in zip(positions, got, found, strict=True):
                     out[j] = value
-        return out
+                    hits[j] = n
+        return out, hits
 
 
 def keyword_coverage(

@@ -456,18 +456,22 @@ class _SingleIndex:
         s = self.index.score(query, [k[1] for k in keys])
         return {k: s[k[1]] for k in keys}
 
-    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
-        return self.index.score_list(query, [k[1] for k in keys])
+    def score_hits(
+        self, query: str, keys: Sequence[tuple[str, str]]
+    ) -> tuple[list[float], list[int]]:
+        return self.index.score_hits(query, [k[1] for k in keys])
 
 
-def _score_list(
-    scorer: LexicalScorer,
-) -> Callable[[str, Sequence[tuple[str, str]]], list[float]] | None:
-    """The scorer's list form when it is one of ours and ``score`` is not overridden."""
+ScoreHits = Callable[[str, Sequence[tuple[str, str]]], tuple[list[float], list[int]]]
+
+
+def _score_hits(scorer: LexicalScorer) -> ScoreHits | None:
+    """The scorer's list form (scores and query-term hits per key) when it is one of ours
+    and ``score`` is not overridden."""
     if isinstance(scorer, _SingleIndex):
-        return scorer.score_list
+        return scorer.score_hits
     if isinstance(scorer, LexicalIndex) and type(scorer).score is LexicalIndex.score:
-        return scorer.score_list
+        return scorer.score_hits
     return None
 
 
@@ -521,6 +525,17 @@ def lexical_scores(
 ) -> F64:
     """BM25 per candidate: ``lexical`` when given, else from ``scorer`` (corpus
     statistics), else BM25 over the pool itself (statistics of the candidates)."""
+    return _lexical_channel(query, candidates, scorer)[0]
+
+
+def _lexical_channel(
+    query: str,
+    candidates: Sequence[Candidate],
+    scorer: LexicalScorer | None = None,
+) -> tuple[F64, F64 | None]:
+    """:func:`lexical_scores`, and when one of our indexes scored every candidate, the
+    number of distinct query terms each candidate's indexed document contains (-1: not
+    indexed), else None."""
     out = np.zeros(len(candidates), dtype=np.float64)
     missing: list[int] = []
     for i, c in enumerate(candidates):
@@ -529,23 +544,26 @@ def lexical_scores(
         else:
             missing.append(i)
     if not missing:
-        return out
+        return out, None
     if scorer is not None:
         keys = [(c._features or features(c)).key for c in map(candidates.__getitem__, missing)]
-        as_list = _score_list(scorer)
+        as_list = _score_hits(scorer)
         if as_list is not None:
-            out[missing] = as_list(query, keys)
+            got_scores, got_hits = as_list(query, keys)
+            out[missing] = got_scores
+            if len(missing) == len(candidates):
+                return out, np.asarray(got_hits, dtype=np.float64)
         else:
             got = scorer.score(query, keys)
             out[missing] = [got.get(k, 0.0) for k in keys]
-        return out
+        return out, None
     pool = BM25Index()
     for i in missing:
         pool.add(str(i), candidates[i].text)
     got_pool = pool.score(query, [str(i) for i in missing])
     for i in missing:
         out[i] = got_pool[str(i)]
-    return out
+    return out, None
 
 
 def fuse(dense: F64, lexical: F64, cfg: ScoringConfig = DEFAULT_SCORING) -> F64:
@@ -725,6 +743,10 @@ class Channels:
     dense: F64
     lexical: F64
     vectors: tuple[F32, ...] = field(default=NO_ROWS, compare=False, repr=False)
+    # per candidate, how many of the query's keywords its indexed document contains
+    # (-1: not indexed), when the lexical index answered for every candidate and its
+    # query terms are the keywords; else None (rank_table then reads the terms itself)
+    keyword_hits: F64 | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def compute(
@@ -733,20 +755,24 @@ class Channels:
         lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
     ) -> Channels:
         dense, rows = _dense(query.vector, candidates)
-        return Channels(
-            dense,
-            lexical_scores(
-                query.lexical_query or query.text, candidates, as_lexical_scorer(lexical)
-            ),
-            (rows,) if rows is not None else NO_ROWS,
-        )
+        lex_query = query.lexical_query or query.text
+        scores, hits = _lexical_channel(lex_query, candidates, as_lexical_scorer(lexical))
+        if hits is not None and tuple(query_terms(lex_query)) != query.keywords:
+            hits = None
+        return Channels(dense, scores, (rows,) if rows is not None else NO_ROWS, hits)
 
     def extend(self, other: Channels) -> Channels:
         both = bool(self.vectors) and bool(other.vectors)
+        hits = (
+            np.concatenate([self.keyword_hits, other.keyword_hits])
+            if self.keyword_hits is not None and other.keyword_hits is not None
+            else None
+        )
         return Channels(
             np.concatenate([self.dense, other.dense]),
             np.concatenate([self.lexical, other.lexical]),
             self.vectors + other.vectors if both else NO_ROWS,
+            hits,
         )
 
 
@@ -957,11 +983,7 @@ def rank_table(
     keys = query.keywords
     overlap = np.zeros(n)
     if keys:
-        if terms_of is None:
-            terms: Iterable[Container[str]] = map(_analyzed, candidates, feats)
-        else:
-            terms = (t if isinstance(t, _TERM_SETS) else set(t) for t in map(terms_of, candidates))
-        overlap = np.array([sum(map(t.__contains__, keys)) for t in terms], dtype=np.float64)
+        overlap = _keyword_overlap(keys, candidates, feats, terms_of, ch.keyword_hits)
     cov = overlap / len(keys) if keys else np.zeros(n)
     kw = (1.0 + cfg.kappa * cov) / (1.0 + cfg.kappa)
 
@@ -985,6 +1007,32 @@ def rank_table(
         np.asarray(_best_first(final[kept], [candidates[i] for i in kept.tolist()]), dtype=np.intp)
     ]
     return Ranking([candidates[i] for i in pick.tolist()], parts[:, pick], pick, ch.vectors)
+
+
+def _keyword_overlap(
+    keys: Sequence[str],
+    candidates: Sequence[Candidate],
+    feats: Sequence[Features],
+    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None,
+    hits: F64 | None,
+) -> F64:
+    """How many of ``keys`` each candidate's terms contain: the lexical index's count
+    where it holds the document (the same analyzed terms, counted in the pass that scored
+    it), else the terms from ``terms_of`` (or the candidate's analyzed text)."""
+    n = len(candidates)
+    if hits is not None and hits.shape == (n,):
+        rest = np.flatnonzero(hits < 0).tolist()
+        if not rest:
+            return hits
+        out = hits.copy()
+        sub = [candidates[i] for i in rest]
+        out[rest] = _keyword_overlap(keys, sub, [feats[i] for i in rest], terms_of, None)
+        return out
+    if terms_of is None:
+        terms: Iterable[Container[str]] = map(_analyzed, candidates, feats)
+    else:
+        terms = (t if isinstance(t, _TERM_SETS) else set(t) for t in map(terms_of, candidates))
+    return np.array([sum(map(t.__contains__, keys)) for t in terms], dtype=np.float64)
 
 
 def rescore(item: Scored, factor: float) -> Scored:

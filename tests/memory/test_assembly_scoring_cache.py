@@ -224,3 +224,58 @@ def test_rank_table_items_are_rank_and_lexical_paths_agree() -> None:
     assert with_hop.candidates[hop_at] is extra
     hop_rows = with_hop.rows(8)
     assert hop_rows is not None and not hop_rows[hop_at].any()  # left for the caller
+
+
+def test_score_hits_count_the_distinct_query_terms_of_each_document() -> None:
+    idx = LexicalIndex()
+    texts = ["red bicycle in the garden", "the garden party", "a bicycle trip", "nothing"]
+    for i, t in enumerate(texts):
+        idx.add("a", f"d{i}", t)
+    idx.add("a", "gone", "garden bicycle")
+    idx.remove("a", "gone")  # a dead slot counts nothing
+    keys = [("a", "d0"), ("a", "d1"), ("a", "zz"), ("c", "d0"), ("a", "d3"), ("a", "gone")]
+    query = "garden bicycle garden trips"
+    terms = list(dict.fromkeys(idx.collection("a").analyze(query)))
+
+    def want(key: tuple[str, str]) -> int:
+        if key[0] != "a" or key[1] not in idx.collection("a"):
+            return -1
+        doc = idx.collection("a").doc_terms(key[1])
+        return sum(t in doc for t in terms)
+
+    for ids in (keys, keys * 10):  # the per-document path and the score-array path
+        scores, hits = idx.score_hits(query, ids)
+        assert scores == idx.score_list(query, ids)
+        assert hits == [want(k) for k in ids]
+    assert hits[:3] == [2, 1, -1]
+
+
+def test_keyword_overlap_from_the_index_equals_the_terms_path() -> None:
+    rng = np.random.default_rng(5)
+    words = ["garden", "bicycle", "oslo", "maria", "trip", "party", "red", "blue"]
+    idx = LexicalIndex()
+    cands = []
+    for i in range(80):
+        text = " ".join(rng.choice(words, size=5))
+        coll = "turns:ns" if i % 3 else "user:ns"
+        if i % 7:  # some candidates are not indexed: their terms come from terms_of
+            idx.add(coll, f"t{i}", text)
+        cands.append(
+            Candidate(kind="turn", collection=coll, id=f"t{i}", text=text, ts=NOW - i * 1000)
+        )
+    qctx = QueryContext.build("red garden trip with Maria in Oslo", None, now_ms=NOW)
+    ch = Channels.compute(qctx, cands, idx)
+    assert ch.keyword_hits is not None and (ch.keyword_hits < 0).any()
+
+    def terms_of(c: Candidate) -> frozenset[str]:
+        return frozenset(BM25Index().analyze(c.text))
+
+    plain = dataclasses.replace(ch, keyword_hits=None)
+    for fn in (terms_of, None):
+        fast = rank_table(qctx, cands, lexical=idx, channels=ch, terms_of=fn)
+        slow = rank_table(qctx, cands, lexical=idx, channels=plain, terms_of=fn)
+        assert fast.items() == slow.items()
+        assert np.array_equal(fast.parts, slow.parts)
+    # keywords that are not the index's query terms: the hits are not used
+    other = dataclasses.replace(qctx, keywords=("red",))
+    assert Channels.compute(other, cands, idx).keyword_hits is None
