@@ -341,45 +341,40 @@ def _reason(part: str, s: Scored, extra: str = "") -> str:
 # ----------------------------------------------------------------------------- the plan
 
 
-def plan_assembly(
+@dataclass
+class PlanHead:
+    """Steps 1-4 of a plan (hard rules, the tail base, the soft prefix, the tail
+    extension), which depend on neither the query vector nor the retrieval: the daemon
+    computes them while the query is embedded (:func:`plan_head`) and hands them to
+    :func:`plan_assembly`, which consumes them (one plan per head)."""
+
+    total: int
+    ledger: BudgetLedger
+    chosen: _Chosen
+    all_turns: list[Candidate]
+    turns: list[Candidate]  # the newest turns, the only ones the tail can take
+    start: int  # first tail turn in ``turns``
+    reasons: list[str]  # degraded reasons (then nothing else is planned)
+    plan: TemporalPlan
+    dream: bool
+    elapsed_ms: float
+    used: bool = False
+
+
+def plan_head(
     *,
     query: str,
-    query_vector: F32 | None,
     token_budget: float,
     memory_fraction: float | None = None,
-    session_id: str = "",
     session_turns: Sequence[Candidate] = (),
     hard: Sequence[AuthoredNode] = (),
     soft: Sequence[AuthoredNode] = (),
-    elevated: Sequence[Candidate] = (),
-    candidates: Sequence[Candidate] = (),
-    original_messages: Sequence[Any] = (),
     now_ms: int | None = None,
-    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
-    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
-    neighbors: NeighborsHook | None = None,
-    hops: HopsHook | None = None,
-    expand: ExpandHook | None = None,
-    recover: RecoverHook | None = None,
     config: AssemblyConfig = DEFAULT_ASSEMBLY,
-) -> AssemblyPlan:
-    """Plan one ``assemble`` (module doc).
-
-    ``session_turns``: the current session's raw turns in chronological order (kind
-    ``turn``). The tail comes from the newest of them; the newest
-    ``session_pool_limit`` (64) outside the tail join the retrieval pool with scope
-    ``session``, except those a summary candidate covers. For long sessions the caller
-    passes older session turns found by the store's search as ``candidates`` with scope
-    ``session``. ``hard``/``soft``: authored rules in authored order. ``elevated``:
-    guidance shard candidates. ``candidates``: the retrieval pool of the other scopes
-    (raw history of earlier sessions, durable, global, authored variant, summaries,
-    dream). ``now_ms``: the query's event time (default: the wall clock). The hooks are
-    described in the module doc: ``neighbors``, ``hops`` and ``recover`` are called at
-    most once, ``expand`` once per summary it expands.
-    """
+) -> PlanHead:
+    """Steps 1-4 of :func:`plan_assembly` (arguments as there)."""
     t0 = time.perf_counter()
     bcfg = config.budget
-    scfg = config.scoring
     fraction = bcfg.memory_fraction if memory_fraction is None else memory_fraction
     total = memory_budget(token_budget, fraction)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
@@ -412,25 +407,106 @@ def plan_assembly(
         chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail base"), c.sources)
     dream = bool(query.strip()) and is_dream_query(query)
     plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
-    if reasons:
-        return _finish(chosen, ledger, reasons, original_messages, config, plan, dream, (), t0)
+    start = base_start
+    if not reasons:
+        # 3. soft prefix
+        soft_fit = fit_prefix(
+            [n for n in soft if n.key not in chosen.keys],
+            soft_budget(total, hard_cost, base_cost, bcfg),
+            node_cost,
+        )
+        for n in soft_fit.items:
+            ledger.charge("soft", node_cost(n))
+            chosen.add(_authored_item(n, "soft", node_cost(n)))
 
-    # 3. soft prefix
-    soft_fit = fit_prefix(
-        [n for n in soft if n.key not in chosen.keys],
-        soft_budget(total, hard_cost, base_cost, bcfg),
-        node_cost,
+        # 4. tail extension (the base is already charged)
+        allowance = tail_allowance(ledger.remaining, base_cost, bcfg)
+        start = _extend_tail(as_turns, turn_costs, base_start, allowance)
+        for c in turns[start:base_start]:
+            ledger.charge("tail", cost(c))
+            chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail extension"), c.sources)
+    return PlanHead(
+        total=total,
+        ledger=ledger,
+        chosen=chosen,
+        all_turns=all_turns,
+        turns=turns,
+        start=start,
+        reasons=list(reasons),
+        plan=plan,
+        dream=dream,
+        elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
-    for n in soft_fit.items:
-        ledger.charge("soft", node_cost(n))
-        chosen.add(_authored_item(n, "soft", node_cost(n)))
 
-    # 4. tail extension (the base is already charged)
-    allowance = tail_allowance(ledger.remaining, base_cost, bcfg)
-    start = _extend_tail(as_turns, turn_costs, base_start, allowance)
-    for c in turns[start:base_start]:
-        ledger.charge("tail", cost(c))
-        chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail extension"), c.sources)
+
+def plan_assembly(
+    *,
+    query: str,
+    query_vector: F32 | None,
+    token_budget: float,
+    memory_fraction: float | None = None,
+    session_id: str = "",
+    session_turns: Sequence[Candidate] = (),
+    hard: Sequence[AuthoredNode] = (),
+    soft: Sequence[AuthoredNode] = (),
+    head: PlanHead | None = None,
+    elevated: Sequence[Candidate] = (),
+    candidates: Sequence[Candidate] = (),
+    original_messages: Sequence[Any] = (),
+    now_ms: int | None = None,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
+    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
+    neighbors: NeighborsHook | None = None,
+    hops: HopsHook | None = None,
+    expand: ExpandHook | None = None,
+    recover: RecoverHook | None = None,
+    config: AssemblyConfig = DEFAULT_ASSEMBLY,
+) -> AssemblyPlan:
+    """Plan one ``assemble`` (module doc).
+
+    ``session_turns``: the current session's raw turns in chronological order (kind
+    ``turn``). The tail comes from the newest of them; the newest
+    ``session_pool_limit`` (64) outside the tail join the retrieval pool with scope
+    ``session``, except those a summary candidate covers. For long sessions the caller
+    passes older session turns found by the store's search as ``candidates`` with scope
+    ``session``. ``hard``/``soft``: authored rules in authored order. ``elevated``:
+    guidance shard candidates. ``candidates``: the retrieval pool of the other scopes
+    (raw history of earlier sessions, durable, global, authored variant, summaries,
+    dream). ``now_ms``: the query's event time (default: the wall clock). The hooks are
+    described in the module doc: ``neighbors``, ``hops`` and ``recover`` are called at
+    most once, ``expand`` once per summary it expands. ``head``: steps 1-4 computed
+    ahead by :func:`plan_head` with the same arguments (else computed here).
+    """
+    t0 = time.perf_counter()
+    bcfg = config.budget
+    scfg = config.scoring
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    overhead = max(0, bcfg.entry_overhead_tokens)
+
+    def cost(c: Candidate) -> int:
+        return c.cost + overhead
+
+    if head is None:
+        head = plan_head(
+            query=query,
+            token_budget=token_budget,
+            memory_fraction=memory_fraction,
+            session_turns=session_turns,
+            hard=hard,
+            soft=soft,
+            now_ms=now,
+            config=config,
+        )
+        tail_ms = (time.perf_counter() - t0) * 1000
+    else:
+        tail_ms = head.elapsed_ms  # spent ahead, outside this call
+    if head.used:
+        raise ValueError("a PlanHead plans one assembly")
+    head.used = True
+    ledger, chosen, plan, dream = head.ledger, head.chosen, head.plan, head.dream
+    all_turns, turns, start = head.all_turns, head.turns, head.start
+    if head.reasons:
+        return _finish(chosen, ledger, head.reasons, original_messages, config, plan, dream, (), t0)
 
     t_tail = time.perf_counter()
     qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
@@ -438,7 +514,7 @@ def plan_assembly(
         return _finish(chosen, ledger, [], original_messages, config, plan, dream, (), t0)
 
     # 5. elevated guidance
-    e_budget = elevated_budget(total, ledger.remaining, bcfg)
+    e_budget = elevated_budget(head.total, ledger.remaining, bcfg)
     if elevated and e_budget > 0:
         ranked_e = rank_table(
             qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
@@ -529,7 +605,7 @@ def plan_assembly(
         )
     t_end = time.perf_counter()
     timings = {
-        "tailMs": (t_tail - t0) * 1000,
+        "tailMs": tail_ms,
         "poolMs": (t_pool - t_tail) * 1000,
         "rankMs": (t_rank - t_pool) * 1000,
         "fillMs": (t_end - t_rank) * 1000,

@@ -65,8 +65,10 @@ from sidecar.memory.assemble import (
     AssemblyConfig,
     AssemblyPlan,
     AuthoredNode,
+    PlanHead,
     SearchHit,
     plan_assembly,
+    plan_head,
     plan_search,
 )
 from sidecar.memory.budget import BudgetConfig
@@ -441,7 +443,11 @@ class _Prepared:
     dream: bool
     hard: list[AuthoredNode]
     soft: list[AuthoredNode]
-    session_turns: list[Candidate]
+    session_turns: list[Candidate]  # the stored ones, or the host's messages as turns
+    original: list[Any]  # the host's messages (copies)
+    token_budget: float
+    memory_fraction: float
+    head: PlanHead  # plan steps 1-4
     prepare_ms: float = 0.0
 
 
@@ -707,12 +713,19 @@ class Retrieval:
         embedding = asyncio.ensure_future(embed())
         try:
             async with self.lock:
-                prep = await asyncio.to_thread(self._prepare, session_id, namespace, query, now)
+                prep = await asyncio.to_thread(
+                    self._prepare,
+                    session_id,
+                    namespace,
+                    query,
+                    now,
+                    token_budget,
+                    memory_fraction,
+                    messages,
+                )
                 qvec = await embedding
                 t_vec = time.perf_counter()
-                plan, gathered_ms = await asyncio.to_thread(
-                    self._assemble_sync, prep, qvec, token_budget, memory_fraction, messages
-                )
+                plan, gathered_ms = await asyncio.to_thread(self._assemble_sync, prep, qvec)
         finally:
             if not embedding.done():
                 embedding.cancel()
@@ -729,9 +742,19 @@ class Retrieval:
         }
         return plan, timings
 
-    def _prepare(self, session_id: str, ns: str, query: str, now: int) -> _Prepared:
+    def _prepare(
+        self,
+        session_id: str,
+        ns: str,
+        query: str,
+        now: int,
+        token_budget: float,
+        memory_fraction: float,
+        messages: Sequence[Mapping[str, Any]] | None,
+    ) -> _Prepared:
         """What does not need the query vector: synced caches, the lexical hits of every
-        scope, the temporal plan, authored rules and the session's turns."""
+        scope, the temporal plan, authored rules, the session's turns and the plan's
+        steps 1-4 (rules and the tail)."""
         t0 = time.perf_counter()
         names = [
             C.turns(ns),
@@ -766,6 +789,20 @@ class Retrieval:
         hard = _authored_nodes(colls[C.AUTHORED_HARD], 1)
         soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
         session_turns = colls[C.session_raw(session_id)].session_turns()
+        original: list[Any] = []
+        if messages is not None:
+            session_turns = _message_turns(messages, session_id, now, session_turns)
+            original = [dict(m) for m in messages]
+        head = plan_head(
+            query=query,
+            token_budget=token_budget,
+            memory_fraction=memory_fraction,
+            session_turns=session_turns,
+            hard=hard,
+            soft=soft,
+            now_ms=now,
+            config=self.config,
+        )
         return _Prepared(
             session_id=session_id,
             ns=ns,
@@ -779,6 +816,10 @@ class Retrieval:
             hard=hard,
             soft=soft,
             session_turns=session_turns,
+            original=original,
+            token_budget=token_budget,
+            memory_fraction=memory_fraction,
+            head=head,
             prepare_ms=(time.perf_counter() - t0) * 1000,
         )
 
@@ -829,25 +870,12 @@ class Retrieval:
         elevated = pick(C.elevated_user(ns), SIDE_K) + pick(C.elevated_session(sid), SIDE_K)
         return cands, elevated, tscan
 
-    def _assemble_sync(
-        self,
-        p: _Prepared,
-        qvec: F32 | None,
-        token_budget: float,
-        memory_fraction: float,
-        messages: Sequence[Mapping[str, Any]] | None,
-    ) -> tuple[AssemblyPlan, float]:
+    def _assemble_sync(self, p: _Prepared, qvec: F32 | None) -> tuple[AssemblyPlan, float]:
         t0 = time.perf_counter()
         session_id, ns, now = p.session_id, p.ns, p.now
         candidates, elevated, tscan = self._gather(p, qvec)
         turns_coll = p.colls[C.turns(ns)]
         variant = p.colls[C.AUTHORED_VARIANT]
-        if messages is not None:
-            session_turns = _message_turns(messages, session_id, now, p.session_turns)
-            original: list[Any] = [dict(m) for m in messages]
-        else:
-            session_turns = p.session_turns
-            original = []
         gathered_ms = (time.perf_counter() - t0) * 1000
 
         def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
@@ -887,15 +915,16 @@ class Retrieval:
         plan = plan_assembly(
             query=p.query,
             query_vector=qvec,
-            token_budget=token_budget,
-            memory_fraction=memory_fraction,
+            token_budget=p.token_budget,
+            memory_fraction=p.memory_fraction,
             session_id=session_id,
-            session_turns=session_turns,
+            session_turns=p.session_turns,
             hard=p.hard,
             soft=p.soft,
+            head=p.head,
             elevated=elevated,
             candidates=candidates,
-            original_messages=original,
+            original_messages=p.original,
             now_ms=now,
             lexical=p.lexical,
             terms_of=_terms_of(p.colls),

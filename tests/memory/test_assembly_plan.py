@@ -13,6 +13,7 @@ from sidecar.memory.assemble import (
     AssemblyPlan,
     AuthoredNode,
     plan_assembly,
+    plan_head,
     plan_search,
 )
 from sidecar.memory.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
@@ -155,6 +156,31 @@ def test_order_and_parts_with_everything() -> None:
     b = p.budget
     assert b.used == b.hard + b.tail + b.soft + b.elevated + b.retrieval + b.recovery <= b.total
     assert b.tail <= 128 or len(tail) == 4
+
+
+@pytest.mark.parametrize("budget", [4000, 2000, 300])  # the last one is degraded
+def test_a_head_planned_ahead_gives_the_same_plan(budget: int) -> None:
+    session = [sturn(i) for i in range(40)]
+    hard = [node(1, "Never push to main. " * 10)]
+    soft = [node(2, "Prefer small diffs.", 2), node(3, "Write tests first. " * 20, 2)]
+    cands = [hturn(i, f"kickboxing note {i}", v=0) for i in range(3)]
+    common: dict[str, object] = {"session_turns": session, "hard": hard, "soft": soft}
+    head = plan_head(
+        query="what about kickboxing",
+        token_budget=budget,
+        now_ms=NOW,
+        **common,  # type: ignore[arg-type]
+    )
+    ahead = plan(token_budget=budget, candidates=cands, head=head, **common)
+    inline = plan(token_budget=budget, candidates=cands, **common)
+    assert ahead.selected == inline.selected
+    assert ahead.budget == inline.budget and ahead.degraded == inline.degraded
+    assert ahead.system_prompt_addition == inline.system_prompt_addition
+    assert bool(ahead.degraded) == (budget == 300)
+    if not ahead.degraded:
+        assert ahead.timings["tailMs"] == head.elapsed_ms  # spent ahead
+    with pytest.raises(ValueError, match="one assembly"):
+        plan(token_budget=budget, candidates=cands, head=head, **common)
 
 
 def test_tail_is_exact_and_session_rest_is_retrievable() -> None:
