@@ -4,7 +4,9 @@ No I/O: the caller (the daemon's ``assemble`` RPC) loads the session's turns, th
 authored nodes and the candidate pool from the store, embeds the query once, and
 passes hooks for the few lookups that depend on the ranking (neighbour turns, hop
 targets, summary expansion, raw-history recovery). The result carries everything the
-wire answer needs (:meth:`AssemblyPlan.to_wire`).
+wire answer needs (:meth:`AssemblyPlan.to_wire`). Steps 1-4 below need neither the query
+vector nor the pool: :func:`plan_head` computes them on their own (the daemon does so
+while the query is embedded) and :func:`plan_assembly` takes the result.
 
 Steps, in the budget precedence of :mod:`sidecar.memory.budget`:
 

@@ -5,7 +5,7 @@ At 52k x 384 the float32 product reads 80 MB per call: memory bandwidth bounds i
 ~4.5 ms on the benchmark machine, and it evicts the embedder's weights from the last-level
 cache, which slows the next query embedding too. An int8 copy of the rows is a quarter of
 that, and onnxruntime's integer matrix-vector kernel (MLAS, already a dependency through
-the embedder) scores it in ~1.3 ms on one core.
+the embedder) scores it in 0.5-1 ms on two threads.
 
 The int8 scores are only used to decide which rows to score exactly; the result is the
 float32 top k, not an approximation of it. With ``x_i`` a unit row, ``x^_i = s_i * x8_i``
@@ -47,13 +47,7 @@ MIN_ROWS = 8192
 #: Threads of the kernel. The scan runs after the query embedding, when the embedder's
 #: core is idle again, and it is bound by memory bandwidth that one core does not use
 #: up: two threads cut it from 1.2 to 0.5-0.9 ms at 52k x 384 (docs/memory.md).
-KERNEL_THREADS = max(
-    1,
-    min(
-        2,
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
-    ),
-)
+KERNEL_THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 #: Absolute allowance for float32 rounding in the approximate and the exact product.
 SLACK = 1e-4
 
