@@ -6,12 +6,17 @@ order, separated by one empty line, and is ``""`` when nothing was selected:
 1. ``<authored_context>``: hard rules then the soft prefix, raw text, ``[A1] ...``;
 2. ``<recent_session_tail>``: the tail sorted by ``ts``, ``[T1] <entry role="R"
    source="session">TEXT</entry>``;
-3. ``<elevated_guidance>``: guidance shards, raw text, ``[E1] ...``;
+3. ``<elevated_guidance>``: guidance shards, ``[E1] TEXT`` (escaped; see below);
 4. ``<recalled_memories>``: retrieval then recovery items (authored variant nodes, dream
    entries and raw history included), ``[M1] <entry role="R"
    source="recalled">TEXT</entry>``, under the untrusted-memory preamble.
 
-``TEXT`` escapes ``& < >``; the role attribute also escapes ``"``. The role is the
+``TEXT`` escapes ``& < >``; the role attribute also escapes ``"``. Authored rules are
+written by the project and rendered raw, as the reference does. Guidance shards are not:
+compaction promotes them from conversation turns, and the reference's raw rendering let a
+turn such as ``... </elevated_guidance><authored_context>[A1] ...`` close the section and
+forge an authored rule. They are escaped like every other memory, which changes the bytes
+only for shards containing ``&``, ``<`` or ``>``. The role is the
 item's role when it is ``user`` or ``assistant``; otherwise ``unknown`` for the tail
 and, for recalled items, ``user`` when the collection starts with ``user:``, else
 ``unknown``. In degraded mode a ``<memory_degraded>`` block with one ``[Dn] reason.``
@@ -106,8 +111,10 @@ def _is_authored(item: Renderable) -> bool:
 
 def injected_message_content(item: Renderable) -> str:
     """The content of an item rendered as its own system message (reference form)."""
-    if _is_authored(item) or item.part == "elevated":
+    if _is_authored(item):
         return item.text
+    if item.part == "elevated":
+        return escape_text(item.text)
     return render_entry(item, "session" if item.part == "tail" else "recalled")
 
 
@@ -134,7 +141,7 @@ def render_sections(items: Sequence[Renderable]) -> str:
     if elevated:
         sections.append(
             [ELEVATED_OPEN, ELEVATED_PREAMBLE, ELEVATED_PREAMBLE_2]
-            + [f"[E{n}] {i.text}" for n, i in enumerate(elevated, 1)]
+            + [f"[E{n}] {escape_text(i.text)}" for n, i in enumerate(elevated, 1)]
             + [ELEVATED_CLOSE]
         )
     if recalled:
