@@ -986,14 +986,16 @@ def plan_search(
     terms_of: Callable[[Candidate], Iterable[str]] | None = None,
     neighbors: NeighborsHook | None = None,
     config: AssemblyConfig = DEFAULT_ASSEMBLY,
+    dreams: bool | None = None,
 ) -> list[SearchHit]:
     """The ``search`` RPC's ranking: the same scoring as assembly, filters (``role``,
-    ``since``/``until`` on ``ts`` in epoch ms, inclusive, ``kind``), dream entries only
-    for dream questions, one hit per source turn, ``k`` hits best first."""
+    ``since``/``until`` on ``ts`` in epoch ms, inclusive, ``kind``), one hit per source
+    turn, ``k`` hits best first. Dream entries count when ``dreams`` is true (the caller
+    asked for the dream scope by name), and when it is None only for dream questions."""
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
     qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
-    dream = is_dream_query(query)
+    dream = is_dream_query(query) if dreams is None else dreams
 
     def ok(c: Candidate) -> bool:
         if role is not None and c.role != role:

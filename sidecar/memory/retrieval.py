@@ -1114,6 +1114,9 @@ class Retrieval:
             terms_of=_terms_of(colls),
             neighbors=neighbors,
             config=self.config,
+            # named scopes are what the caller asked for; by default dreams only answer
+            # dream questions, as in assembly
+            dreams=("dream" in wanted) if scopes else None,
         )
 
 

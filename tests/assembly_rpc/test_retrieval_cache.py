@@ -356,3 +356,19 @@ async def test_loaded_caches_are_frozen_out_of_the_collector(h: Harness) -> None
         assert gc.is_tracked(cand) and id(cand) not in tracked
     finally:
         gc.unfreeze()
+
+
+async def test_search_in_the_dream_scope_returns_dreams_for_any_query(h: Harness) -> None:
+    # Dream entries join assembly only for dream questions; a search that names the dream
+    # scope asked for them explicitly (regression: it returned nothing for "lighthouse").
+    diary = "# Dream diary\n\n## Deep Sleep\n- {text} {{score=0.9 recall=3 unique=2}}\n"
+    text = diary.format(text="the user dreamed about flying over a lighthouse")
+    await h.call("dream.promote", {"userId": NS, "sourceDoc": "d.md", "text": text})
+    await h.ingest("s1", [("l1", "user", "We toured the old lighthouse in Maine.")])
+    only = await h.call("search", {"query": "lighthouse", "namespace": NS, "scopes": ["dream"]})
+    assert [x["collection"] for x in only["hits"]] == [f"dream:{NS}"]
+    every = await h.call("search", {"query": "lighthouse", "namespace": NS})
+    assert all(not x["collection"].startswith("dream:") for x in every["hits"])
+    assert any(x["turnIds"] == ["l1"] for x in every["hits"])
+    asked = await h.call("search", {"query": "did I dream of a lighthouse?", "namespace": NS})
+    assert any(x["collection"] == f"dream:{NS}" for x in asked["hits"])
