@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import structlog
 
 from sidecar.memory.collections import (
     AUTHORED_COLLECTIONS,
@@ -45,6 +44,7 @@ from sidecar.memory.collections import (
     AUTHORED_VARIANT,
     tombstone_keys,
 )
+from sidecar.memory.listeners import Listeners
 from sidecar.memory.markdown import DEFAULT_TOKENIZER_ID, AuthoredDocument, Tier, parse_document
 from sidecar.store.types import Delete, Put, Record
 
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     from sidecar.app import App
     from sidecar.store.aio import AsyncStore
     from sidecar.store.service import StoreService
-
-log = structlog.get_logger(__name__)
 
 TIER_COLLECTION = {
     Tier.HARD: AUTHORED_HARD,
@@ -152,27 +150,16 @@ class AuthoredService:
     def __init__(self, svc: StoreService) -> None:
         self.svc = svc
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._listeners: list[Callable[[list[str]], None]] = []
+        self._listeners: Listeners[list[str]] = Listeners("authored.listener_failed")
 
     def subscribe(self, listener: Callable[[list[str]], None]) -> Callable[[], None]:
         """Call ``listener(collections)`` after every authored write (ingest or delete)
         with the collections it changed; returns an unsubscribe function. Listeners run
         synchronously and must not block."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def _changed(self, ops: Sequence[Put | Delete]) -> None:
-        names = sorted({op.collection for op in ops})
-        for listener in list(self._listeners):
-            try:
-                listener(names)
-            except Exception:
-                log.exception("authored.listener_failed")
+        self._listeners.notify(sorted({op.collection for op in ops}))
 
     def _lock(self, source_doc: str) -> asyncio.Lock:
         lock = self._locks.get(source_doc)

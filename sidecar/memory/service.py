@@ -33,6 +33,7 @@ from sidecar.memory.autocompact import (
     TokenAccumulator,
 )
 from sidecar.memory.gate import GatingConfig
+from sidecar.memory.listeners import Listeners
 from sidecar.store.aio import AsyncStore
 from sidecar.store.service import StoreService
 
@@ -62,7 +63,8 @@ class InvalidationEvent:
 
 
 Listener = Callable[[InvalidationEvent], None]
-WriteListener = Callable[[Sequence[tuple[str, Sequence[str]]]], None]
+Written = Sequence[tuple[str, Sequence[str]]]  # (collection, ids) pairs of one ingest
+WriteListener = Callable[[Written], None]
 
 
 class MemoryService:
@@ -102,8 +104,8 @@ class MemoryService:
         )
         self._ingest_locks: dict[str, asyncio.Lock] = {}
         self._compaction_locks: dict[str, asyncio.Lock] = {}
-        self._listeners: list[Listener] = []
-        self._write_listeners: list[WriteListener] = []
+        self._listeners: Listeners[InvalidationEvent] = Listeners("memory.listener_failed")
+        self._write_listeners: Listeners[Written] = Listeners("memory.write_listener_failed")
         self._tasks: dict[str, asyncio.Task[None]] = {}
         # Sessions with a compaction requested and not yet started, at the highest pressure
         # asked for; a request during a run makes the run go again.
@@ -183,40 +185,20 @@ class MemoryService:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` after every compaction and forget; returns an
         unsubscribe function. Listeners run synchronously and must not block."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.add(listener)
 
     def on_written(self, listener: WriteListener) -> Callable[[], None]:
         """Call ``listener(written)`` after every ingest with the records it added, as
         ``(collection, ids)`` pairs (after the store write committed), so caches can
         bring in just those; returns an unsubscribe function. Listeners run
         synchronously and must not block."""
-        self._write_listeners.append(listener)
+        return self._write_listeners.add(listener)
 
-        def unsubscribe() -> None:
-            if listener in self._write_listeners:
-                self._write_listeners.remove(listener)
-
-        return unsubscribe
-
-    def note_written(self, written: Sequence[tuple[str, Sequence[str]]]) -> None:
-        for listener in list(self._write_listeners):
-            try:
-                listener(written)
-            except Exception:
-                log.exception("memory.write_listener_failed")
+    def note_written(self, written: Written) -> None:
+        self._write_listeners.notify(written)
 
     def publish(self, event: InvalidationEvent) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:
-                log.exception("memory.listener_failed", reason=event.reason)
+        self._listeners.notify(event, reason=event.reason)
 
     def advance_epoch(self, session_id: str, at_least: int = 0) -> int:
         if at_least:
