@@ -76,7 +76,7 @@ from sidecar.memory.heap import HeapSettler
 from sidecar.memory.int8scan import Int8Rows, Scan
 from sidecar.memory.lexical import BM25Index, LexicalIndex
 from sidecar.memory.scoring import F32, Candidate, access_count
-from sidecar.memory.temporal import is_dream_query, plan_temporal
+from sidecar.memory.temporal import plan_temporal
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.store.types import Record
 
@@ -198,7 +198,8 @@ class _Coll:
 
     # ---- loading -----------------------------------------------------------------------
 
-    def reload(self, store: Store, count: int, seq: int) -> None:
+    def reload(self, store: Store, count: int, seq: int) -> int:
+        """Load every record anew; returns how many."""
         recs = store.list_records(self.name, include_vectors=True)
         old = {r.id: r.text for r in self.records}
         new = {r.id: r.text for r in recs}
@@ -230,6 +231,7 @@ class _Coll:
         self.touched = []
         self._turns = None
         self.loaded_at = time.monotonic()
+        return len(recs)
 
     def apply(self, store: Store, ids: Sequence[str], count: int, seq: int) -> bool:
         """Bring in the records ``ids`` that were written (added or replaced) since the
@@ -441,7 +443,6 @@ class _Prepared:
     lex_query: str
     lexical: _SharedLexical
     lex: dict[str, list[int]]  # collection -> rows of its lexical top-k
-    dream: bool
     hard: list[AuthoredNode]
     soft: list[AuthoredNode]
     session_turns: list[Candidate]  # the stored ones, or the host's messages as turns
@@ -624,19 +625,11 @@ class Retrieval:
                 and seq != coll.seq
                 and now - coll.loaded_at >= AUTHORED_RECHECK_S
             )
-            before = (coll.reloads, len(coll.records))
-            if coll.stale or recheck:
-                coll.reload(store, count, seq)
+            if coll.stale or recheck or (not ids and count != coll.count):
+                loaded += coll.reload(store, count, seq)
             elif ids:
-                if not coll.apply(store, list(ids), count, seq):
-                    coll.reload(store, count, seq)
-            elif count != coll.count:
-                coll.reload(store, count, seq)
-            loaded += (
-                len(coll.records)
-                if coll.reloads != before[0]
-                else max(0, len(coll.records) - before[1])
-            )
+                applied = coll.apply(store, list(ids), count, seq)
+                loaded += len(ids) if applied else coll.reload(store, count, seq)
             out[name] = coll
         self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:
@@ -775,24 +768,6 @@ class Retrieval:
             *C.AUTHORED_COLLECTIONS,
         ]
         colls = self._sync(names)
-        tplan = plan_temporal(query, now, mention_slack_days=self.config.mention_slack_days)
-        lex_query = tplan.content_query or query
-        lexical = _SharedLexical()
-        for name, coll in colls.items():
-            lexical.attach(name, coll.bm25)
-        dream = bool(query.strip()) and is_dream_query(query)
-        lex: dict[str, list[int]] = {}
-        for name, k in (
-            (C.turns(ns), LEXICAL_K),
-            (C.user(ns), SIDE_K),
-            (C.session_summary(session_id), SIDE_K),
-            (C.GLOBAL, SIDE_K),
-            (C.AUTHORED_VARIANT, SIDE_K),
-            (C.elevated_user(ns), SIDE_K),
-            (C.elevated_session(session_id), SIDE_K),
-            *([(C.dream(ns), SIDE_K)] if dream else []),
-        ):
-            lex[name] = colls[name].lexical_top(lex_query, k)
         hard = _authored_nodes(colls[C.AUTHORED_HARD], 1)
         soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
         session_turns = colls[C.session_raw(session_id)].session_turns()
@@ -810,6 +785,22 @@ class Retrieval:
             now_ms=now,
             config=self.config,
         )
+        lex_query = head.plan.content_query or query
+        lexical = _SharedLexical()
+        for name, coll in colls.items():
+            lexical.attach(name, coll.bm25)
+        lex: dict[str, list[int]] = {}
+        for name, k in (
+            (C.turns(ns), LEXICAL_K),
+            (C.user(ns), SIDE_K),
+            (C.session_summary(session_id), SIDE_K),
+            (C.GLOBAL, SIDE_K),
+            (C.AUTHORED_VARIANT, SIDE_K),
+            (C.elevated_user(ns), SIDE_K),
+            (C.elevated_session(session_id), SIDE_K),
+            *([(C.dream(ns), SIDE_K)] if head.dream else []),
+        ):
+            lex[name] = colls[name].lexical_top(lex_query, k)
         return _Prepared(
             session_id=session_id,
             ns=ns,
@@ -819,7 +810,6 @@ class Retrieval:
             lex_query=lex_query,
             lexical=lexical,
             lex=lex,
-            dream=dream,
             hard=hard,
             soft=soft,
             session_turns=session_turns,
@@ -872,7 +862,7 @@ class Retrieval:
                 cands.append(d)
         for name in (C.session_summary(sid), C.GLOBAL, C.AUTHORED_VARIANT):
             cands += pick(name, SIDE_K)
-        if p.dream:
+        if p.head.dream:
             cands += pick(C.dream(ns), SIDE_K)
         elevated = pick(C.elevated_user(ns), SIDE_K) + pick(C.elevated_session(sid), SIDE_K)
         return cands, elevated, tscan

@@ -251,10 +251,8 @@ _DREAM_NOT = re.compile(
 _DREAM_WORD = re.compile(r"\b(?:dream(?:s|t|ed|ing)?|nightmares?)\b", re.I)
 
 
-@functools.lru_cache(maxsize=64)
 def is_dream_query(query: str) -> bool:
-    """True when ``query`` asks about dreams, not when it merely uses the word (pure;
-    the last answers are kept, as the daemon asks for each query twice)."""
+    """True when ``query`` asks about dreams, not when it merely uses the word."""
     if not _DREAM_WORD.search(query):
         return False
     cleaned = _DREAM_NOT.sub(" ", query)
@@ -594,7 +592,7 @@ def plan_temporal(
     """The temporal plan of ``query`` at event time ``now_ms`` (see the module doc).
 
     A pure function of its arguments with an immutable result, so the last few plans are
-    kept: the daemon plans a query while it gathers candidates and the assembler plans
+    kept: ``search`` plans a query while it gathers candidates and ``plan_search`` plans
     it again with the same event time."""
     return _plan_temporal(query, now_ms, mention_slack_days)
 
