@@ -445,7 +445,7 @@ def plan_assembly(
     *,
     query: str,
     query_vector: F32 | None,
-    token_budget: float,
+    token_budget: float | None = None,
     memory_fraction: float | None = None,
     session_id: str = "",
     session_turns: Sequence[Candidate] = (),
@@ -477,7 +477,9 @@ def plan_assembly(
     dream). ``now_ms``: the query's event time (default: the wall clock). The hooks are
     described in the module doc: ``neighbors``, ``hops`` and ``recover`` are called at
     most once, ``expand`` once per summary it expands. ``head``: steps 1-4 computed
-    ahead by :func:`plan_head` with the same arguments (else computed here).
+    ahead by :func:`plan_head` (then ``token_budget``, ``memory_fraction``,
+    ``session_turns``, ``hard`` and ``soft`` are not read); without it, ``token_budget``
+    is required.
     """
     t0 = time.perf_counter()
     bcfg = config.budget
@@ -489,6 +491,8 @@ def plan_assembly(
         return c.cost + overhead
 
     if head is None:
+        if token_budget is None:
+            raise TypeError("plan_assembly needs token_budget or a head")
         head = plan_head(
             query=query,
             token_budget=token_budget,

@@ -443,13 +443,8 @@ class _Prepared:
     lex_query: str
     lexical: _SharedLexical
     lex: dict[str, list[int]]  # collection -> rows of its lexical top-k
-    hard: list[AuthoredNode]
-    soft: list[AuthoredNode]
-    session_turns: list[Candidate]  # the stored ones, or the host's messages as turns
     original: list[Any]  # the host's messages (copies)
-    token_budget: float
-    memory_fraction: float
-    head: PlanHead  # plan steps 1-4
+    head: PlanHead  # plan steps 1-4: rules and the tail
     prepare_ms: float = 0.0
 
 
@@ -810,12 +805,7 @@ class Retrieval:
             lex_query=lex_query,
             lexical=lexical,
             lex=lex,
-            hard=hard,
-            soft=soft,
-            session_turns=session_turns,
             original=original,
-            token_budget=token_budget,
-            memory_fraction=memory_fraction,
             head=head,
             prepare_ms=(time.perf_counter() - t0) * 1000,
         )
@@ -912,12 +902,7 @@ class Retrieval:
         plan = plan_assembly(
             query=p.query,
             query_vector=qvec,
-            token_budget=p.token_budget,
-            memory_fraction=p.memory_fraction,
             session_id=session_id,
-            session_turns=p.session_turns,
-            hard=p.hard,
-            soft=p.soft,
             head=p.head,
             elevated=elevated,
             candidates=candidates,

@@ -380,6 +380,8 @@ def test_placement_messages_and_original_messages() -> None:
 def test_invalid_budget_raises() -> None:
     with pytest.raises(ValueError):
         plan(token_budget=float("nan"))
+    with pytest.raises(TypeError, match="token_budget or a head"):
+        plan_assembly(query="what about kickboxing", query_vector=QV)
 
 
 def test_search_filters_dedupe_and_wire() -> None:
