@@ -194,7 +194,7 @@ def _neighbour_scores(
         kk = min(k, scores.shape[1])
         top = -np.partition(-scores, kk - 1, axis=1)[:, :kk]
         return [sorted((float(x) for x in row), reverse=True) for row in top]
-    return [_filtered_top(store, collection, v, k, where) for v in vecs]
+    return [_filtered_top(store, collection, v, k, where, count) for v in vecs]
 
 
 #: A filtered neighbour search first asks for these multiples of k, unfiltered.
@@ -207,8 +207,10 @@ def _filtered_top(
     vec: np.ndarray[Any, Any],
     k: int,
     where: Mapping[str, Any] | None,
+    count: int,
 ) -> list[float]:
-    """Top-``k`` scores of the records matching ``where`` (metadata equality).
+    """Top-``k`` scores of the records matching ``where`` (metadata equality);
+    ``count``: the collection's record count.
 
     A filtered store search materialises the allowed set (a scan of the whole collection,
     hundreds of milliseconds at 50k records), so the matching records are first taken
@@ -217,7 +219,7 @@ def _filtered_top(
     records (the search is ordered by score). Otherwise the filtered search answers."""
     if not where:
         return [h.score for h in store.search(collection, vec, k)]
-    if store.count(collection) > FILTER_OVERSAMPLE[0] * k:
+    if count > FILTER_OVERSAMPLE[0] * k:
         for m in FILTER_OVERSAMPLE:
             hits = store.search(collection, vec, m * k)
             ok = [h.score for h in hits if metadata_matches(h.metadata, where.items())]

@@ -270,7 +270,7 @@ async def test_filtered_neighbours_equal_the_filtered_search(tmp_path: Path) -> 
         q = base.reshape(1, -1)
         for where, k in (({"role": "user"}, 10), ({"role": "assistant"}, 10), ({"role": "x"}, 5)):
             want = [h.score for h in store.search("turns:x", q[0], k, where=where)]
-            got = S._filtered_top(store, "turns:x", q[0], k, where)
+            got = S._filtered_top(store, "turns:x", q[0], k, where, store.count("turns:x"))
             assert got == pytest.approx(want), where
     finally:
         store.close()
