@@ -256,7 +256,11 @@ class EngineEmbedder:
         from sidecar.engines.embedding_spec import builtin_minilm_spec
 
         self._embedder = Embedder(builtin_minilm_spec())
-        self.name = f"{self._embedder.profile}:{self._embedder.fingerprint[:16]}"
+        self._embedder.slot.ensure_loaded()
+        # The fingerprint does not tell int8 from float products (docs/engines.md); the
+        # baselines' cached vectors must be the ones the daemon computes.
+        matmul = self._embedder.compute.get("matmul", "float32")
+        self.name = f"{self._embedder.profile}:{self._embedder.fingerprint[:16]}:{matmul}"
 
     def embed(self, texts: Sequence[str], kind: str) -> F32:
         out: list[F32] = []

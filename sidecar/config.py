@@ -51,6 +51,7 @@ class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     threads: int = 0  # 0 = onnxruntime default
     lanes: int = 0  # batches run side by side, single-threaded; 0 = one per core, at most 4
     spin: bool = False  # let onnxruntime's pool threads busy-wait between runs
+    int8_matmul: bool = True  # int8-weight models: run the products in int8 (engines.md)
     preload: bool = True  # start loading in the background at startup
 
 
@@ -164,6 +165,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_EMBEDDING_MAX_WAIT_MS": "embedding.max_wait_ms",
     "LIBRAVDB_EMBEDDING_LANES": "embedding.lanes",
     "LIBRAVDB_EMBEDDING_SPIN": "embedding.spin",
+    "LIBRAVDB_EMBEDDING_INT8_MATMUL": "embedding.int8_matmul",
     "LIBRAVDB_EMBEDDING_IDLE_UNLOAD_S": "embedding.idle_unload_s",
     "LIBRAVDB_EMBEDDING_PRELOAD": "embedding.preload",
     "LIBRAVDB_SUMMARIZER_BACKEND": "summarizer.backend",

@@ -23,14 +23,15 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
+import structlog
 
-from . import assets
+from . import assets, int8_matmul
 from .batching import MicroBatcher
 from .embedding_spec import SUPPORTED_INPUTS, EmbeddingSpec
 from .errors import (
@@ -47,6 +48,10 @@ from .vectors import F32, l2_normalize, masked_mean, tier_vector
 Kind = Literal["query", "document"]
 KINDS: tuple[str, ...] = ("query", "document")
 PROBE_TEXT = "dimension probe"
+# The int8 products measured 0.9996+ against the float path; a kernel that does worse is broken.
+INT8_MIN_COSINE = 0.999
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ class Embedder:
         threads: int = 0,
         lanes: int = 0,
         spin: bool = False,
+        int8_matmul: bool = True,
         max_batch_tokens: int = 8192,
         retry_after_s: float = 30.0,
     ) -> None:
@@ -150,6 +156,9 @@ class Embedder:
         self.max_batch_tokens = max(512, int(max_batch_tokens))
         self.threads = int(threads)
         self.spin = bool(spin)
+        self.int8_matmul = bool(int8_matmul)
+        # How the loaded model computes its products (status); set by each load.
+        self.compute: dict[str, Any] = {}
         self.lanes = int(lanes) if lanes > 0 else default_lanes()
         self.slot: ModelSlot[_Loaded] = ModelSlot(
             f"embedder:{spec.profile}",
@@ -215,6 +224,7 @@ class Embedder:
             "reason": snap["reason"],
             "lifecycle": snap,
             "model": self.spec.describe(),
+            "compute": dict(self.compute),
             "batching": {
                 "maxBatch": self.max_batch,
                 "maxWaitMs": self.batcher.max_wait_s * 1000.0,
@@ -298,20 +308,7 @@ class Embedder:
             spec.tokenizer, add_special_tokens=spec.add_special_tokens, fix=spec.fix_hint
         )
         try:
-            session = ort.InferenceSession(
-                str(spec.model.path),
-                _session_options(self.threads, spin=self.spin),
-                providers=["CPUExecutionProvider"],
-            )
-            lane_session = (
-                ort.InferenceSession(
-                    str(spec.model.path),
-                    _session_options(1, spin=self.spin),
-                    providers=["CPUExecutionProvider"],
-                )
-                if self.lanes > 1
-                else None
-            )
+            session = self._session(str(spec.model.path), self.threads)
         except Exception as exc:
             raise AssetError(
                 f"cannot load ONNX model {spec.model}: {exc}. The file is corrupt or not an ONNX "
@@ -355,12 +352,65 @@ class Embedder:
             else [],
             "query": tok.encode(spec.query_prefix, special=False).ids if spec.query_prefix else [],
         }
-        loaded = _Loaded(session, lane_session, tok, feeds, spec.output_name, prefix_ids)
+        loaded = _Loaded(session, None, tok, feeds, spec.output_name, prefix_ids)
         # Dimension probe: the model must produce what the spec says.
         probe = self._compute(loaded, [_Item(PROBE_TEXT, "document")])[0]
         if isinstance(probe, EngineError):
             raise probe
+        self.compute = {"matmul": "float32"}
+        if not self.int8_matmul:
+            self.compute["reason"] = "disabled by embedding.int8_matmul"
+        else:
+            int8 = self._int8_sessions(loaded, probe.vector)
+            if int8 is not None:
+                return int8
+        if self.lanes > 1:
+            loaded.lane_session = self._session(str(spec.model.path), 1)
         return loaded
+
+    def _session(self, source: str | bytes, threads: int) -> ort.InferenceSession:
+        return ort.InferenceSession(
+            source, _session_options(threads, spin=self.spin), providers=["CPUExecutionProvider"]
+        )
+
+    def _int8_sessions(self, loaded: _Loaded, probe: F32) -> _Loaded | None:
+        """The model with its int8-weight products computed in int8 (:mod:`.int8_matmul`), once
+        it reproduces the float path's probe vector; None keeps the float path (and says why in
+        status)."""
+        model = self.spec.model
+        if model.member is not None:
+            self.compute["reason"] = "the model is read from an archive"
+            return None
+        try:
+            rewritten = int8_matmul.rewrite_int8_matmuls(model.path)
+            if rewritten is None:
+                self.compute["reason"] = "the model has no int8-weight products"
+                return None
+            session = self._session(rewritten.model, self.threads)
+            lane = self._session(rewritten.model, 1) if self.lanes > 1 else None
+            candidate = replace(loaded, session=session, lane_session=lane)
+            out = self._compute(candidate, [_Item(PROBE_TEXT, "document")])[0]
+            if isinstance(out, EngineError):
+                raise out
+            cosine = float(np.dot(out.vector, probe))
+        except Exception as exc:  # any failure leaves the float path, which already works
+            self.compute["reason"] = f"int8 products unavailable: {type(exc).__name__}: {exc}"
+            log.warning("embedder.int8_matmul_unavailable", error=self.compute["reason"])
+            return None
+        if cosine < INT8_MIN_COSINE:
+            self.compute["reason"] = (
+                f"int8 products disagree with the float path (probe cosine {cosine:.5f} < "
+                f"{INT8_MIN_COSINE})"
+            )
+            log.warning("embedder.int8_matmul_rejected", cosine=cosine)
+            return None
+        self.compute = {
+            "matmul": "int8",
+            "matmuls": rewritten.matmuls,
+            "blockSize": rewritten.block_size,
+            "probeCosine": round(cosine, 6),
+        }
+        return candidate
 
     # -- inference -------------------------------------------------------------------------------
     def _run_batch(self, items: list[_Item], parallel: bool) -> list[_ItemOut | EngineError]:

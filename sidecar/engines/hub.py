@@ -84,6 +84,7 @@ class EngineHub:
                 threads=embedding.threads,
                 lanes=embedding.lanes,
                 spin=embedding.spin,
+                int8_matmul=embedding.int8_matmul,
                 max_batch_tokens=max_batch_tokens,
             )
         except EngineError as exc:

@@ -34,6 +34,7 @@ async def test_default_hub() -> None:
         assert st["embedder"]["profile"] == "all-minilm-l6-v2"
         assert st["embedder"]["fingerprint"] == emb.fingerprint
         assert st["embedder"]["dims"] == 384
+        assert st["embedder"]["compute"]["matmul"] == "int8"  # docs/engines.md
         assert st["summarizer"]["defaultMethod"] == "extractive"
         assert st["summarizer"]["seq2seq"]["state"] == "disabled"
         assert "summarizer.json" in st["summarizer"]["seq2seq"]["reason"]
@@ -53,6 +54,7 @@ async def test_env_settings_reach_the_engines() -> None:
         "LIBRAVDB_SUMMARIZER_MAX_NEW_TOKENS": "5",
         "LIBRAVDB_SUMMARIZER_IDLE_UNLOAD_S": "42",
         "LIBRAVDB_EMBEDDING_LANES": "1",
+        "LIBRAVDB_EMBEDDING_INT8_MATMUL": "false",
     }
     settings = load_settings(env=env)
     hub = EngineHub.from_settings(settings.embedding, settings.summarizer)
@@ -60,6 +62,7 @@ async def test_env_settings_reach_the_engines() -> None:
         await hub.start()
         assert hub.require_embedder().lanes == 1
         assert hub.require_embedder().spin is False  # the default: pool threads sleep
+        assert hub.require_embedder().int8_matmul is False
         assert hub.summarizer.seq2seq is not None
         assert hub.summarizer.seq2seq.slot.idle_unload_s == 42
         st = hub.status()
@@ -72,6 +75,7 @@ async def test_env_settings_reach_the_engines() -> None:
         assert hub.status()["summarizer"]["seq2seq"]["state"] == "ready"
         vec = await hub.require_embedder().embed(["x"], "query")
         assert vec.vectors.shape == (1, 768)
+        assert hub.status()["embedder"]["compute"]["reason"] == "disabled by embedding.int8_matmul"
     finally:
         await hub.close()
 
