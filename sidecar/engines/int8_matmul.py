@@ -74,7 +74,7 @@ def rewrite_graph(graph: onnx.GraphProto, block_size: int) -> int:
     consumers = Counter(name for node in graph.node for name in node.input)
     consumers.update(o.name for o in graph.output)
 
-    packed: dict[tuple[str, str], tuple[str, str, int, int]] = {}
+    packed: dict[_Dequantized, tuple[str, str, int, int]] = {}
     new_inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
     count = 0
@@ -83,8 +83,7 @@ def rewrite_graph(graph: onnx.GraphProto, block_size: int) -> int:
         if deq is None:
             nodes.append(node)
             continue
-        key = (deq.weight, deq.scale)
-        if key not in packed:
+        if deq not in packed:
             q = numpy_helper.to_array(inits[deq.weight])
             scale = numpy_helper.to_array(inits[deq.scale]).astype(np.float32).reshape(-1)
             k, n = q.shape
@@ -94,8 +93,8 @@ def rewrite_graph(graph: onnx.GraphProto, block_size: int) -> int:
                 numpy_helper.from_array(blob, f"{base}_b"),
                 numpy_helper.from_array(scales, f"{base}_scales"),
             ]
-            packed[key] = (f"{base}_b", f"{base}_scales", k, n)
-        blob_name, scales_name, k, n = packed[key]
+            packed[deq] = (f"{base}_b", f"{base}_scales", k, n)
+        blob_name, scales_name, k, n = packed[deq]
         nodes.append(
             helper.make_node(
                 "MatMulNBits",
