@@ -730,16 +730,8 @@ class LexicalIndex:
 
     def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
         """BM25 of ``(collection, id)`` pairs under their own collection's statistics."""
-        terms = self._terms(query)
-        by_coll: dict[str, list[str]] = {}
-        for coll, doc_id in keys:
-            by_coll.setdefault(coll, []).append(doc_id)
-        out: dict[tuple[str, str], float] = {}
-        for coll, ids in by_coll.items():
-            idx = self._indexes.get(coll)
-            scores = idx.score(terms, ids) if idx is not None else dict.fromkeys(ids, 0.0)
-            out.update({(coll, i): s for i, s in scores.items()})
-        return out
+        wanted = list(keys)
+        return dict(zip(wanted, self.score_list(query, wanted), strict=True))
 
     def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
         """:meth:`score` as a list aligned with ``keys``."""
