@@ -29,9 +29,17 @@ class IngestParams(WireStruct):
 
 
 class IngestResult(WireStruct):
+    """``ids[i]`` is the stored id of ``messages[i]``, "" for a message without text.
+
+    ``skipped`` counts messages not stored (already stored, forgotten, repeated in the
+    batch, or without text); ``empty`` counts the ones skipped because they carry no text
+    (for example an assistant turn holding only a tool call).
+    """
+
     ingested: int
     skipped: int
     ids: list[str]
+    empty: int = 0
 
 
 class CompactParams(WireStruct):

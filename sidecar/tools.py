@@ -91,6 +91,7 @@ def _open_store(settings: Settings, embedder: Embedder) -> Iterator[Store]:
             settings.data_path,
             embed_dims=embedder.dims,
             fingerprint=embedder.fingerprint,
+            model=embedder.profile,
             tiers=tiers,
             settings=settings.store,
         )
@@ -112,16 +113,19 @@ def run_reembed(settings: Settings) -> str:
             embedder.fingerprint,
             bar,
             embed_dims=embedder.dims,
+            model=embedder.profile,
         )
     except StoreError as exc:
         raise ToolError(exc.message) from exc
     finally:
         embedder.close()
     bar.finish()
+    blank = f" ({stats.blank} without text kept a zero vector)" if stats.blank else ""
+    resumed = " (resumed)" if stats.resumed else ""
     return (
-        f"re-embedded {stats.records} records in {stats.collections} collections "
-        f"in {stats.seconds:.1f} s; fingerprint {stats.old_fingerprint[:12] or '(none)'} -> "
-        f"{stats.new_fingerprint[:12]}"
+        f"re-embedded {stats.records} records in {stats.collections} collections{blank}"
+        f"{resumed} in {stats.seconds:.1f} s; fingerprint "
+        f"{stats.old_fingerprint[:12] or '(none)'} -> {stats.new_fingerprint[:12]}"
     )
 
 

@@ -65,7 +65,9 @@ def register(registry: Registry) -> None:
                 namespace=params.namespace,
                 user_id=params.user_id,
             )
-        return IngestResult(ingested=out.ingested, skipped=out.skipped, ids=out.ids)
+        return IngestResult(
+            ingested=out.ingested, skipped=out.skipped, ids=out.ids, empty=out.empty
+        )
 
     @registry.method("compact")
     async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from protocol.v1_memory import (
     CompactSessionParams,
@@ -47,10 +46,13 @@ def register(registry: Registry) -> None:
             raise InvalidInput("session ID is required")
         if not params.id.strip():
             raise InvalidInput("record id is required")
+        if not params.text.strip():
+            # A turn without text (a tool call alone) is not stored, as in v2 `ingest`; the
+            # reference plugin drops such messages before it calls, so it never sees this.
+            return OkResult(ok=True)
         store = _store(ctx)
         meta: dict[str, Any] = dict(params.metadata or {})
-        if params.text:
-            meta["text"] = params.text
+        meta["text"] = params.text
         meta.setdefault("access_count", 0)
         raw_meta = {**meta, "raw_history": True, "active_view": False}
         if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
@@ -84,10 +86,7 @@ def register(registry: Registry) -> None:
                     )
                 )
             dims = store.store.dims_for(C.session(sid))
-            if params.text.strip():
-                vec = _fit((await _embed(_svc(ctx), [params.text], "document"))[0], dims)
-            else:  # nothing to embed: a zero vector (cosine 0 to everything)
-                vec = np.zeros(dims, dtype=np.float32)
+            vec = _fit((await _embed(_svc(ctx), [params.text], "document"))[0], dims)
             ops.append(Put(C.session(sid), params.id, params.text, meta, vec))
             # Raw history is immutable (the reference overwrote it on a re-sent id): the
             # active view is upserted as before, the raw copy is written once.

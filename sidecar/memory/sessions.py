@@ -84,6 +84,7 @@ class IngestOutcome:
     namespace: str
     admitted: list[str] = field(default_factory=list)
     gating: dict[str, GatingSignals] = field(default_factory=dict)
+    empty: int = 0
 
 
 @dataclass(slots=True)
@@ -287,11 +288,16 @@ async def ingest(
         base = _int(state.metadata.get("next_position")) if state is not None else 0
         now = int(time.time() * 1000)
         prepared: list[_Prepared] = []
+        ids: list[str] = []
         for i, (role, text, mid, ts) in enumerate(checked):
-            pos = base + i
+            pos = base + i  # a message without text keeps its position: later ids are stable
+            if not text.strip():  # e.g. a tool call alone: nothing to remember or embed
+                ids.append("")
+                continue
             tid = mid if mid is not None else derive_turn_id(session_id, pos, role, text)
             prepared.append(_Prepared(i, tid, role, text, now if ts is None else ts, pos))
-        ids = [p.id for p in prepared]
+            ids.append(tid)
+        empty = len(checked) - len(prepared)
         existing = {r.id for r in await store.get_many(raw_coll, ids)}
         dead = await store.tombstoned_anywhere(C.tombstone_keys(raw_coll, ids))
         seen: set[str] = set()
@@ -301,9 +307,9 @@ async def ingest(
                 continue
             seen.add(p.id)
             new.append(p)
-        skipped = len(prepared) - len(new)
+        skipped = len(checked) - len(new)
         if not new:
-            return IngestOutcome(0, skipped, ids, ns)
+            return IngestOutcome(0, skipped, ids, ns, empty=empty)
 
         vecs = await svc.embed([p.text for p in new], "document")
         signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
@@ -330,7 +336,7 @@ async def ingest(
             "type": "ingest_state",
             "sessionId": session_id,
             "namespace": ns,
-            "next_position": base + len(prepared),
+            "next_position": base + len(checked),
             "turn_count": (_int(state.metadata.get("turn_count")) if state else 0) + len(new),
             "updated_at": now,
         }
@@ -359,6 +365,7 @@ async def ingest(
         namespace=ns,
         admitted=admitted_ids,
         gating={p.id: s for p, s in zip(new, signals, strict=True)},
+        empty=empty,
     )
 
 

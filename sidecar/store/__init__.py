@@ -21,6 +21,7 @@ from sidecar.store.errors import (
     StoreClosed,
     StoreError,
     StoreLocked,
+    UnfinishedReembed,
     VersionConflict,
 )
 from sidecar.store.names import dims_for_collection, in_namespace
@@ -65,6 +66,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "TimeRange",
+    "UnfinishedReembed",
     "VersionConflict",
     "dims_for_collection",
     "in_namespace",

@@ -59,17 +59,88 @@ class FingerprintMismatch(StoreError):
 
     code = "fingerprint_mismatch"
 
-    def __init__(self, data_dir: str, stored: str, current: str) -> None:
+    def __init__(
+        self,
+        data_dir: str,
+        stored: str,
+        current: str,
+        *,
+        stored_model: str = "",
+        current_model: str = "",
+        pending_target: str = "",
+    ) -> None:
+        pending = (
+            f" (an unfinished `libravdb reembed` towards model {_fp(pending_target)} is "
+            "also pending)"
+            if pending_target and pending_target != current
+            else ""
+        )
         super().__init__(
-            f"embedding profile mismatch: store fingerprint {stored} does not match current "
-            f"fingerprint {current}. The vectors in {data_dir} were made by another embedding "
-            f"model; run `libravdb reembed` to re-embed every record with the current model "
-            f"(or start the daemon with the model that wrote the store).",
+            f"embedding model mismatch: the vectors in {data_dir} were made by "
+            f"{_model(stored_model, stored)}, but the daemon is configured with "
+            f"{_model(current_model, current)}{pending}. Run `libravdb reembed` to re-embed "
+            "every record with the configured model, or configure the model that wrote the "
+            "store.",
             data_dir=data_dir,
             stored=stored,
             current=current,
+            stored_model=stored_model,
+            current_model=current_model,
             command="libravdb reembed",
         )
+
+
+class UnfinishedReembed(FingerprintMismatch):
+    """A ``libravdb reembed`` to the configured model was interrupted before it switched."""
+
+    code = "unfinished_reembed"
+
+    def __init__(
+        self,
+        data_dir: str,
+        model: str,
+        target: str,
+        *,
+        done: int = 0,
+        total: int = 0,
+        legacy: bool = False,
+    ) -> None:
+        what = _model(model, target)
+        if legacy:
+            detail = (
+                f"an earlier version's `libravdb reembed` towards {what} stopped half way and "
+                f"left the vectors in {data_dir} mixed. Run `libravdb reembed` with that model "
+                "configured to finish it"
+            )
+        else:
+            detail = (
+                f"`libravdb reembed` towards {what} was interrupted ({done} of {total} records "
+                f"staged) and the store in {data_dir} still holds the previous model's vectors. "
+                "Run `libravdb reembed` again to finish it (it resumes), or configure the "
+                "previous model to keep serving the old vectors"
+            )
+        StoreError.__init__(
+            self,
+            f"unfinished re-embed: {detail}.",
+            data_dir=data_dir,
+            target=target,
+            target_model=model,
+            staged=done,
+            total=total,
+            command="libravdb reembed",
+        )
+
+
+def _fp(fingerprint: str) -> str:
+    return fingerprint or "?"
+
+
+def _model(name: str, fingerprint: str) -> str:
+    return (
+        f"{name} (fingerprint {_fp(fingerprint)})"
+        if name
+        else (f"the model with fingerprint {_fp(fingerprint)}")
+    )
 
 
 class StoreLocked(StoreError):

@@ -2,10 +2,24 @@
 
 This is the store side of ``libravdb reembed``: it is what a fingerprint mismatch tells the
 operator to run. It works on SQLite directly (no daemon may hold the directory: it takes the
-same lock), re-embeds each record's text in batches, one transaction per batch, and records
-a cursor so an interrupted run resumes where it stopped. Until it finishes, the store keeps
-a ``reembed_target`` marker and the daemon refuses to open it. At the end the fingerprint
-and dimension are switched and the saved indexes are deleted (they rebuild at start).
+same lock).
+
+Crash safety comes from staging. The new vectors are written, one transaction per batch,
+to a side table (``reembed_stage``) and the records keep their old vectors meanwhile; the
+``reembed_target`` meta key names the model being moved to. Only when every record is
+staged does one transaction copy the staged vectors into ``records``, switch the
+fingerprint and dimensions and drop the stage. So at every instant the store is either
+entirely the old model's (plus a stage that a rerun resumes from) or entirely the new
+model's: a kill or an error at any point leaves a store that opens.
+
+* Rerun with the same model: resumes after the last staged record.
+* A daemon opened with the *old* model discards the stage (its vectors are still intact)
+  and serves; a daemon opened with the *new* model is refused with the command that
+  finishes the re-embed (see ``Store._check_fingerprint``).
+
+Records without text (a host message that carried only a tool call, stored by an earlier
+version) have nothing to embed: they keep a zero vector (cosine 0 to everything), as the
+daemon gives blank texts at ingest.
 """
 
 from __future__ import annotations
@@ -22,11 +36,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import structlog
 
 from sidecar.store import names as N
 from sidecar.store.errors import InvalidInput, StorageUnavailable
 from sidecar.store.lock import DirLock
+from sidecar.store.reembed_stage import (
+    CREATE_STAGE,
+    STAGE_TABLE,
+    TARGET_DIMS_KEY,
+    TARGET_KEY,
+    TARGET_MODEL_KEY,
+    discard_stage,
+    staged_progress,
+)
 from sidecar.store.schema import migrate
 from sidecar.store.store import DB_NAME, INDEX_DIR
 from sidecar.store.writer import map_sqlite_error
@@ -46,6 +70,7 @@ class ReembedStats:
     embed_dims: int
     resumed: bool
     seconds: float
+    blank: int = 0  # records without text: zero vector, nothing embedded
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -68,13 +93,15 @@ def reembed(
     *,
     embed_dims: int | None = None,
     batch: int = 64,
+    model: str = "",
 ) -> ReembedStats:
     """Re-embed every vector record of the store in ``data_dir`` with ``embed``.
 
-    ``embed(texts) -> array (len(texts), D)``; ``fingerprint``: the current model's.
-    ``embed_dims``: D (probed with one call when None). Collections sized by the embedder
-    take the new D; Matryoshka tier collections (``:64d``/``:256d``) take the re-normalized
-    prefix. ``progress(done, total)`` is called after each batch.
+    ``embed(texts) -> array (len(texts), D)``; ``fingerprint``: the current model's;
+    ``model``: its name, for messages. ``embed_dims``: D (probed with one call when None).
+    Collections sized by the embedder take the new D; Matryoshka tier collections
+    (``:64d``/``:256d``) take the re-normalized prefix. ``progress(done, total)`` is called
+    after each batch.
     """
     started = time.monotonic()
     root = Path(data_dir).expanduser().absolute()
@@ -82,11 +109,10 @@ def reembed(
         raise InvalidInput(f"no store in {root}")
     if not fingerprint:
         raise InvalidInput("reembed needs the current model's fingerprint")
+    if batch < 1:
+        raise InvalidInput("batch must be >= 1")
     if embed_dims is None:
-        probe = np.asarray(embed(["dimension probe"]), dtype=np.float32)
-        if probe.ndim != 2 or probe.shape[0] != 1:
-            raise InvalidInput("the embedder must return a (n, dims) array")
-        embed_dims = int(probe.shape[1])
+        embed_dims = int(_embed_rows(embed, ["dimension probe"], None).shape[1])
     lock = DirLock(root)
     lock.acquire()
     try:
@@ -98,119 +124,166 @@ def reembed(
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "open") from exc
         try:
-            return _run(conn, root, embed, fingerprint, embed_dims, batch, progress, started)
+            job = _Job(conn, embed, fingerprint, embed_dims, batch, progress, model)
+            stats = job.run(started)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "re-embed") from exc
         finally:
             conn.close()
+        _remove_indexes(root / INDEX_DIR)
+        log.info("store.reembedded", **dataclasses.asdict(stats))
+        return stats
     finally:
         lock.release()
 
 
-def _run(
-    conn: sqlite3.Connection,
-    root: Path,
-    embed: EmbedFn,
-    fingerprint: str,
-    dims: int,
-    batch: int,
-    progress: Progress | None,
-    started: float,
-) -> ReembedStats:
-    meta = _meta(conn)
-    old_fp = meta.get("fingerprint", "")
-    resumed = meta.get("reembed_target") == fingerprint and bool(meta.get("reembed_cursor"))
-    cur_cid, cur_rid = 0, 0
-    if resumed:
-        a, _, b = meta["reembed_cursor"].partition(":")
-        cur_cid, cur_rid = int(a), int(b)
-    conn.execute("BEGIN IMMEDIATE")
-    _set_meta(conn, "reembed_target", fingerprint)
-    if not resumed:
-        _set_meta(conn, "reembed_cursor", "0:0")
-    conn.execute("COMMIT")
+def _embed_rows(embed: EmbedFn, texts: list[str], dims: int | None) -> npt.NDArray[np.float32]:
+    vecs = np.asarray(embed(texts), dtype=np.float32)
+    want = (len(texts), dims if dims is not None else (vecs.shape[1] if vecs.ndim == 2 else -1))
+    if vecs.ndim != 2 or vecs.shape != want:
+        raise InvalidInput(f"the embedder returned shape {vecs.shape}, expected {want}")
+    return vecs
 
-    colls = conn.execute(
-        "SELECT cid, name, dims, kind FROM collections WHERE kind = 'vector' ORDER BY cid"
-    ).fetchall()
-    total = int(
-        conn.execute(
-            "SELECT count(*) FROM records r JOIN collections c ON c.cid = r.cid "
-            "WHERE c.kind = 'vector'"
-        ).fetchone()[0]
-    )
-    done = int(
-        conn.execute(
-            "SELECT count(*) FROM records r JOIN collections c ON c.cid = r.cid "
-            "WHERE c.kind = 'vector' AND (r.cid < ? OR (r.cid = ? AND r.rid <= ?))",
-            (cur_cid, cur_cid, cur_rid),
-        ).fetchone()[0]
-    )
-    seq = int(_meta(conn).get("seq", "0"))
-    for cid, name, old_dims, _kind in colls:
-        if cid < cur_cid:
-            continue
-        new_dims = N.dims_for_collection(name, dims)
-        if new_dims > dims:
-            raise InvalidInput(f"collection {name} needs {new_dims} dims; the model has {dims}")
-        if new_dims != old_dims:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("UPDATE collections SET dims = ? WHERE cid = ?", (new_dims, cid))
-            conn.execute("COMMIT")
-        after = cur_rid if cid == cur_cid else 0
-        while True:
-            rows = conn.execute(
-                "SELECT rid, text FROM records WHERE cid = ? AND rid > ? ORDER BY rid LIMIT ?",
-                (cid, after, batch),
-            ).fetchall()
-            if not rows:
-                break
-            vecs = np.asarray(embed([r[1] for r in rows]), dtype=np.float32)
-            if vecs.ndim != 2 or vecs.shape != (len(rows), dims):
-                raise InvalidInput(
-                    f"the embedder returned shape {vecs.shape}, expected ({len(rows)}, {dims})"
-                )
-            if new_dims < dims:
-                vecs = N.normalize_rows(np.ascontiguousarray(vecs[:, :new_dims]))
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for (rid, _t), vec in zip(rows, vecs, strict=True):
-                    seq += 1
-                    conn.execute(
-                        "UPDATE records SET vector = ?, seq = ?, vseq = ? WHERE rid = ?",
-                        (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), seq, seq, rid),
-                    )
-                _set_meta(conn, "seq", str(seq))
-                _set_meta(conn, "reembed_cursor", f"{cid}:{rows[-1][0]}")
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            after = rows[-1][0]
-            done += len(rows)
-            if progress is not None:
-                progress(done, total)
-    conn.execute("BEGIN IMMEDIATE")
-    _set_meta(conn, "fingerprint", fingerprint)
-    _set_meta(conn, "embed_dims", str(dims))
-    conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_cursor')")
-    conn.execute("DELETE FROM dirty_tiers")
-    conn.execute("COMMIT")
-    index_dir = root / INDEX_DIR
+
+def _remove_indexes(index_dir: Path) -> None:
+    """The saved graphs hold the old vectors; the daemon rebuilds them at start."""
     try:
         if index_dir.exists():
             shutil.rmtree(index_dir)
     except OSError as exc:
         raise StorageUnavailable(f"cannot remove stale indexes in {index_dir}: {exc}") from exc
-    stats = ReembedStats(
-        records=done,
-        collections=len(colls),
-        old_fingerprint=old_fp,
-        new_fingerprint=fingerprint,
-        embed_dims=dims,
-        resumed=resumed,
-        seconds=round(time.monotonic() - started, 3),
-    )
-    log.info("store.reembedded", **dataclasses.asdict(stats))
-    return stats
+
+
+@contextlib.contextmanager
+def _txn(conn: sqlite3.Connection) -> Any:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@dataclass(slots=True)
+class _Job:
+    conn: sqlite3.Connection
+    embed: EmbedFn
+    fingerprint: str
+    dims: int
+    batch: int
+    progress: Progress | None
+    model: str
+    blank: int = 0
+
+    def run(self, started: float) -> ReembedStats:
+        conn = self.conn
+        meta = _meta(conn)
+        old_fp = meta.get("fingerprint", "")
+        resumed = self._begin(meta)
+        colls = conn.execute(
+            "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
+        ).fetchall()
+        for _cid, name in colls:
+            if N.dims_for_collection(name, self.dims) > self.dims:
+                raise InvalidInput(
+                    f"collection {name} needs {N.dims_for_collection(name, self.dims)} dims; "
+                    f"the model has {self.dims}"
+                )
+        done, total = staged_progress(conn)
+        for cid, name in colls:
+            done = self._stage_collection(cid, N.dims_for_collection(name, self.dims), done, total)
+        self._swap(colls)
+        return ReembedStats(
+            records=done,
+            collections=len(colls),
+            old_fingerprint=old_fp,
+            new_fingerprint=self.fingerprint,
+            embed_dims=self.dims,
+            resumed=resumed,
+            seconds=round(time.monotonic() - started, 3),
+            blank=self.blank,
+        )
+
+    def _begin(self, meta: dict[str, str]) -> bool:
+        """Start a stage for this model, or resume this model's; True when resuming."""
+        same = meta.get(TARGET_KEY) == self.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
+            self.dims
+        )
+        with _txn(self.conn):
+            resumed = same and bool(
+                self.conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                    (STAGE_TABLE,),
+                ).fetchone()
+            )
+            if not resumed:  # another model's stage (or none): start afresh
+                discard_stage(self.conn)
+            self.conn.execute(CREATE_STAGE)
+            _set_meta(self.conn, TARGET_KEY, self.fingerprint)
+            _set_meta(self.conn, TARGET_DIMS_KEY, str(self.dims))
+            _set_meta(self.conn, TARGET_MODEL_KEY, self.model)
+        return resumed
+
+    def _stage_collection(self, cid: int, new_dims: int, done: int, total: int) -> int:
+        after = 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT r.rid, r.text FROM records r LEFT JOIN {STAGE_TABLE} s "
+                "ON s.rid = r.rid WHERE r.cid = ? AND r.rid > ? AND s.rid IS NULL "
+                "ORDER BY r.rid LIMIT ?",
+                (cid, after, self.batch),
+            ).fetchall()
+            if not rows:
+                return done
+            vecs = self._vectors([text for _rid, text in rows], new_dims)
+            with _txn(self.conn):
+                self.conn.executemany(
+                    f"INSERT INTO {STAGE_TABLE} (rid, vector) VALUES (?, ?)",
+                    [
+                        (rid, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                        for (rid, _t), v in zip(rows, vecs, strict=True)
+                    ],
+                )
+            after = rows[-1][0]
+            done += len(rows)
+            if self.progress is not None:
+                self.progress(done, total)
+
+    def _vectors(self, texts: list[str], new_dims: int) -> npt.NDArray[np.float32]:
+        """New vectors for ``texts``: embedded, cut to the tier, zero where there is no text."""
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        rows = [i for i, t in enumerate(texts) if t.strip()]
+        self.blank += len(texts) - len(rows)
+        if rows:
+            out[rows] = _embed_rows(self.embed, [texts[i] for i in rows], self.dims)
+        if new_dims < self.dims:
+            return N.normalize_rows(np.ascontiguousarray(out[:, :new_dims]))
+        return out
+
+    def _swap(self, colls: list[tuple[int, str]]) -> None:
+        """One transaction: staged vectors into the records, the new model into meta."""
+        conn = self.conn
+        with _txn(conn):
+            seq = int(_meta(conn).get("seq", "0"))
+            for cid, name in colls:
+                conn.execute(
+                    "UPDATE collections SET dims = ? WHERE cid = ?",
+                    (N.dims_for_collection(name, self.dims), cid),
+                )
+            # Every re-embedded record gets a fresh write sequence, so any index saved with
+            # the old vectors is older than the store and is rebuilt.
+            rids = [r[0] for r in conn.execute(f"SELECT rid FROM {STAGE_TABLE} ORDER BY rid")]
+            conn.executemany(
+                "UPDATE records SET vector = (SELECT vector FROM reembed_stage s "
+                "WHERE s.rid = records.rid), seq = ?, vseq = ? WHERE rid = ?",
+                [(seq + i + 1, seq + i + 1, rid) for i, rid in enumerate(rids)],
+            )
+            _set_meta(conn, "seq", str(seq + len(rids)))
+            _set_meta(conn, "fingerprint", self.fingerprint)
+            _set_meta(conn, "embed_dims", str(self.dims))
+            if self.model:
+                _set_meta(conn, "model", self.model)
+            discard_stage(conn)
+            conn.execute("DELETE FROM dirty_tiers")

@@ -75,6 +75,7 @@ class StoreService:
 
     async def start(self) -> None:
         dims, fingerprint, tiers = self._embed_dims, self._fingerprint, self._tiers
+        model = ""
         if self.hub is not None:
             try:
                 embedder = self.hub.require_embedder()
@@ -83,6 +84,7 @@ class StoreService:
             else:
                 dims = dims or embedder.dims
                 fingerprint = embedder.fingerprint if fingerprint is None else fingerprint
+                model = model or embedder.profile
                 if tiers is None and embedder.supports_matryoshka:
                     tiers = tuple(d for d in embedder.matryoshka_dims if d < embedder.dims)
         if not dims:
@@ -93,6 +95,7 @@ class StoreService:
                 self.settings.data_path,
                 embed_dims=dims,
                 fingerprint=fingerprint or "",
+                model=model,
                 tiers=tuple(tiers or ()),
                 ann_dims=self._ann_dims,
                 settings=self.settings.store,

@@ -32,6 +32,7 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store.errors import (
     FingerprintMismatch,
     InvalidInput,
@@ -39,6 +40,7 @@ from sidecar.store.errors import (
     StorageUnavailable,
     StoreClosed,
     StoreError,
+    UnfinishedReembed,
     VersionConflict,
 )
 from sidecar.store.exact import F32, Candidate, top_candidates
@@ -183,6 +185,7 @@ class Store:
         synchronous: str = "FULL",
         index_threads: int = 1,
         profile: Mapping[str, Any] | None = None,
+        model: str = "",
         allow_fingerprint_mismatch: bool = False,
         background: bool = True,
         exact_threshold: int | None = None,
@@ -191,7 +194,8 @@ class Store:
         """Open (creating if needed) the store in ``data_dir``.
 
         ``embed_dims``: the embedder's dimension (D in the collection rules).
-        ``fingerprint``: the embedding fingerprint; "" skips the check.
+        ``fingerprint``: the embedding fingerprint; "" skips the check. ``model``: the
+        embedding model's name, recorded beside it so a mismatch can name both models.
         ``tiers``: Matryoshka prefix dims the embedder supports (e.g. ``(64, 256)``).
         ``ann_dims``: dimension of the HNSW graph for D-dim collections (a tier, or D); the
         default is the largest tier, else D. Candidates from a smaller tier are re-ranked
@@ -212,6 +216,7 @@ class Store:
             synchronous=synchronous,
             index_threads=index_threads,
             profile=profile,
+            model=model,
             allow_mismatch=allow_fingerprint_mismatch,
             background=background,
             exact_threshold=exact_threshold,
@@ -231,6 +236,7 @@ class Store:
         synchronous: str,
         index_threads: int,
         profile: Mapping[str, Any] | None,
+        model: str,
         allow_mismatch: bool,
         background: bool,
         exact_threshold: int | None,
@@ -252,6 +258,7 @@ class Store:
         self.data_dir = data_dir.expanduser().absolute()
         self.embed_dims = embed_dims
         self.fingerprint = fingerprint
+        self.model = model
         self.tiers = tiers
         self.ann_dims = ann_dims
         m = settings.hnsw_m if settings else 16
@@ -362,14 +369,14 @@ class Store:
         self._seq = int(meta.get("seq", "0"))
         self._applied_seq = self._seq
         stored = meta.get("fingerprint", "")
-        target = meta.get("reembed_target", "")
-        if target and not allow_mismatch:
-            raise FingerprintMismatch(str(self.data_dir), stored or "?", self.fingerprint or "?")
-        if self.fingerprint and stored and stored != self.fingerprint and not allow_mismatch:
-            raise FingerprintMismatch(str(self.data_dir), stored, self.fingerprint)
+        if not allow_mismatch:
+            self._check_fingerprint(meta)
         writes: dict[str, str] = {}
         if self.fingerprint and not stored:
             writes["fingerprint"] = self.fingerprint
+        same_model = not stored or stored == self.fingerprint
+        if self.model and self.fingerprint and same_model and meta.get("model") != self.model:
+            writes["model"] = self.model
         if "embed_dims" not in meta:
             writes["embed_dims"] = str(self.embed_dims)
         if "created_ms" not in meta:
@@ -397,6 +404,49 @@ class Store:
             self._counts[cid] = 0
         for cid, n in self._wconn.execute("SELECT cid, count(*) FROM records GROUP BY cid"):
             self._counts[cid] = n
+
+    def _check_fingerprint(self, meta: dict[str, str]) -> None:
+        """Refuse vectors of another model, naming what differs and the command that fixes it.
+
+        An unfinished ``libravdb reembed`` leaves a stage beside intact old vectors: the old
+        model may open the store (the stage is discarded, it would go stale with the next
+        write); the new model is refused until the re-embed is finished.
+        """
+        stored = meta.get("fingerprint", "")
+        target = meta.get(reembed_mod.TARGET_KEY, "")
+        where = str(self.data_dir)
+        if target and reembed_mod.TARGET_DIMS_KEY not in meta and target != stored:
+            # An earlier version re-embedded in place: the vectors are mixed until it ends.
+            raise UnfinishedReembed(
+                where, meta.get(reembed_mod.TARGET_MODEL_KEY, ""), target, legacy=True
+            )
+        if target and self.fingerprint == target and target != stored:
+            done, total = reembed_mod.staged_progress(self._wconn)
+            raise UnfinishedReembed(
+                where,
+                self.model or meta.get(reembed_mod.TARGET_MODEL_KEY, ""),
+                target,
+                done=done,
+                total=total,
+            )
+        if self.fingerprint and stored and stored != self.fingerprint:
+            raise FingerprintMismatch(
+                where,
+                stored,
+                self.fingerprint,
+                stored_model=meta.get("model", ""),
+                current_model=self.model,
+                pending_target=target,
+            )
+        if target:
+            with self._txn(self._wconn):
+                reembed_mod.discard_stage(self._wconn)
+            log.warning(
+                "store.reembed_discarded",
+                data_dir=where,
+                reason="opened by the model the store was written with; the unfinished "
+                "re-embed's staged vectors were dropped (its records were untouched)",
+            )
 
     def _write_profile_file(self, profile: Mapping[str, Any]) -> None:
         """``<data_dir>/embedding.json`` (informational; SQLite holds the fingerprint)."""

@@ -32,7 +32,12 @@ async def test_one_embedding_call_per_batch(tmp_path: Path) -> None:
         assert counter.calls == [8]  # every new turn of the batch in one call
         counter.calls.clear()
         again = await h.call("ingest", {"sessionId": "s", "userId": "u", "messages": _messages(8)})
-        assert again == {"ingested": 0, "skipped": 8, "ids": [f"m{i}" for i in range(8)]}
+        assert again == {
+            "ingested": 0,
+            "skipped": 8,
+            "ids": [f"m{i}" for i in range(8)],
+            "empty": 0,
+        }
         assert counter.calls == []  # nothing new, nothing embedded
     finally:
         await close()

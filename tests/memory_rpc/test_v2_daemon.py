@@ -68,7 +68,7 @@ def test_ingest_ids_idempotency_and_both_roles(conn: RawConnection) -> None:
     assert res["ingested"] == 6 and res["skipped"] == 0
     assert res["ids"][0] == "m000" and res["ids"][2].startswith("turn:000002:")
     again = ok(conn.call("ingest", {"sessionId": "a1", "userId": "alice", "messages": msgs[:2]}))
-    assert again == {"ingested": 0, "skipped": 2, "ids": ["m000", "m001"]}
+    assert again == {"ingested": 0, "skipped": 2, "ids": ["m000", "m001"], "empty": 0}
     raw = {r["id"]: r for r in listc(conn, "session_raw:a1")}
     assert len(raw) == 6 and raw["m001"]["text"] == "part one\npart two"
     assert raw["m000"]["metadata"]["ts"] == 10_000 and raw["m000"]["metadata"]["role"] == "user"

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sidecar.store import FingerprintMismatch, InvalidInput, Store
+from sidecar.store import FingerprintMismatch, InvalidInput, Store, UnfinishedReembed
 from sidecar.store.reembed import reembed
 
 
@@ -145,24 +145,45 @@ def test_reembed_switches_model(tmp_path: Path) -> None:
         assert store.get("session_state:s1", "__session_state__") is not None
 
 
-def test_interrupted_reembed_is_refused_then_resumed(tmp_path: Path) -> None:
-    path = tmp_path / "d"
-    with Store.open(path, embed_dims=8, fingerprint="old") as store:
-        _populate(store)
+def _interrupt_reembed(path: Path, at_call: int, exc: BaseException) -> None:
     emb = fake_embed(8)
     seen = {"n": 0}
 
     def dies(texts: list[str]) -> Any:
         seen["n"] += 1
-        if seen["n"] == 3:
-            raise KeyboardInterrupt
+        if seen["n"] == at_call:
+            raise exc
         return emb(texts)
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(type(exc)):
         reembed(path, dies, "new", batch=1, embed_dims=8)
-    with pytest.raises(FingerprintMismatch):
-        Store.open(path, embed_dims=8, fingerprint="old")  # half re-embedded: refused
-    stats = reembed(path, emb, "new", batch=1, embed_dims=8)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt(), RuntimeError("model failed")])
+def test_interrupted_reembed_is_refused_then_resumed(tmp_path: Path, exc: BaseException) -> None:
+    path = tmp_path / "d"
+    with Store.open(path, embed_dims=8, fingerprint="old") as store:
+        _populate(store)
+        before = _snapshot(store)
+    _interrupt_reembed(path, 3, exc)
+    with pytest.raises(UnfinishedReembed) as refused:  # the new model waits for the end
+        Store.open(path, embed_dims=8, fingerprint="new")
+    assert "2 of 4 records staged" in refused.value.message
+    stats = reembed(path, fake_embed(8), "new", batch=1, embed_dims=8)
     assert stats.resumed and stats.records == 4
     with Store.open(path, embed_dims=8, fingerprint="new") as store:
         assert store.total_records() == 6
+        after = _snapshot(store)
+    assert {k: v[:3] for k, v in after.items()} == {k: v[:3] for k, v in before.items()}
+
+
+def test_interrupted_reembed_leaves_the_old_model_serving(tmp_path: Path) -> None:
+    path = tmp_path / "d"
+    with Store.open(path, embed_dims=8, fingerprint="old") as store:
+        _populate(store)
+        before = _snapshot(store)
+    _interrupt_reembed(path, 3, KeyboardInterrupt())
+    with Store.open(path, embed_dims=8, fingerprint="old") as store:  # vectors untouched
+        assert _snapshot(store) == before
+    stats = reembed(path, fake_embed(8), "new", batch=1, embed_dims=8)
+    assert not stats.resumed and stats.records == 4  # the stale stage was dropped
