@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sidecar import SERVER_NAME, __version__
@@ -86,7 +87,13 @@ def _maintenance_commands(sub: Any) -> None:
     common(export)
     export.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
     export.add_argument("--collection", action="append", help="only this collection (repeat)")
-    export.add_argument("--namespace", help="only the collections of this namespace")
+    export.add_argument(
+        "--user",
+        metavar="NS",
+        help="everything of one user or namespace: memories, history, guidance, dream "
+        "entries and the collections of its sessions",
+    )
+    export.add_argument("--namespace", metavar="NS", help="the same as --user")
     export.add_argument("--no-vectors", action="store_true", help="omit vectors (smaller)")
     imp = sub.add_parser("import", help="load an NDJSON export (daemon stopped)")
     common(imp)
@@ -108,26 +115,14 @@ def _run_maintenance(args: argparse.Namespace) -> int:
         if args.command == "reembed":
             summary = tools.run_reembed(settings)
         elif args.command == "export":
-            if args.output:
-                with open(args.output, "w", encoding="utf-8") as out:
-                    summary = tools.run_export(
-                        settings,
-                        out,
-                        collections=args.collection,
-                        namespace=args.namespace,
-                        include_vectors=not args.no_vectors,
-                    )
-            else:
-                summary = tools.run_export(
-                    settings,
-                    sys.stdout,
-                    collections=args.collection,
-                    namespace=args.namespace,
-                    include_vectors=not args.no_vectors,
-                )
+            request = tools.ExportRequest(
+                output=Path(args.output) if args.output else None,
+                collections=args.collection,
+                namespace=args.user or args.namespace,
+                include_vectors=not args.no_vectors,
+            )
+            summary = tools.run_export(settings, request, sys.stdout)
         else:
-            from pathlib import Path
-
             summary = tools.run_import(settings, Path(args.file))
     except tools.ToolError as exc:
         print(f"libravdb {args.command}: {exc}", file=sys.stderr)

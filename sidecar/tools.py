@@ -7,17 +7,23 @@ Progress goes to stderr; stdout carries only data (export) or the final summary.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from sidecar.config import Settings
 from sidecar.engines import EngineHub
 from sidecar.engines.embedder import Embedder
-from sidecar.store import Store, StoreError
+from sidecar.memory import collections as C
+from sidecar.memory import scope
+from sidecar.store import Store, StoreError, StoreLocked
 from sidecar.store.reembed import reembed
 
 
@@ -79,8 +85,21 @@ def _embed_fn(embedder: Embedder) -> Callable[[list[str]], Any]:
     return embed
 
 
+def _tool_error(exc: StoreError, command: str) -> ToolError:
+    """The store's refusal, with what to do about it when a daemon holds the directory."""
+    if isinstance(exc, StoreLocked):
+        who = f"process {exc.data['pid']}" if exc.data.get("pid") else "another process"
+        return ToolError(
+            f"data directory {exc.data['data_dir']} is in use by {who}, a running daemon. "
+            f"`libravdb {command}` works on a stopped daemon's directory: stop the daemon "
+            "(`libravdb call shutdown`, or Ctrl-C where it runs), then run this again. "
+            "Nothing was written."
+        )
+    return ToolError(exc.message)
+
+
 @contextmanager
-def _open_store(settings: Settings, embedder: Embedder) -> Iterator[Store]:
+def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterator[Store]:
     tiers = (
         tuple(d for d in embedder.matryoshka_dims if d < embedder.dims)
         if embedder.supports_matryoshka
@@ -96,7 +115,7 @@ def _open_store(settings: Settings, embedder: Embedder) -> Iterator[Store]:
             settings=settings.store,
         )
     except StoreError as exc:
-        raise ToolError(exc.message) from exc
+        raise _tool_error(exc, command) from exc
     try:
         yield store
     finally:
@@ -116,7 +135,7 @@ def run_reembed(settings: Settings) -> str:
             model=embedder.profile,
         )
     except StoreError as exc:
-        raise ToolError(exc.message) from exc
+        raise _tool_error(exc, "reembed") from exc
     finally:
         embedder.close()
     bar.finish()
@@ -129,28 +148,90 @@ def run_reembed(settings: Settings) -> str:
     )
 
 
-def run_export(
-    settings: Settings,
-    out: TextIO,
-    *,
-    collections: list[str] | None,
-    namespace: str | None,
-    include_vectors: bool,
-) -> str:
+@dataclass(frozen=True, slots=True)
+class ExportRequest:
+    """What ``libravdb export`` writes: everything, some collections, or one namespace."""
+
+    output: Path | None = None  # None: standard output
+    collections: list[str] | None = None
+    namespace: str | None = None  # everything of one user/namespace, sessions included
+    include_vectors: bool = True
+
+
+def run_export(settings: Settings, request: ExportRequest, stdout: TextIO) -> str:
+    """Export to ``request.output`` atomically (a temporary file renamed on success, so an
+    existing backup is never truncated by a failed run), or to ``stdout``."""
     embedder = _embedder(settings)
     try:
-        with _open_store(settings, embedder) as store:
-            names = collections
-            if namespace:
-                names = [c.name for c in store.collections(namespace=namespace)]
+        with _open_store(settings, embedder, "export") as store:
+            names, scope_note = _export_selection(store, request)
             bar = ProgressBar("exporting")
-            stats = store.export_ndjson(
-                out, collections=names, include_vectors=include_vectors, progress=bar
-            )
+            if request.output is None:
+                stats = store.export_ndjson(
+                    stdout,
+                    collections=names,
+                    include_vectors=request.include_vectors,
+                    progress=bar,
+                )
+            else:
+                with atomic_text_file(request.output) as out:
+                    stats = store.export_ndjson(
+                        out,
+                        collections=names,
+                        include_vectors=request.include_vectors,
+                        progress=bar,
+                    )
             bar.finish()
     finally:
         embedder.close()
-    return f"exported {stats.records} records from {stats.collections} collections"
+    where = f" to {request.output}" if request.output is not None else ""
+    summary = f"exported {stats.records} records from {stats.collections} collections{where}"
+    if stats.records == 0:
+        summary += "\nlibravdb export: warning: the export holds no records"
+    return summary + scope_note
+
+
+def _export_selection(store: Store, request: ExportRequest) -> tuple[list[str] | None, str]:
+    """(collections to export or None for all, a note for the summary); refuses a filter
+    that matches nothing, naming what exists instead."""
+    if request.namespace is None:
+        if request.collections is None:
+            return None, ""
+        missing = [c for c in request.collections if store.collection(c) is None]
+        if missing:
+            raise ToolError(f"no such collection: {', '.join(missing)}; nothing was written")
+        return request.collections, ""
+    ns = request.namespace.strip()
+    names, sessions = scope.namespace_collections(store, ns, include_sessions=True)
+    if not names and ns.startswith(C.USER_PREFIX):  # `user:dana` names the namespace dana
+        ns = ns[len(C.USER_PREFIX) :]
+        names, sessions = scope.namespace_collections(store, ns, include_sessions=True)
+    if not names:
+        known = scope.known_namespaces(store)
+        hint = f"; namespaces in this store: {', '.join(known[:20])}" if known else ""
+        raise ToolError(f"namespace {ns!r} has no records{hint}; nothing was written")
+    if request.collections:
+        names = sorted(set(names) | set(request.collections))
+    return names, f"\nnamespace {ns}: {len(names)} collections, {len(sessions)} sessions"
+
+
+@contextmanager
+def atomic_text_file(path: Path) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only when the block succeeds (written beside
+    it, flushed to disk, renamed over it); on failure ``path`` is untouched."""
+    path = path.expanduser()
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def run_import(settings: Settings, source: Path) -> str:
@@ -158,7 +239,10 @@ def run_import(settings: Settings, source: Path) -> str:
         raise ToolError(f"{source}: no such file")
     embedder = _embedder(settings)
     try:
-        with _open_store(settings, embedder) as store, source.open(encoding="utf-8") as src:
+        with (
+            _open_store(settings, embedder, "import") as store,
+            source.open(encoding="utf-8") as src,
+        ):
             from sidecar.memory.forget import resurrection_guard
 
             bar = ProgressBar("importing")
@@ -170,7 +254,7 @@ def run_import(settings: Settings, source: Path) -> str:
             )
             bar.finish()
     except StoreError as exc:
-        raise ToolError(exc.message) from exc
+        raise _tool_error(exc, "import") from exc
     finally:
         embedder.close()
     return (

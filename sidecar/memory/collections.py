@@ -44,6 +44,8 @@ AUTHORED_TIERS = {"hard": AUTHORED_HARD, "soft": AUTHORED_SOFT, "variant": AUTHO
 GLOBAL = "global"
 LIFECYCLE_JOURNAL = "_internal:lifecycle_journal"
 SESSION_STATE_ID = "__session_state__"
+# The v2 ingest state record in session_state:<sid> (position counter, namespace).
+INGEST_STATE_ID = "__ingest_state__"
 
 # ---- prefixes ---------------------------------------------------------------------------
 

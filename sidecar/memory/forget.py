@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sidecar.memory import collections as C
-from sidecar.memory.sessions import INGEST_STATE_ID
+from sidecar.memory import scope
 from sidecar.store.aio import AsyncStore
 from sidecar.store.types import DropCollection
 
@@ -52,24 +52,7 @@ async def tombstoned_ids(
 
 
 async def sessions_of_namespace(store: AsyncStore, namespace: str) -> list[str]:
-    found: dict[str, None] = {}
-    if namespace.startswith(C.SESSION_PREFIX):
-        found[namespace[len(C.SESSION_PREFIX) :]] = None
-    for rec in await store.list_records(C.turns(namespace)):
-        sid = rec.metadata.get("sessionId")
-        if isinstance(sid, str) and sid:
-            found[sid] = None
-    for info in store.collections(prefix=C.SESSION_STATE_PREFIX):
-        # v2 ingest records the namespace in its ingest state, v1 in the session state.
-        states = await store.get_many(info.name, [INGEST_STATE_ID, C.SESSION_STATE_ID])
-        if any(
-            s.metadata.get("namespace" if s.id == INGEST_STATE_ID else "userId") == namespace
-            for s in states
-        ):
-            sid = C.session_id_of(info.name)
-            if sid:
-                found[sid] = None
-    return list(found)
+    return await store.call(scope.sessions_of_namespace, store.store, namespace)
 
 
 async def forget_namespace(

@@ -44,7 +44,7 @@ from sidecar.store.types import Put
 if TYPE_CHECKING:
     from sidecar.memory.service import MemoryService
 
-INGEST_STATE_ID = "__ingest_state__"
+INGEST_STATE_ID = C.INGEST_STATE_ID
 # Metadata kept on the namespace index copy in turns:<ns> (the full record is in session_raw).
 _INDEX_KEYS = (
     "type",

@@ -52,6 +52,10 @@ class AsyncStore:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
 
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking function over the store (``fn(*args)``) in the read pool."""
+        return await self._run(fn, *args)
+
     async def aclose(self) -> None:
         await self._run(self.store.close)
         self._pool.shutdown(wait=True)
