@@ -26,3 +26,5 @@ class ErrorCode(IntEnum):
     SHUTTING_DOWN = -32007  # the daemon is draining and accepts no new work
     CANCELLED = -32008  # the operation was cancelled or timed out on the server
     INVALID_INPUT = -32009  # the params are well-typed but their values are not acceptable
+    BUSY = -32010  # the daemon is at its request or connection limit: retry later
+    UNAUTHORIZED = -32011  # authentication is required (auth token) and was not given

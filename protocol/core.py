@@ -15,8 +15,12 @@ class ClientInfo(WireStruct):
 
 
 class InitializeParams(WireStruct):
+    """``authToken``: the daemon's shared secret, required as the first request of every
+    socket connection when the daemon is configured with ``server.auth_token_file``."""
+
     client_info: ClientInfo | None = None
     protocol_version: str | None = None
+    auth_token: str | None = None
 
 
 class ServerInfo(WireStruct):

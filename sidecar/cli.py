@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +45,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sidecar.logging_setup import configure_logging
+    from sidecar.logging_setup import configure_logging, finish_output
     from sidecar.server.daemon import DaemonError, run_daemon
 
     try:
@@ -52,14 +53,23 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
         return 1
-    configure_logging(settings.log_level)
+    sink = configure_logging(settings.log_level)
     try:
         return asyncio.run(run_daemon(settings))
     except DaemonError as exc:
-        print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
+        sink.flush()
+        _print_stderr(f"{SERVER_NAME}: {exc}")
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        finish_output(sink)
+
+
+def _print_stderr(line: str) -> None:
+    """One line on stderr, unless nobody can read it."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _tool_commands(sub: Any) -> None:

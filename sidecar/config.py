@@ -34,6 +34,13 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_frame_bytes: int = 8 * 1024 * 1024
     shutdown_grace_s: float = 10.0
     debug_methods: bool = False  # serve debug.* (tests, console experiments)
+    # A file holding the shared secret clients send in `initialize` (authToken). Needed to
+    # listen on a non-loopback address; must be readable by the owner only.
+    auth_token_file: str = ""
+    max_connections: int = 256  # more are answered "busy" and closed
+    max_inflight: int = 64  # requests executing at once, all connections together
+    max_batch: int = 1000  # entries in one JSON-RPC batch
+    max_parse_errors: int = 3  # consecutive unparsable frames before a socket is closed
 
 
 class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -153,6 +160,10 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_MAX_FRAME_BYTES": "server.max_frame_bytes",
     "LIBRAVDB_SHUTDOWN_GRACE_S": "server.shutdown_grace_s",
     "LIBRAVDB_DEBUG_METHODS": "server.debug_methods",
+    "LIBRAVDB_AUTH_TOKEN_FILE": "server.auth_token_file",
+    "LIBRAVDB_MAX_CONNECTIONS": "server.max_connections",
+    "LIBRAVDB_MAX_INFLIGHT": "server.max_inflight",
+    "LIBRAVDB_MAX_BATCH": "server.max_batch",
     "LIBRAVDB_ONNX_RUNTIME": "embedding.runtime",
     "LIBRAVDB_EMBEDDING_BACKEND": "embedding.backend",
     "LIBRAVDB_EMBEDDING_PROFILE": "embedding.profile",
@@ -264,6 +275,9 @@ def load_settings(
 def _validate(settings: Settings) -> None:
     if settings.server.max_frame_bytes < 1024:
         raise ConfigError("server.max_frame_bytes must be at least 1024")
+    for key in ("max_connections", "max_inflight", "max_batch", "max_parse_errors"):
+        if getattr(settings.server, key) < 1:
+            raise ConfigError(f"server.{key} must be at least 1")
     if settings.server.transport not in ("socket", "stdio"):
         raise ConfigError("server.transport must be 'socket' or 'stdio'")
     if settings.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):

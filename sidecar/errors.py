@@ -58,3 +58,11 @@ class ShuttingDown(RpcError):
 
 class Cancelled(RpcError):
     code = ErrorCode.CANCELLED
+
+
+class Busy(RpcError):
+    code = ErrorCode.BUSY
+
+
+class Unauthorized(RpcError):
+    code = ErrorCode.UNAUTHORIZED

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 
 import structlog
 
@@ -12,6 +11,8 @@ from sidecar import __version__
 from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.config import Settings
+from sidecar.logging_setup import write_stdout_line
+from sidecar.server.auth import AuthConfigError, load_token
 from sidecar.server.connections import ConnectionManager
 from sidecar.server.dispatch import Dispatcher
 from sidecar.server.listeners import (
@@ -32,13 +33,19 @@ class DaemonError(Exception):
 
 async def run_daemon(settings: Settings) -> int:
     app = App(settings)
-    manager = ConnectionManager(app, Dispatcher(app, build_registry()))
+    token = None
+    if settings.server.auth_token_file.strip():
+        try:
+            token = load_token(settings.server.auth_token_file)
+        except AuthConfigError as exc:
+            raise DaemonError(str(exc)) from exc
+    manager = ConnectionManager(app, Dispatcher(app, build_registry()), auth_token=token)
     max_frame = settings.server.max_frame_bytes
     stdio = settings.server.transport == "stdio"
     endpoint = None
     if not stdio:
         try:
-            endpoint = parse_endpoint(settings.resolved_endpoint)
+            endpoint = parse_endpoint(settings.resolved_endpoint, allow_remote=token is not None)
         except EndpointError as exc:
             raise DaemonError(str(exc)) from exc
 
@@ -63,8 +70,8 @@ async def run_daemon(settings: Settings) -> int:
                 raise DaemonError(f"cannot listen on {settings.resolved_endpoint}: {exc}") from exc
             app.endpoint = listener.announce
             app.transports = [endpoint.kind]
-            sys.stdout.write(listener.announce + "\n")
-            sys.stdout.flush()
+            if not write_stdout_line(listener.announce):
+                log.warning("endpoint_line_unwritable", endpoint=listener.announce)
         else:
             app.endpoint = "stdio"
             app.transports = ["stdio"]

@@ -6,6 +6,7 @@ notifications). Every error object carries ``code`` and ``message``.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,7 +19,7 @@ from protocol.jsonrpc import ErrorObject, ErrorResponse, RequestId, SuccessRespo
 from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
 from sidecar.app import App
-from sidecar.errors import RpcError
+from sidecar.errors import Busy, RpcError
 from sidecar.server.coerce import convert_params
 from sidecar.server.framing import OVERSIZED, Frame
 
@@ -51,11 +52,20 @@ class Dispatcher:
     def __init__(self, app: App, registry: Registry) -> None:
         self.app = app
         self.registry = registry
+        self.inflight = 0  # requests executing now, all connections together
 
     async def handle_frame(self, frame: Frame, connection_id: int, send: Sender) -> bytes | None:
+        message, error = self.decode(frame)
+        if error is not None:
+            return error
+        return await self.handle_decoded(message, connection_id, send)
+
+    def decode(self, frame: Frame) -> tuple[Any, bytes | None]:
+        """(the decoded message, None), or (None, the error reply) for a frame that is too
+        large or not JSON. Never raises: a frame must not be able to drop the connection."""
         if frame is OVERSIZED:
             cap = self.app.settings.server.max_frame_bytes
-            return error_line(
+            return None, error_line(
                 None,
                 ErrorCode.FRAME_TOO_LARGE,
                 f"request exceeds the frame size cap of {cap} bytes",
@@ -63,10 +73,18 @@ class Dispatcher:
             )
         assert isinstance(frame, bytes)
         try:
-            message = msgspec.json.decode(frame)
+            return msgspec.json.decode(frame), None
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            return error_line(None, ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+            return None, error_line(None, ErrorCode.PARSE_ERROR, f"parse error: {clip(str(exc))}")
+        except RecursionError:
+            return None, error_line(
+                None, ErrorCode.PARSE_ERROR, "parse error: JSON nested too deeply"
+            )
+        except Exception as exc:  # a decoder fault: answer it, keep the connection
+            log.error("decode_failed", error=type(exc).__name__, frame_bytes=len(frame))
+            return None, error_line(None, ErrorCode.PARSE_ERROR, "parse error: undecodable frame")
 
+    async def handle_decoded(self, message: Any, connection_id: int, send: Sender) -> bytes | None:
         if isinstance(message, list):
             return await self._handle_batch(message, connection_id, send)
         response = await self._handle_message(message, connection_id, send)
@@ -77,11 +95,20 @@ class Dispatcher:
     ) -> bytes | None:
         if not messages:
             return error_line(None, ErrorCode.INVALID_REQUEST, "invalid request: empty batch")
+        cap = self.app.settings.server.max_batch
+        if len(messages) > cap:
+            return error_line(
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"invalid request: a batch of {len(messages)} entries exceeds the cap of {cap}",
+                {"maxBatch": cap},
+            )
         responses = []
         for message in messages:  # in order: later entries observe earlier effects
             response = await self._handle_message(message, connection_id, send)
             if response is not None:
                 responses.append(response)
+            await asyncio.sleep(0)  # other connections run between entries
         return encode_line(responses) if responses else None
 
     async def _handle_message(
@@ -107,7 +134,17 @@ class Dispatcher:
 
         started = time.perf_counter()
         ok = True
+        self.inflight += 1
         try:
+            if (
+                self.inflight > self.app.settings.server.max_inflight
+                and method_name not in self.ALWAYS_ALLOWED
+            ):
+                raise Busy(
+                    f"busy: {self.inflight - 1} requests are executing (server.max_inflight); "
+                    "retry later",
+                    data={"maxInflight": self.app.settings.server.max_inflight},
+                )
             result = await self._call(
                 method_name, message.get("params"), request_id, connection_id, send, is_notification
             )
@@ -119,20 +156,24 @@ class Dispatcher:
             response = _error(request_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             ok = False
-            log.exception("handler_crashed", method=method_name, request_id=request_id)
+            log.exception(
+                "handler_crashed", method=clip(method_name), request_id=_loggable(request_id)
+            )
             response = _error(
                 request_id,
                 ErrorCode.INTERNAL_ERROR,
-                f"internal error in {method_name}: {type(exc).__name__}: {exc}",
+                f"internal error in {clip(method_name)}: {type(exc).__name__}: {exc}",
             )
+        finally:
+            self.inflight -= 1
         duration_ms = (time.perf_counter() - started) * 1000.0
         # Unknown names share one bucket so a client cannot grow the stats table at will.
         known = self.registry.get(method_name) is not None
         self.app.stats.record(method_name if known else "<unknown>", duration_ms, ok)
         log.info(
             "rpc",
-            method=method_name,
-            request_id=request_id,
+            method=method_name if known else clip(method_name, 64),
+            request_id=_loggable(request_id),
             connection=connection_id,
             duration_ms=round(duration_ms, 3),
             ok=ok,
@@ -151,7 +192,7 @@ class Dispatcher:
     ) -> Any:
         method = self.registry.get(method_name)
         if method is None:
-            raise RpcError(f"unknown method: {method_name}", code=ErrorCode.METHOD_NOT_FOUND)
+            raise RpcError(f"unknown method: {clip(method_name)}", code=ErrorCode.METHOD_NOT_FOUND)
         if self.app.closing and method_name not in self.ALWAYS_ALLOWED:
             raise RpcError("daemon is shutting down", code=ErrorCode.SHUTTING_DOWN)
         if params is None:
@@ -169,6 +210,11 @@ class Dispatcher:
                 raise RpcError(
                     f"invalid params for {method_name}: {exc}", code=ErrorCode.INVALID_PARAMS
                 ) from exc
+            except RecursionError:
+                raise RpcError(
+                    f"invalid params for {method_name}: nested too deeply",
+                    code=ErrorCode.INVALID_PARAMS,
+                ) from None
 
         async def progress(done: int, total: int | None, text: str | None) -> None:
             if is_notification:
@@ -185,4 +231,20 @@ class Dispatcher:
 
 
 def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> ErrorResponse:
-    return ErrorResponse(id=request_id, error=ErrorObject(code, message, data))
+    return ErrorResponse(id=request_id, error=ErrorObject(code, clip(message, MAX_MESSAGE), data))
+
+
+# Client-supplied text that reaches a reply or a log line is cut to these sizes, so a 4 MiB
+# method name cannot grow the log by 4 MiB per request.
+MAX_QUOTED = 200
+MAX_MESSAGE = 2000
+
+
+def clip(text: str, limit: int = MAX_QUOTED) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…({len(text)} chars)"
+
+
+def _loggable(request_id: RequestId) -> RequestId:
+    return clip(request_id, 64) if isinstance(request_id, str) else request_id

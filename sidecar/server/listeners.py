@@ -32,7 +32,9 @@ class Endpoint:
     port: int = 0
 
 
-def parse_endpoint(text: str) -> Endpoint:
+def parse_endpoint(text: str, *, allow_remote: bool = False) -> Endpoint:
+    """``unix:/path`` or ``tcp:host:port``; a non-loopback host only with ``allow_remote``
+    (an auth token is configured)."""
     raw = text.strip()
     if raw.startswith("unix:"):
         path = raw[len("unix:") :].strip()
@@ -51,10 +53,11 @@ def parse_endpoint(text: str) -> Endpoint:
             raise EndpointError(f"tcp endpoint port must be a number, got {port_text!r}") from exc
         if not 0 <= port <= 65535:
             raise EndpointError(f"tcp endpoint port {port} is out of range")
-        if not _is_loopback(host):
+        if not _is_loopback(host) and not allow_remote:
             raise EndpointError(
-                f"tcp endpoint host {host!r} is not a loopback address; the daemon has no "
-                "authentication, so it only listens on 127.0.0.1, ::1 or localhost"
+                f"tcp endpoint host {host!r} is not a loopback address; without an auth "
+                "token (server.auth_token_file) the daemon only listens on 127.0.0.1, ::1 "
+                "or localhost"
             )
         return Endpoint("tcp", host=host, port=port)
     raise EndpointError(
@@ -179,4 +182,4 @@ async def serve_stdio(manager: ConnectionManager, max_frame: int) -> None:
             out.write(data)
             out.flush()
 
-    await manager.serve(FrameReader(reader, max_frame), write, lambda: None)
+    await manager.serve(FrameReader(reader, max_frame), write, lambda: None, trusted=True)

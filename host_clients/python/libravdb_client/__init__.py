@@ -26,6 +26,7 @@ from libravdb_client._sync import Client
 from libravdb_client.endpoints import Endpoint, default_endpoint, parse_endpoint
 from libravdb_client.errors import (
     ERROR_CLASSES,
+    Busy,
     Cancelled,
     Conflict,
     ConnectError,
@@ -47,6 +48,7 @@ from libravdb_client.errors import (
     ShuttingDown,
     StorageError,
     TransportError,
+    Unauthorized,
     error_class,
 )
 from protocol.jsonrpc import ProgressParams
@@ -59,6 +61,7 @@ __all__ = [
     "ERROR_CLASSES",
     "USE_CLIENT_DEFAULT",
     "AsyncClient",
+    "Busy",
     "Cancelled",
     "Client",
     "Conflict",
@@ -86,6 +89,7 @@ __all__ = [
     "StderrTarget",
     "StorageError",
     "TransportError",
+    "Unauthorized",
     "UseClientDefault",
     "__version__",
     "default_endpoint",

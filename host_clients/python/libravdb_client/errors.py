@@ -11,7 +11,8 @@
     └── RpcError                  the server answered with an error object
         ├── ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError
         └── FrameTooLarge, NotFound, Conflict, ModelUnavailable, StorageError,
-            FingerprintMismatch, ShuttingDown, Cancelled, InvalidInput
+            FingerprintMismatch, ShuttingDown, Cancelled, InvalidInput, Busy,
+            Unauthorized
 
 Codes without a class of their own (``SERVER_ERROR`` and any code a newer daemon
 introduces) raise ``RpcError`` itself; ``exc.code`` always holds the code sent.
@@ -27,6 +28,7 @@ from protocol.codes import ErrorCode
 
 __all__ = [
     "ERROR_CLASSES",
+    "Busy",
     "Cancelled",
     "Conflict",
     "ConnectError",
@@ -48,6 +50,7 @@ __all__ = [
     "ShuttingDown",
     "StorageError",
     "TransportError",
+    "Unauthorized",
     "error_class",
     "rpc_error",
 ]
@@ -160,6 +163,18 @@ class InvalidInput(RpcError):
     CODE = ErrorCode.INVALID_INPUT
 
 
+class Busy(RpcError):
+    """The daemon is at its connection or in-flight request limit; retry later."""
+
+    CODE = ErrorCode.BUSY
+
+
+class Unauthorized(RpcError):
+    """The daemon requires an auth token (``initialize`` with ``authToken``)."""
+
+    CODE = ErrorCode.UNAUTHORIZED
+
+
 def _table(*classes: type[RpcError]) -> Mapping[int, type[RpcError]]:
     table: dict[int, type[RpcError]] = {}
     for cls in classes:
@@ -184,6 +199,8 @@ ERROR_CLASSES: Mapping[int, type[RpcError]] = _table(
     ShuttingDown,
     Cancelled,
     InvalidInput,
+    Busy,
+    Unauthorized,
 )
 
 
