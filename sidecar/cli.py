@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +65,11 @@ def _serve(args: argparse.Namespace) -> int:
         return 130
     finally:
         finish_output(sink)
+
+
+# Everything the daemon and the tools create (store files, indexes, exports, sockets) is
+# readable by its owner only: memories are personal data.
+PRIVATE_UMASK = 0o077
 
 
 def _print_stderr(line: str) -> None:
@@ -155,6 +161,7 @@ def _run_tool(args: argparse.Namespace) -> int:
 
 def daemon_main(argv: Sequence[str] | None = None) -> int:
     """`libravdbd [serve ...] | version` and `python -m sidecar`."""
+    os.umask(PRIVATE_UMASK)
     parser = argparse.ArgumentParser(prog="libravdbd", description="libravdb memory daemon")
     sub = parser.add_subparsers(dest="command")
     _serve_parser(sub)
@@ -175,6 +182,7 @@ def daemon_main(argv: Sequence[str] | None = None) -> int:
 
 def tool_main(argv: Sequence[str] | None = None) -> int:
     """`libravdb console | call METHOD JSON | version`."""
+    os.umask(PRIVATE_UMASK)
     parser = argparse.ArgumentParser(prog="libravdb", description="libravdb tools and console")
     sub = parser.add_subparsers(dest="command", required=True)
     _tool_commands(sub)

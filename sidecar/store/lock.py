@@ -42,11 +42,13 @@ class DirLock:
         if self._fd is not None:
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise StorageUnavailable(
                 f"cannot open lock file {self.path}: {exc.strerror}", path=str(self.path)
             ) from exc
+        with contextlib.suppress(OSError):  # an earlier version created it 0644
+            os.fchmod(fd, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

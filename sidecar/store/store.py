@@ -303,6 +303,7 @@ class Store:
             raise StorageUnavailable(
                 f"cannot create data directory {self.data_dir}: {exc.strerror}"
             ) from exc
+        _warn_if_shared(self.data_dir)
         self._lock = DirLock(self.data_dir)
         self._lock.acquire()
         try:
@@ -355,6 +356,8 @@ class Store:
     def _open_db(self, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
         try:
             conn = self._connect(read_only=False)
+            # Private before WAL mode creates -wal and -shm, which take the file's mode.
+            _make_private(self.db_path, self._sidecar_files())
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
@@ -478,9 +481,13 @@ class Store:
             info.cid, info.name, info.dims, self._ann_dims_for(info.dims), self.params
         )
 
+    def _sidecar_files(self) -> list[Path]:
+        return [self.db_path.with_name(DB_NAME + suffix) for suffix in ("-wal", "-shm")]
+
     def _load_indexes(self) -> dict[str, int]:
         """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
-        self.index_dir.mkdir(exist_ok=True)
+        self.index_dir.mkdir(exist_ok=True, mode=0o700)
+        _make_private(self.index_dir, [], directory=True)
         dirty = {
             cid for (cid,) in self._wconn.execute("SELECT DISTINCT cid FROM dirty_tiers").fetchall()
         }
@@ -1695,3 +1702,31 @@ class _Indexer(threading.Thread):
             if more:
                 with self._cond:
                     self._pending[cid] = None
+
+
+def _make_private(path: Path, others: Sequence[Path], *, directory: bool = False) -> None:
+    """Owner-only modes (0600 files, 0700 directories) on the store's own files.
+
+    Memories are personal data: files written by an earlier version or under a lax umask
+    were readable by every local user.
+    """
+    for target, mode in [(path, 0o700 if directory else 0o600), *((p, 0o600) for p in others)]:
+        try:
+            if target.exists() and (target.stat().st_mode & 0o777) != mode:
+                os.chmod(target, mode)
+        except OSError as exc:
+            log.warning("store.chmod_failed", path=str(target), error=exc.strerror)
+
+
+def _warn_if_shared(data_dir: Path) -> None:
+    """A data directory others can enter exposes every memory's metadata (names, sizes);
+    it is the user's directory, so it is reported, not changed."""
+    with contextlib.suppress(OSError):
+        mode = data_dir.stat().st_mode & 0o777
+        if mode & 0o077:
+            log.warning(
+                "data_dir_not_private",
+                data_dir=str(data_dir),
+                mode=f"{mode:04o}",
+                fix=f"chmod 700 {data_dir}",
+            )
