@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 
-class AssembleParams(WireStruct):
+class AssembleParams(Params):
     session_id: str
     token_budget: float
     namespace: str | None = None
@@ -54,14 +54,14 @@ class AssembleResult(WireStruct, omit_defaults=True):
     timings: dict[str, float] | None = None
 
 
-class SearchFilters(WireStruct):
+class SearchFilters(Params):
     role: str | None = None
     since: int | None = None
     until: int | None = None
     kind: str | None = None
 
 
-class SearchParams(WireStruct):
+class SearchParams(Params):
     query: str
     namespace: str | None = None
     user_id: str | None = None

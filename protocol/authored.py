@@ -12,10 +12,10 @@ from typing import Any
 
 import msgspec
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 
-class SourceInfo(WireStruct, kw_only=True):
+class SourceInfo(Params, kw_only=True):
     """Provenance of a document (all optional; stored as ``source_*`` metadata)."""
 
     root: str = ""
@@ -28,7 +28,7 @@ class SourceInfo(WireStruct, kw_only=True):
     ingest_version: int = 0
 
 
-class AuthoredIngestParams(WireStruct, kw_only=True):
+class AuthoredIngestParams(Params, kw_only=True):
     source_doc: str
     text: str
     # true/false forces the document's core status (only core documents yield hard rules);
@@ -53,7 +53,7 @@ class AuthoredIngestResult(WireStruct, kw_only=True):
     cache_key: str = ""
 
 
-class AuthoredDeleteParams(WireStruct, kw_only=True):
+class AuthoredDeleteParams(Params, kw_only=True):
     source_doc: str
 
 
@@ -62,7 +62,7 @@ class AuthoredDeleteResult(WireStruct, kw_only=True):
     deleted: int
 
 
-class DreamEntryParams(WireStruct, kw_only=True):
+class DreamEntryParams(Params, kw_only=True):
     text: str
     score: float
     recall_count: int
@@ -72,7 +72,7 @@ class DreamEntryParams(WireStruct, kw_only=True):
     metadata: dict[str, Any] | None = None
 
 
-class DreamPromoteParams(WireStruct, kw_only=True):
+class DreamPromoteParams(Params, kw_only=True):
     """Exactly one of ``text`` (a raw diary, parsed by the daemon) or ``entries``."""
 
     source_doc: str
@@ -99,7 +99,7 @@ class DreamPromoteResult(WireStruct, kw_only=True):
     rejections: list[DreamRejection] = msgspec.field(default_factory=list)
 
 
-class LifecycleHintParams(WireStruct, kw_only=True):
+class LifecycleHintParams(Params, kw_only=True):
     hook: str
     session_id: str = ""
     reason: str = ""
@@ -124,7 +124,7 @@ class LifecycleHintResult(WireStruct, kw_only=True):
     pruned: int  # older entries removed by the retention cap
 
 
-class LifecycleJournalParams(WireStruct, kw_only=True):
+class LifecycleJournalParams(Params, kw_only=True):
     session_id: str = ""
     hook: str = ""
     limit: int = 50  # <= 0 = all

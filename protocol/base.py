@@ -16,6 +16,17 @@ class WireStruct(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
     """
 
 
+class Params(WireStruct, forbid_unknown_fields=True):
+    """Base for v2 params and the objects nested in them: an unknown field is an error.
+
+    A misspelled field (``user_id`` for ``userId``, ``query`` for ``prompt``) would
+    otherwise be dropped silently and the call would do something else than asked. The
+    daemon answers -32602 naming the field and the closest known name. v1 params keep
+    ``WireStruct``'s tolerance: the reference daemon ignored unknown fields and its
+    plugin may send some.
+    """
+
+
 class MethodSchema(msgspec.Struct, frozen=True):
     """One RPC method: its params and result types and a one-line description.
 

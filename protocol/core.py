@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 PROTOCOL_VERSION = "2.0"
 
 
-class ClientInfo(WireStruct):
+class ClientInfo(Params):
     name: str = ""
     version: str = ""
 
 
-class InitializeParams(WireStruct):
+class InitializeParams(Params):
     """``authToken``: the daemon's shared secret, required as the first request of every
     socket connection when the daemon is configured with ``server.auth_token_file``."""
 

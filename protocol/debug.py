@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 
-class SleepParams(WireStruct):
+class SleepParams(Params):
     seconds: float = 0.0
 
 

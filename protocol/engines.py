@@ -6,13 +6,13 @@ from typing import Literal
 
 import msgspec
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 MAX_EMBED_TEXTS = 1024
 MAX_SUMMARIZE_TEXTS = 4096
 
 
-class EmbedParams(WireStruct, kw_only=True):
+class EmbedParams(Params, kw_only=True):
     texts: list[str]
     # "query" applies the profile's query prefix (e.g. Nomic's "search_query: ").
     kind: Literal["query", "document"] = "document"
@@ -26,7 +26,7 @@ class EmbedResult(WireStruct, kw_only=True):
     fingerprint: str = ""
 
 
-class SummarizeParams(WireStruct, kw_only=True):
+class SummarizeParams(Params, kw_only=True):
     texts: list[str]  # turns, oldest first
     max_tokens: int | None = None  # seq2seq: max new tokens; extractive: word budget
     method: Literal["auto", "seq2seq", "extractive"] = "auto"

@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from protocol.base import MethodSchema, WireStruct
+from protocol.base import MethodSchema, Params, WireStruct
 
 
-class IngestMessage(WireStruct):
+class IngestMessage(Params):
     """One message. ``content`` is a string or a list of text parts (``{type:"text",
     text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now);
     ``id`` the client's stable message id (default: derived from session, position and
@@ -21,7 +21,7 @@ class IngestMessage(WireStruct):
     ts: int | None = None
 
 
-class IngestParams(WireStruct):
+class IngestParams(Params):
     session_id: str
     messages: list[IngestMessage]
     namespace: str | None = None
@@ -42,7 +42,7 @@ class IngestResult(WireStruct):
     empty: int = 0
 
 
-class CompactParams(WireStruct):
+class CompactParams(Params):
     session_id: str
     force: bool = False
     target_size: int | None = None
@@ -58,7 +58,7 @@ class CompactResult(WireStruct):
     summary_ids: list[str] = msgspec.field(default_factory=list)
 
 
-class ExpandParams(WireStruct):
+class ExpandParams(Params):
     session_id: str
     summary_id: str
     max_depth: int | None = None
@@ -77,7 +77,7 @@ class ExpandResult(WireStruct):
     turns: list[ExpandedTurn]
 
 
-class ForgetParams(WireStruct):
+class ForgetParams(Params):
     namespace: str | None = None
     user_id: str | None = None
     include_sessions: bool = False

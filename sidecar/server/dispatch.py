@@ -20,7 +20,7 @@ from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
 from sidecar.app import App
 from sidecar.errors import Busy, RpcError
-from sidecar.server.coerce import convert_params
+from sidecar.server.coerce import ParamsError, convert_or_explain
 from sidecar.server.framing import OVERSIZED, Frame
 
 log = structlog.get_logger(__name__)
@@ -205,8 +205,8 @@ class Dispatcher:
         typed: Any = params
         if method.schema.params is not None:
             try:
-                typed = convert_params(params, method.schema.params)
-            except msgspec.ValidationError as exc:
+                typed = convert_or_explain(params, method.schema.params)
+            except ParamsError as exc:
                 raise RpcError(
                     f"invalid params for {method_name}: {exc}", code=ErrorCode.INVALID_PARAMS
                 ) from exc
