@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -18,6 +18,11 @@ class AssembleParams(Params):
     messages: list[dict[str, Any]] | None = None
     prompt: str | None = None
     memory_budget_fraction: float = 0.25
+    # Where the recent tail goes: "messages" (default when messages are given: the host's
+    # messages carry it, the addition does not repeat it) or "addition" (rendered in
+    # <recent_session_tail> and left out of the returned messages). Without messages the
+    # stored tail is always rendered in the addition.
+    tail_placement: Literal["messages", "addition"] | None = None
 
 
 class AssembleBudget(WireStruct):

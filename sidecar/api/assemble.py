@@ -61,6 +61,8 @@ def register(registry: Registry) -> None:
             ts = m.get("ts")
             if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
                 raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
+        if params.tail_placement == "messages" and messages is None:
+            raise InvalidInput('tailPlacement "messages" needs the host\'s messages')
         ns = resolve_namespace(params.session_id, params.namespace, params.user_id)
         with memory_errors("embed query"):
             plan, timings = await retrieval_for(ctx.app).assemble(
@@ -70,6 +72,9 @@ def register(registry: Registry) -> None:
                 token_budget=params.token_budget,
                 memory_fraction=frac,
                 messages=messages,
+                tail_in_messages=None
+                if params.tail_placement is None
+                else params.tail_placement == "messages",
             )
         wire = plan.to_wire()
         planned = wire.get("timings", {})

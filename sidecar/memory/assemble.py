@@ -361,6 +361,9 @@ class PlanHead:
     dream: bool
     elapsed_ms: float
     used: bool = False
+    # The host's messages as turns, in message order ("present": never recalled again).
+    message_ids: tuple[str, ...] = ()
+    tail_in_addition: bool = True
 
 
 def plan_head(
@@ -373,8 +376,16 @@ def plan_head(
     soft: Sequence[AuthoredNode] = (),
     now_ms: int | None = None,
     config: AssemblyConfig = DEFAULT_ASSEMBLY,
+    present: Sequence[Candidate] = (),
+    tail_in_addition: bool = True,
 ) -> PlanHead:
-    """Steps 1-4 of :func:`plan_assembly` (arguments as there)."""
+    """Steps 1-4 of :func:`plan_assembly` (arguments as there).
+
+    ``present``: the host's messages as turns, in message order. They are in the host's
+    context already, so retrieval never picks them (nor a summary or shard of them).
+    ``tail_in_addition``: False when the tail stays in the host's messages; then no tail
+    is planned and the whole memory budget serves rules, guidance and retrieval.
+    """
     t0 = time.perf_counter()
     bcfg = config.budget
     fraction = bcfg.memory_fraction if memory_fraction is None else memory_fraction
@@ -390,6 +401,8 @@ def plan_head(
 
     ledger = BudgetLedger(total)
     chosen = _Chosen()
+    for c in present:
+        chosen.sources.update(features(c).sources)
 
     # 1-2. hard rules and the tail base. Only the newest turns can be in the tail (each
     # costs at least one token), so older ones are never looked at.
@@ -399,7 +412,10 @@ def plan_head(
     as_turns = [_to_turn(t) for t in turns]
     turn_costs = [cost(t) for t in turns]
     hard_cost = sum(node_cost(n) for n in hard)
-    base_start, base_cost = _select_tail(as_turns, turn_costs, bcfg)
+    if tail_in_addition:
+        base_start, base_cost = _select_tail(as_turns, turn_costs, bcfg)
+    else:
+        base_start, base_cost = len(turns), 0
     reasons = degraded_reasons(total, hard_cost, base_cost, bcfg)
     for n in hard:
         ledger.charge("hard", node_cost(n), force=True)
@@ -422,7 +438,7 @@ def plan_head(
             chosen.add(_authored_item(n, "soft", node_cost(n)))
 
         # 4. tail extension (the base is already charged)
-        allowance = tail_allowance(ledger.remaining, base_cost, bcfg)
+        allowance = tail_allowance(ledger.remaining, base_cost, bcfg) if tail_in_addition else 0
         start = _extend_tail(as_turns, turn_costs, base_start, allowance)
         for c in turns[start:base_start]:
             ledger.charge("tail", cost(c))
@@ -438,6 +454,8 @@ def plan_head(
         plan=plan,
         dream=dream,
         elapsed_ms=(time.perf_counter() - t0) * 1000,
+        message_ids=tuple(c.id for c in present),
+        tail_in_addition=tail_in_addition,
     )
 
 
@@ -511,6 +529,14 @@ def plan_assembly(
     head.used = True
     ledger, chosen, plan, dream = head.ledger, head.chosen, head.plan, head.dream
     all_turns, turns, start = head.all_turns, head.turns, head.start
+    if head.message_ids and head.tail_in_addition:
+        # the tail moves from the host's messages into the addition: never both
+        tail_ids = {i.id for i in chosen.items if i.part == "tail"}
+        original_messages = [
+            m
+            for m, mid in zip(original_messages, head.message_ids, strict=False)
+            if mid not in tail_ids
+        ]
     if head.reasons:
         return _finish(chosen, ledger, head.reasons, original_messages, config, plan, dream, (), t0)
 

@@ -684,7 +684,12 @@ class Retrieval:
         memory_fraction: float,
         messages: Sequence[Mapping[str, Any]] | None,
         now_ms: int | None = None,
+        tail_in_messages: bool | None = None,
     ) -> tuple[AssemblyPlan, dict[str, float]]:
+        """``tail_in_messages`` (default: when ``messages`` are given): the recent tail
+        stays in the returned messages and is not rendered; otherwise it is rendered in
+        the addition and removed from the returned messages. Either way no turn appears
+        twice, and no message is recalled as a memory."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
         embed_ms = 0.0
@@ -717,6 +722,7 @@ class Retrieval:
                     token_budget,
                     memory_fraction,
                     messages,
+                    messages is not None if tail_in_messages is None else tail_in_messages,
                 )
                 qvec = await embedding
                 t_vec = time.perf_counter()
@@ -746,6 +752,7 @@ class Retrieval:
         token_budget: float,
         memory_fraction: float,
         messages: Sequence[Mapping[str, Any]] | None,
+        tail_in_messages: bool,
     ) -> _Prepared:
         """What does not need the query vector: synced caches, the lexical hits of every
         scope, the temporal plan, authored rules, the session's turns and the plan's
@@ -767,10 +774,13 @@ class Retrieval:
         soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
         session_turns = colls[C.session_raw(session_id)].session_turns()
         original: list[Any] = []
+        present: list[Candidate] = []
         if messages is not None:
-            session_turns = _message_turns(messages, session_id, now, session_turns)
+            session_turns = present = _message_turns(messages, session_id, now, session_turns)
             original = [dict(m) for m in messages]
         head = plan_head(
+            present=present,
+            tail_in_addition=not (tail_in_messages and messages is not None),
             query=query,
             token_budget=token_budget,
             memory_fraction=memory_fraction,

@@ -124,13 +124,20 @@ def test_assemble_tail_exact_and_in_order(conn: RawConnection) -> None:
     res = _ok(
         conn.call(
             "assemble",
-            {"sessionId": "fresh-2", "namespace": NS, "messages": messages, "tokenBudget": 4000},
+            {
+                "sessionId": "fresh-2",
+                "namespace": NS,
+                "messages": messages,
+                "tokenBudget": 4000,
+                "tailPlacement": "addition",
+            },
         )
     )
-    assert res["messages"] == messages  # the host's messages, unchanged
     tail = [i for i in res["selected"] if i["reason"].startswith("tail")]
     tail_ids = [i["id"] for i in tail]
     assert tail_ids, res["selected"]
+    # the tail moved from the host's messages into the addition
+    assert res["messages"] == messages[: len(messages) - len(tail_ids)]
     # the tail is a suffix of the messages, exact; base and extension each chronological
     assert sorted(tail_ids) == [m["id"] for m in messages[-len(tail_ids) :]]
     base = [i["id"] for i in tail if i["reason"] == "tail base"]
