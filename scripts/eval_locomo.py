@@ -451,6 +451,7 @@ class Scores:
     per_conv: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     per_cat: dict[int, dict[str, list[float]]] = field(default_factory=dict)
     timings: dict[str, list[float]] = field(default_factory=dict)
+    precision: dict[str, list[int]] = field(default_factory=dict)  # [evidence items, items]
 
     def add(self, conv: str, cat: int, method: str, value: float) -> None:
         self.per_conv.setdefault(conv, {}).setdefault(method, []).append(value)
@@ -458,6 +459,17 @@ class Scores:
 
     def time(self, method: str, seconds: float) -> None:
         self.timings.setdefault(method, []).append(seconds)
+
+    def injected(
+        self, method: str, items: Iterable[Sequence[str]], evidence: Sequence[str]
+    ) -> None:
+        """Count the injected items (each a list of the turn ids it covers) and those
+        holding evidence, for the precision row."""
+        wanted = set(evidence)
+        counts = self.precision.setdefault(method, [0, 0])
+        for turn_ids in items:
+            counts[1] += 1
+            counts[0] += bool(wanted.intersection(turn_ids))
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -487,6 +499,18 @@ def render_table(scores: Scores, methods: Sequence[str]) -> str:
         n = len(next(iter(by_method.values())))
         cells = [f"{_mean(by_method[m]):.3f}" if by_method.get(m) else "-" for m in methods]
         lines.append(f"| {cat} {CATEGORY_NAMES.get(cat, '')} | {n} | " + " | ".join(cells) + " |")
+    if scores.precision:
+        lines.append("")
+        lines.append("| precision | items | " + " | ".join(methods) + " |")
+        lines.append("|---|---|" + "---|" * len(methods))
+        cells = []
+        for m in methods:
+            hit, total = scores.precision.get(m, (0, 0))
+            cells.append(f"{hit / total:.3f}" if total else "-")
+        n_items = "/".join(str(scores.precision.get(m, (0, 0))[1]) for m in methods)
+        lines.append(
+            f"| evidence share of injected items | {n_items} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -543,6 +567,7 @@ def run_baselines(datas: Sequence[ConvData], budget: int, scores: Scores) -> Non
             scores.time("baselines (all three)", time.perf_counter() - started)
             for method, ranking in ranks.items():
                 chosen = fill_budget(ranking, data.costs, budget)
+                scores.injected(method, ([conv.turns[i].id] for i in chosen), q.evidence)
                 scores.add(
                     conv.sample_id,
                     q.category,
@@ -653,6 +678,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "parameters for every conversation.",
                 "* `assemble`: the same through the daemon (`ingest`, then `assemble` with "
                 "`tokenBudget` 4000), when the daemon has those methods.",
+                "* precision: the share of injected items (turns, summaries, rules) that hold "
+                "at least one of the question's evidence turns, over all questions. Evidence "
+                "is one to four turns per question and the budget fits about twenty, so this "
+                "share is low by construction; it moves when filler is injected or dropped.",
                 "",
                 table,
                 "",
@@ -760,6 +789,7 @@ def run_inprocess(
             scores.time("plan_assembly alone", plan.timings.get("totalMs", 0.0) / 1000)
             ids = [t for item in plan.selected for t in item.turn_ids]
             assert plan.budget.used <= budget
+            scores.injected("inprocess", (item.turn_ids for item in plan.selected), q.evidence)
             scores.add(data.conv.sample_id, q.category, "inprocess", recall(ids, q.evidence))
     if embedder is not None:  # one bare query embedding, for scale (not cached)
         questions = [q.text for d in datas for q in d.conv.questions][:embed_samples]
@@ -829,6 +859,11 @@ def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores
                         t for item in result.get("selected", []) for t in item.get("turnIds", [])
                     ]
                     scores.add(conv.sample_id, q.category, "assemble", recall(ids, q.evidence))
+                    scores.injected(
+                        "assemble",
+                        (item.get("turnIds", []) for item in result.get("selected", [])),
+                        q.evidence,
+                    )
     except MethodNotFound as exc:
         return f"assemble: daemon lacks ingest/assemble ({exc.message}); not scored"
     except (LibravdbError, OSError) as exc:

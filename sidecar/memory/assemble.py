@@ -109,6 +109,7 @@ from sidecar.memory.scoring import (
     Scored,
     ScoringConfig,
     features,
+    is_relevant,
     preliminary,
     rank,
     rank_table,
@@ -159,6 +160,7 @@ class SelectedItem:
     tokens: int = 0
     reason: str = ""
     scope: str = ""
+    source: str = ""  # an authored node's document
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -188,6 +190,11 @@ class AssemblyConfig:
     hop_floor: float = 0.15  # theta_hop, relative to the best score
     expand_ratio: float = 0.75  # summaries at >= this share of the best score expand
     min_relative_score: float = 0.3  # never inject below this share of the best score
+    # Nothing is recalled just because budget is left: a retrieved item (and a guidance
+    # shard, and a search hit) needs a cosine with the query of at least this, or one of
+    # the query's keywords, or a hop from such an item. Chosen on labelled pairs written
+    # for the project (scripts/choose_relevance_floor.py), not on the evaluation data.
+    relevance_floor: float = 0.145
     session_pool_limit: int = 64  # newest session turns outside the tail added to the pool
     recovery_cosine_floor: float = 0.2  # "nothing matches": best cosine below, no lexical hit
     recovery_summary_confidence: float = 0.5  # S3: top-4 all summaries below this
@@ -283,7 +290,15 @@ def _candidate_item(
         tokens=tokens,
         reason=reason,
         scope=c.scope,
+        source=_source_doc(c),
     )
+
+
+def _source_doc(c: Candidate) -> str:
+    if not c.collection.startswith("authored:"):
+        return ""
+    doc = c.metadata.get("source_doc")
+    return doc if isinstance(doc, str) else ""
 
 
 def _to_turn(c: Candidate) -> Turn:
@@ -552,8 +567,9 @@ def plan_assembly(
             qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
         )
         used = 0
+        relevant_e = ranked_e.relevant(config.relevance_floor, scfg)
         for i, c in enumerate(ranked_e.candidates):
-            if chosen.blocked(c):
+            if chosen.blocked(c) or not relevant_e[i]:
                 continue
             k = cost(c)
             if used + k <= e_budget:
@@ -801,7 +817,9 @@ def _fill(
         )
     else:
         expandable = np.zeros(n, dtype=bool)
-    alive = scores >= cfg.min_relative_score * top
+    alive = (scores >= cfg.min_relative_score * top) & ranked.relevant(
+        cfg.relevance_floor, cfg.scoring
+    )
     redundancy = np.zeros(n)
     penalty = cfg.diversity * top
     slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
@@ -1058,7 +1076,7 @@ def plan_search(
         c = s.candidate
         if len(hits) >= max(0, k):
             break
-        if seen.blocked(c):
+        if seen.blocked(c) or not is_relevant(s, config.relevance_floor, config.scoring):
             continue
         seen.add(_candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
         hits.append(

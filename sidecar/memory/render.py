@@ -19,7 +19,9 @@ forge an authored rule. They are escaped like every other memory, which changes 
 only for shards containing ``&``, ``<`` or ``>``. The role is the
 item's role when it is ``user`` or ``assistant``; otherwise ``unknown`` for the tail
 and, for recalled items, ``user`` when the collection starts with ``user:``, else
-``unknown``. In degraded mode a ``<memory_degraded>`` block with one ``[Dn] reason.``
+``unknown``. An authored note (variant tier) recalled by relevance is ``<entry
+role="authored" source="DOCUMENT">`` instead, naming its document. In degraded mode a
+``<memory_degraded>`` block with one ``[Dn] reason.``
 line per reason comes first, followed by a blank line and the normal sections.
 
 **Each memory appears once.** With the default placement (``"prompt"``) every selected
@@ -101,6 +103,14 @@ def infer_role(item: Renderable, source: Literal["session", "recalled"]) -> str:
 
 
 def render_entry(item: Renderable, source: Literal["session", "recalled"]) -> str:
+    doc = getattr(item, "source", "")
+    if source == "recalled" and doc:
+        # an authored note recalled by relevance: say which document it comes from
+        # (the reference wrote role="unknown" source="recalled", which reads as chat)
+        return (
+            f'<entry role="authored" source="{escape_attribute(doc)}">'
+            f"{escape_text(item.text)}</entry>"
+        )
     role = escape_attribute(infer_role(item, source))
     return f'<entry role="{role}" source="{source}">{escape_text(item.text)}</entry>'
 

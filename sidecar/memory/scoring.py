@@ -841,6 +841,27 @@ class Ranking:
         row: F64 = self.parts[2]
         return row
 
+    def relevant(self, floor: float, cfg: ScoringConfig = DEFAULT_SCORING) -> npt.NDArray[np.bool_]:
+        """Which candidates bear on the query at all: cosine at least ``floor``, or at
+        least one of the query's keywords in the text, or reached by a hop from a
+        relevant item (see :func:`is_relevant`), or a turn next to a relevant turn of its
+        session (the answer to a relevant question, the question of a relevant answer)."""
+        kw = self.parts[_PARTS.index("kw")]
+        hop = self.parts[_PARTS.index("hop")]
+        out: npt.NDArray[np.bool_] = (self.dense >= floor) | (kw > _no_keyword(cfg)) | (hop > 0.0)
+        if out.all():
+            return out
+        anchors = {
+            (c.session_id, c.seq)
+            for c, ok in zip(self.candidates, out.tolist(), strict=True)
+            if ok and c.kind == "turn" and c.seq is not None
+        }
+        for i, c in enumerate(self.candidates):
+            if not out[i] and c.kind == "turn" and c.seq is not None:
+                sid = c.session_id
+                out[i] = (sid, c.seq - 1) in anchors or (sid, c.seq + 1) in anchors
+        return out
+
     def item(self, i: int) -> Scored:
         """The ``i``-th best as a :class:`Scored`."""
         return Scored(self.candidates[i], *self.parts[:, i].tolist())
@@ -878,6 +899,17 @@ class Ranking:
             out[at] = block[index[at] - offset]
             offset += len(block)
         return out
+
+
+def _no_keyword(cfg: ScoringConfig) -> float:
+    """The keyword factor of a text that holds none of the query's keywords (a hair
+    above, so rounding never counts a miss as a hit)."""
+    return 1.0 / (1.0 + cfg.kappa) + 1e-9
+
+
+def is_relevant(s: Scored, floor: float, cfg: ScoringConfig = DEFAULT_SCORING) -> bool:
+    """:meth:`Ranking.relevant` for one scored item."""
+    return s.dense >= floor or s.kw > _no_keyword(cfg) or s.hop > 0.0
 
 
 def _best_first(scores: F64, candidates: Sequence[Candidate]) -> list[int]:
