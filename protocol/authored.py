@@ -62,6 +62,28 @@ class AuthoredDeleteResult(WireStruct, kw_only=True):
     deleted: int
 
 
+class AuthoredListParams(Params, kw_only=True):
+    source_doc: str = ""  # only this document ("" = every document)
+
+
+class AuthoredDocument(WireStruct, kw_only=True):
+    """One loaded authored document: where it came from and what it became."""
+
+    source_doc: str
+    root: str  # the watched root it was read from ("" when sent through authored.ingest)
+    kind: str  # "generic" | "obsidian" | ...
+    path: str  # relative to the root
+    core: bool  # hard rules come only from core documents
+    hard: int
+    soft: int
+    variant: int
+    watched: bool  # read by the daemon's watcher from a configured root
+
+
+class AuthoredListResult(WireStruct, kw_only=True):
+    documents: list[AuthoredDocument]
+
+
 class DreamEntryParams(Params, kw_only=True):
     text: str
     score: float
@@ -152,6 +174,11 @@ METHODS: dict[str, MethodSchema] = {
     ),
     "authored.delete": MethodSchema(
         AuthoredDeleteParams, AuthoredDeleteResult, "Delete an authored document's nodes"
+    ),
+    "authored.list": MethodSchema(
+        AuthoredListParams,
+        AuthoredListResult,
+        "The loaded authored documents: source, root, core flag and nodes per tier",
     ),
     "dream.promote": MethodSchema(
         DreamPromoteParams,

@@ -86,6 +86,10 @@ def _tool_commands(sub: Any) -> None:
     call.add_argument("params", nargs="?", default="{}", help="params as a JSON object")
     call.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     call.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    authored = sub.add_parser("authored", help="authored documents loaded in the daemon")
+    authored.add_argument("action", choices=["list"], help="list: documents, tiers, sources")
+    authored.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    authored.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def _maintenance_commands(sub: Any) -> None:
@@ -154,6 +158,8 @@ def _run_tool(args: argparse.Namespace) -> int:
         return _run_maintenance(args)
     if args.command == "console":
         return console.run_console(args.endpoint)
+    if args.command == "authored":
+        return console.run_authored_list(args.endpoint, as_json=args.json)
     if args.command == "call":
         return console.run_call(args.endpoint, args.method, args.params, args.timeout)
     raise AssertionError(args.command)

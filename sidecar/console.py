@@ -521,3 +521,52 @@ def run_call(endpoint: str | None, method: str, params_json: str, timeout: float
         return _connect_failure(exc, sys.stderr)
     print(format_json(result), flush=True)
     return EXIT_OK
+
+
+def run_authored_list(endpoint: str | None, *, as_json: bool = False) -> int:
+    """``libravdb authored list``: the loaded authored documents, one line each."""
+    target = resolve_endpoint(endpoint)
+    try:
+        with Client(target, timeout=30.0) as client:
+            result = client.call("authored.list", {})
+    except RpcError as exc:
+        print(format_rpc_error(exc), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    except (LibravdbError, ValueError) as exc:
+        return _connect_failure(exc, sys.stderr)
+    docs = result.get("documents", [])
+    if as_json:
+        print(format_json(docs), flush=True)
+        return EXIT_OK
+    if not docs:
+        print("no authored documents are loaded", flush=True)
+        return EXIT_OK
+    print(format_authored_table(docs), flush=True)
+    return EXIT_OK
+
+
+def format_authored_table(docs: list[dict[str, Any]]) -> str:
+    """One row per document: tiers, core flag, and where it came from."""
+    rows = [("hard", "soft", "variant", "core", "source", "document")]
+    for d in docs:
+        if d.get("watched"):
+            source = f"{d.get('kind') or 'generic'}:{d.get('root', '')}"
+        elif d.get("root"):
+            source = f"host:{d['root']}"
+        else:
+            source = "authored.ingest"
+        rows.append(
+            (
+                str(d.get("hard", 0)),
+                str(d.get("soft", 0)),
+                str(d.get("variant", 0)),
+                "yes" if d.get("core") else "no",
+                source,
+                str(d.get("sourceDoc", "")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5]
+        for r in rows
+    )

@@ -39,7 +39,11 @@ def install_services(app: App) -> None:
     from sidecar.memory.service import MemoryService  # sessions: ingest/compact/forget
 
     app.provide(MemoryService, MemoryService(settings, app.service(StoreService), hub))
-    if settings.authored.roots:  # the daemon-owned markdown watcher (docs/authored.md)
+    # the daemon-owned markdown watcher (docs/authored.md); also without roots when an
+    # earlier configuration had some, to retire their documents
+    from sidecar.memory.watcher import STATE_FILE
+
+    if settings.authored.roots or (settings.data_path / STATE_FILE).exists():
         from sidecar.memory.watcher import AuthoredWatcher, watcher_for_app
 
         app.provide(AuthoredWatcher, watcher_for_app(app))

@@ -9,8 +9,11 @@ from typing import Any, TypeVar
 from protocol.authored import (
     AuthoredDeleteParams,
     AuthoredDeleteResult,
+    AuthoredDocument,
     AuthoredIngestParams,
     AuthoredIngestResult,
+    AuthoredListParams,
+    AuthoredListResult,
     DreamPromoteParams,
     DreamPromoteResult,
     DreamRejection,
@@ -30,6 +33,7 @@ from sidecar.memory.authored_service import AuthoredInputError, SourceMeta, auth
 from sidecar.memory.dream import DreamEntry, parse_dream_diary
 from sidecar.memory.dream_service import DreamInputError, DreamProvenance, dream_for
 from sidecar.memory.journal import journal_for
+from sidecar.memory.watcher import AuthoredWatcher
 from sidecar.store import errors as se
 
 T = TypeVar("T")
@@ -109,6 +113,18 @@ def register(registry: Registry) -> None:
     ) -> AuthoredDeleteResult:
         n = await guarded(authored_for(ctx.app).delete(params.source_doc))
         return AuthoredDeleteResult(source_doc=params.source_doc.strip(), deleted=n)
+
+    @registry.method("authored.list")
+    async def authored_list(ctx: CallContext, params: AuthoredListParams) -> AuthoredListResult:
+        watcher = ctx.app.maybe_service(AuthoredWatcher)
+        watched = set(watcher.files) if watcher is not None else set()
+        docs = await guarded(authored_for(ctx.app).documents(watched))
+        wanted = params.source_doc.strip()
+        return AuthoredListResult(
+            documents=[
+                AuthoredDocument(**d) for d in docs if not wanted or d["source_doc"] == wanted
+            ]
+        )
 
     @registry.method("dream.promote")
     async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPromoteResult:

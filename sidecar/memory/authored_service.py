@@ -41,6 +41,7 @@ from sidecar.memory.collections import (
     AUTHORED_COLLECTIONS,
     AUTHORED_HARD,
     AUTHORED_SOFT,
+    AUTHORED_TIERS,
     AUTHORED_VARIANT,
     tombstone_keys,
 )
@@ -283,6 +284,32 @@ class AuthoredService:
         if vecs.ndim != 2 or vecs.shape[0] != len(variants):
             raise RuntimeError(f"embedder returned {vecs.shape} for {len(variants)} texts")
         return {p.id: vecs[i] for i, p in enumerate(variants)}
+
+    async def documents(self, watched: set[str]) -> list[dict[str, Any]]:
+        """Each stored document with its provenance and node counts per tier, by name.
+        ``watched``: the documents the daemon's watcher read from a configured root."""
+        docs: dict[str, dict[str, Any]] = {}
+        for tier, coll in AUTHORED_TIERS.items():
+            for rec in await self.store.list_records(coll):
+                name = rec.metadata.get("source_doc")
+                if not isinstance(name, str):
+                    continue
+                doc = docs.setdefault(
+                    name,
+                    {
+                        "source_doc": name,
+                        "root": str(rec.metadata.get("source_root") or ""),
+                        "kind": str(rec.metadata.get("source_kind") or ""),
+                        "path": str(rec.metadata.get("source_path") or ""),
+                        "core": bool(rec.metadata.get("is_core_doc")),
+                        "hard": 0,
+                        "soft": 0,
+                        "variant": 0,
+                        "watched": name in watched,
+                    },
+                )
+                doc[tier] += 1
+        return [docs[name] for name in sorted(docs)]
 
     async def delete(self, source_doc: str) -> int:
         """Delete every node of the document (one transaction); returns how many."""

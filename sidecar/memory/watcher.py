@@ -22,8 +22,10 @@ only a changed hash (or a changed core status) leads to an ingest. Polling costs
   ``debounce_ms`` (seen unchanged on a later poll that long after), or at once when the
   file's mtime is already older than that.
 * **Deletion.** A file that disappears (or becomes ineligible) has its document deleted.
-  Documents of a root that is no longer configured are deleted; a configured root that is
-  missing or unreadable is left alone (an unmounted disk must not erase memory).
+  Documents of a root that is no longer configured are deleted when the daemon starts,
+  before it serves (also when no root is configured any more: the watcher then runs only
+  that step); a configured root that is missing or unreadable is left alone (an
+  unmounted disk must not erase memory).
 * **State.** ``<data_dir>/authored_watch.json`` (atomic tmp + fsync + rename) maps each
   ``sourceDoc`` (the absolute path under the root) to its root, kind, relative path, size,
   mtime_ns, sha256 and core flag. It is written after a poll that changed something, so a
@@ -266,6 +268,7 @@ class WatchCounts:
     ingested: int = 0
     unchanged: int = 0
     deleted: int = 0
+    retired: int = 0  # documents of roots no longer configured, deleted at start
     errors: int = 0
     last_scan_ms: float = 0.0
 
@@ -327,7 +330,28 @@ class AuthoredWatcher:
 
     async def start(self) -> None:
         self.files = await asyncio.to_thread(load_state, self.state_path)
-        self._task = asyncio.create_task(self._run(), name="authored-watcher")
+        await self.retire_unconfigured()
+        if self.roots:
+            self._task = asyncio.create_task(self._run(), name="authored-watcher")
+        else:
+            self._first_scan.set()
+
+    async def retire_unconfigured(self) -> int:
+        """Delete, before the daemon serves, the documents of roots that are no longer
+        configured: a rule must not outlive the configuration that brought it in.
+        (Documents ingested through ``authored.ingest`` were never watched: untouched.)"""
+        configured = {r.path for r in self.roots}
+        stale = {doc: st.root for doc, st in self.files.items() if st.root not in configured}
+        if not stale:
+            return 0
+        async with self._scan_lock:
+            for doc in sorted(stale):
+                await self._delete(doc)
+            retired = sum(1 for doc in stale if doc not in self.files)
+            self.stats.retired += retired
+            await asyncio.to_thread(save_state, self.state_path, dict(self.files))
+        log.info("authored.retired", documents=retired, roots=sorted(set(stale.values())))
+        return retired
 
     async def close(self) -> None:
         task, self._task = self._task, None
@@ -343,7 +367,7 @@ class AuthoredWatcher:
         return {self.name: ComponentState(state=state, reason=self._error)}
 
     async def counts(self) -> dict[str, int]:
-        return {"authoredFiles": len(self.files)}
+        return {"authoredFiles": len(self.files), "authoredRetired": self.stats.retired}
 
     async def wait_scanned(self) -> None:
         """Return once the first poll has finished (wrap in ``asyncio.wait_for``)."""
