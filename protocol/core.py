@@ -66,6 +66,34 @@ class MethodStats(WireStruct):
     p95_ms: float
 
 
+class AutoCompactionActivity(WireStruct):
+    running: int  # background compactions under way now
+    runs: int  # finished since start
+    failures: int
+    last_run_at: int | None = None  # epoch ms of the last finished run
+    last_session: str = ""
+
+
+class WatcherActivity(WireStruct):
+    roots: list[str]
+    scanning: bool  # a poll is under way now
+    scans: int
+    ingested: int
+    deleted: int
+    retired: int  # documents of roots no longer configured, deleted at start
+    errors: int
+    last_scan_at: int | None = None  # epoch ms
+    last_scan_ms: float = 0.0
+    error: str = ""
+
+
+class BackgroundActivity(WireStruct):
+    """What the daemon does on its own, beside the requests it serves."""
+
+    auto_compaction: AutoCompactionActivity | None = None
+    watcher: WatcherActivity | None = None  # present when a markdown watcher runs
+
+
 class StatusResult(WireStruct):
     # Reference fields (libravdbd-contract.md §9).
     ok: bool
@@ -86,6 +114,7 @@ class StatusResult(WireStruct):
     records: dict[str, int] = msgspec.field(default_factory=dict)
     models: dict[str, ComponentState] = msgspec.field(default_factory=dict)
     methods: dict[str, MethodStats] = msgspec.field(default_factory=dict)
+    background: BackgroundActivity = msgspec.field(default_factory=BackgroundActivity)
 
 
 class ShutdownResult(WireStruct):

@@ -567,6 +567,5 @@ def format_authored_table(docs: list[dict[str, Any]]) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join(
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5]
-        for r in rows
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:5])) + "  " + r[5] for r in rows
     )

@@ -91,6 +91,7 @@ def register(registry: Registry) -> None:
                 tokenizer_id=params.tokenizer_id,
                 source=_source(params.source),
                 dry_run=params.dry_run,
+                progress=ctx.progress,
             )
         )
         return AuthoredIngestResult(

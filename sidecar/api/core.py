@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from protocol.core import (
     PROTOCOL_VERSION,
+    AutoCompactionActivity,
+    BackgroundActivity,
     Capabilities,
     ComponentState,
     Empty,
@@ -14,11 +16,44 @@ from protocol.core import (
     ServerInfo,
     ShutdownResult,
     StatusResult,
+    WatcherActivity,
 )
 from sidecar import SERVER_NAME, __version__
 from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
 from sidecar.app import App
+from sidecar.memory.service import MemoryService
+from sidecar.memory.watcher import AuthoredWatcher
+
+
+def background_of(app: App) -> BackgroundActivity:
+    """Auto-compaction and the markdown watcher: what runs without a request."""
+    out = BackgroundActivity()
+    memory = app.maybe_service(MemoryService)
+    if memory is not None:
+        out.auto_compaction = AutoCompactionActivity(
+            running=memory.auto_running,
+            runs=memory.auto_runs,
+            failures=memory.auto_failures,
+            last_run_at=memory.auto_last_at,
+            last_session=memory.auto_last_session,
+        )
+    watcher = app.maybe_service(AuthoredWatcher)
+    if watcher is not None:
+        st = watcher.stats
+        out.watcher = WatcherActivity(
+            roots=[f"{r.kind}:{r.path}" for r in watcher.roots],
+            scanning=watcher.scanning,
+            scans=st.scans,
+            ingested=st.ingested,
+            deleted=st.deleted,
+            retired=st.retired,
+            errors=st.errors,
+            last_scan_at=st.last_scan_at,
+            last_scan_ms=round(st.last_scan_ms, 3),
+            error=watcher.error,
+        )
+    return out
 
 
 def health_of(app: App) -> HealthResult:
@@ -86,6 +121,7 @@ def register(registry: Registry) -> None:
                 name: MethodStats(calls=c, errors=e, p50_ms=p50, p95_ms=p95)
                 for name, (c, e, p50, p95) in app.stats.snapshot().items()
             },
+            background=background_of(app),
         )
 
     @registry.method("shutdown")

@@ -25,6 +25,7 @@ from sidecar.api.registry import Registry
 from sidecar.api.v1_store import _engine_error, store_rpc_error
 from sidecar.engines import EngineError
 from sidecar.errors import InvalidInput, ModelUnavailable, NotFound, RpcError
+from sidecar.memory import collections as C
 from sidecar.memory.compactor import CompactionOptions
 from sidecar.memory.forget import forget_namespace
 from sidecar.memory.service import MemoryService
@@ -54,6 +55,16 @@ def memory_errors(what: str = "embed document") -> Iterator[None]:
         raise ModelUnavailable(str(exc)) from exc
 
 
+async def session_exists(svc: MemoryService, session_id: str) -> bool:
+    """Whether anything was ever stored for the session (turns or state, v1 or v2)."""
+    store = svc.store
+    return bool(
+        store.count(C.session_raw(session_id))
+        or store.count(C.session(session_id))
+        or store.count(C.session_state(session_id))
+    )
+
+
 def register(registry: Registry) -> None:
     @registry.method("ingest")
     async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
@@ -64,6 +75,7 @@ def register(registry: Registry) -> None:
                 messages_from_wire(params.messages),
                 namespace=params.namespace,
                 user_id=params.user_id,
+                progress=ctx.progress,
             )
         return IngestResult(
             ingested=out.ingested, skipped=out.skipped, ids=out.ids, empty=out.empty
@@ -79,8 +91,10 @@ def register(registry: Registry) -> None:
         opts = CompactionOptions.from_settings(
             svc.settings, target_size=params.target_size or None, force=params.force
         )
+        if not await session_exists(svc, params.session_id):
+            raise NotFound(f"unknown session {params.session_id!r}: nothing was ingested for it")
         with memory_errors():
-            out = await svc.compact(params.session_id, opts)
+            out = await svc.compact(params.session_id, opts, ctx.progress)
         return CompactResult(
             did_compact=out.did_compact,
             clusters_formed=out.clusters_formed,

@@ -157,7 +157,7 @@ def register(registry: Registry) -> None:
             force=params.force,
         )
         with memory_errors():
-            out = await svc.compact(params.session_id, opts)
+            out = await svc.compact(params.session_id, opts, ctx.progress)
         return CompactSessionResult(
             did_compact=out.did_compact,
             clusters_formed=out.clusters_formed,

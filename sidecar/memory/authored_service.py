@@ -47,6 +47,7 @@ from sidecar.memory.collections import (
 )
 from sidecar.memory.listeners import Listeners
 from sidecar.memory.markdown import DEFAULT_TOKENIZER_ID, AuthoredDocument, Tier, parse_document
+from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.store.types import Delete, Put, Record
 
 if TYPE_CHECKING:
@@ -208,8 +209,10 @@ class AuthoredService:
         tokenizer_id: str = "",
         source: SourceMeta | None = None,
         dry_run: bool = False,
+        progress: Progress = no_progress,
     ) -> IngestReport:
-        """Parse and atomically replace the document (module doc)."""
+        """Parse and atomically replace the document (module doc). ``progress`` hears
+        about the embedding of a long document's notes, step by step."""
         doc = self.parse(source_doc, text, core=core, tokenizer_id=tokenizer_id)
         sd = doc.source_doc
         src = (source or SourceMeta()).metadata()
@@ -241,7 +244,7 @@ class AuthoredService:
             ):
                 report.unchanged = True
                 return report
-            vectors = await self._embed_variants(planned)
+            vectors = await self._embed_variants(planned, progress)
             ops: list[Put | Delete] = [
                 Delete(c, i) for (c, i) in old_keys if (c, i) not in new_keys
             ]
@@ -274,13 +277,20 @@ class AuthoredService:
         keep.sort(key=lambda p: p.metadata["ordinal"])
         return keep, len(planned) - len(keep)
 
-    async def _embed_variants(self, planned: Sequence[_Planned]) -> dict[str, Any]:
+    async def _embed_variants(
+        self, planned: Sequence[_Planned], progress: Progress = no_progress
+    ) -> dict[str, Any]:
         variants = [p for p in planned if p.collection == AUTHORED_VARIANT]
         if not variants:
             return {}
-        vecs = np.asarray(
-            await self.svc.embed([p.text for p in variants], "document"), dtype=np.float32
-        )
+        texts = [p.text for p in variants]
+        parts = []
+        for start in range(0, len(texts), PROGRESS_CHUNK):
+            chunk = texts[start : start + PROGRESS_CHUNK]
+            parts.append(np.asarray(await self.svc.embed(chunk, "document"), dtype=np.float32))
+            if len(texts) > PROGRESS_CHUNK:
+                await progress(start + len(chunk), len(texts), "embedding authored notes")
+        vecs = np.concatenate(parts) if len(parts) > 1 else parts[0]
         if vecs.ndim != 2 or vecs.shape[0] != len(variants):
             raise RuntimeError(f"embedder returned {vecs.shape} for {len(variants)} texts")
         return {p.id: vecs[i] for i, p in enumerate(variants)}

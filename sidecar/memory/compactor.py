@@ -44,6 +44,7 @@ from sidecar.memory import collections as C
 from sidecar.memory import continuity as K
 from sidecar.memory import lineage as L
 from sidecar.memory import quality as Q
+from sidecar.memory.progress import Progress, no_progress
 from sidecar.memory.sanitize import summary_view
 from sidecar.memory.tokens import estimate_tokens, sum_tokens
 from sidecar.memory.turns import Turn, chronological, stability_weight
@@ -343,8 +344,16 @@ def _item(t: _TurnRec) -> L.SourceItem:
 
 
 async def compact_session(
-    svc: MemoryService, session_id: str, opts: CompactionOptions
+    svc: MemoryService,
+    session_id: str,
+    opts: CompactionOptions,
+    progress: Progress = no_progress,
 ) -> CompactionOutcome:
+    """Compact the session's uncovered turns outside the tail (module doc).
+
+    ``progress(done, total, message)`` is awaited after each cluster is summarized and
+    once more when the result is written (a summarizer takes up to seconds per cluster).
+    """
     if not isinstance(session_id, str) or not session_id.strip():
         raise ValueError("session ID is required")
     store = svc.store
@@ -376,7 +385,10 @@ async def compact_session(
     shard_puts: list[Put] = []
     confidences: list[float] = []
 
-    for cluster in plan.clusters:
+    steps = len(plan.clusters) + 1  # every cluster, then the write
+    for done, cluster in enumerate(plan.clusters):
+        if done:
+            await progress(done, steps, "summarizing clusters")
         members = [by_id[t.id] for t in cluster]
         protected: list[_TurnRec] = []
         compressible: list[_TurnRec] = []
@@ -442,6 +454,8 @@ async def compact_session(
             continue
         drafts.append((members, protected, draft))
 
+    if plan.clusters:
+        await progress(len(plan.clusters), steps, "embedding and writing summaries")
     # Embed every summary text once, score quality, build records.
     texts = [d.text for _, _, d in drafts]
     svecs = await svc.embed(texts, "document") if texts else np.zeros((0, 0))

@@ -16,6 +16,7 @@ the methods here are thin entry points so callers need only this object.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from sidecar.memory.autocompact import (
 )
 from sidecar.memory.gate import GatingConfig
 from sidecar.memory.listeners import Listeners
+from sidecar.memory.progress import Progress
 from sidecar.store.aio import AsyncStore
 from sidecar.store.service import StoreService
 
@@ -113,6 +115,8 @@ class MemoryService:
         self._prototypes: F32 | None = None
         self.auto_runs = 0
         self.auto_failures = 0
+        self.auto_last_at: int | None = None  # epoch ms of the last finished run
+        self.auto_last_session = ""
         self._closed = False
 
     # ---- component ---------------------------------------------------------------------
@@ -216,19 +220,29 @@ class MemoryService:
         *,
         namespace: str | None = None,
         user_id: str | None = None,
+        progress: Progress | None = None,
     ) -> IngestOutcome:
         from sidecar.memory.sessions import ingest
 
-        return await ingest(self, session_id, messages, namespace=namespace, user_id=user_id)
+        if progress is None:
+            return await ingest(self, session_id, messages, namespace=namespace, user_id=user_id)
+        return await ingest(
+            self, session_id, messages, namespace=namespace, user_id=user_id, progress=progress
+        )
 
     async def compact(
-        self, session_id: str, options: CompactionOptions | None = None
+        self,
+        session_id: str,
+        options: CompactionOptions | None = None,
+        progress: Progress | None = None,
     ) -> CompactionOutcome:
         from sidecar.memory.compactor import CompactionOptions, compact_session
 
         opts = options or CompactionOptions.from_settings(self.settings)
         async with self.compaction_lock(session_id):
-            return await compact_session(self, session_id, opts)
+            if progress is None:
+                return await compact_session(self, session_id, opts)
+            return await compact_session(self, session_id, opts, progress)
 
     # ---- auto-compaction ---------------------------------------------------------------
 
@@ -264,6 +278,8 @@ class MemoryService:
                 try:
                     out = await self.compact(session_id, self._auto_options(level))
                     self.auto_runs += 1
+                    self.auto_last_at = int(time.time() * 1000)
+                    self.auto_last_session = session_id
                     log.info(
                         "memory.auto_compaction",
                         session=session_id,
@@ -280,6 +296,11 @@ class MemoryService:
                     break
         finally:
             self._tasks.pop(session_id, None)
+
+    @property
+    def auto_running(self) -> int:
+        """Background compactions under way now."""
+        return sum(1 for t in self._tasks.values() if not t.done())
 
     async def wait_idle(self, limit_s: float = 30.0) -> None:
         """Wait for running background compactions (tests and shutdown)."""

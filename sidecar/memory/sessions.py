@@ -35,6 +35,7 @@ import numpy as np
 
 from sidecar.memory import collections as C
 from sidecar.memory.gate import GatingSignals, compute_gating
+from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
 from sidecar.store.names import metadata_matches
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from sidecar.memory.service import MemoryService
 
 INGEST_STATE_ID = C.INGEST_STATE_ID
+F32 = np.ndarray[Any, np.dtype[np.float32]]
 # Metadata kept on the namespace index copy in turns:<ns> (the full record is in session_raw).
 _INDEX_KEYS = (
     "type",
@@ -275,6 +277,7 @@ async def ingest(
     *,
     namespace: str | None = None,
     user_id: str | None = None,
+    progress: Progress = no_progress,
 ) -> IngestOutcome:
     checked = _validate(session_id, messages)
     ns = resolve_namespace(session_id, namespace, user_id)
@@ -311,7 +314,7 @@ async def ingest(
         if not new:
             return IngestOutcome(0, skipped, ids, ns, empty=empty)
 
-        vecs = await svc.embed([p.text for p in new], "document")
+        vecs = await _embed_reporting(svc, [p.text for p in new], progress)
         signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
         puts: list[Put] = []
         turns_coll, user_coll = C.turns(ns), C.user(ns)
@@ -367,6 +370,19 @@ async def ingest(
         gating={p.id: s for p, s in zip(new, signals, strict=True)},
         empty=empty,
     )
+
+
+async def _embed_reporting(svc: MemoryService, texts: list[str], progress: Progress) -> F32:
+    """One embedding call for a batch that fits a progress step; a larger batch in steps of
+    ``PROGRESS_CHUNK`` texts, reporting after each (a 5,000-message import takes seconds)."""
+    if len(texts) <= PROGRESS_CHUNK:
+        return await svc.embed(texts, "document")
+    parts: list[F32] = []
+    for start in range(0, len(texts), PROGRESS_CHUNK):
+        parts.append(await svc.embed(texts[start : start + PROGRESS_CHUNK], "document"))
+        done = min(start + PROGRESS_CHUNK, len(texts))
+        await progress(done, len(texts), "embedding messages")
+    return np.concatenate(parts)
 
 
 def messages_from_wire(items: Sequence[Mapping[str, Any] | Any]) -> list[MessageIn]:

@@ -271,6 +271,7 @@ class WatchCounts:
     retired: int = 0  # documents of roots no longer configured, deleted at start
     errors: int = 0
     last_scan_ms: float = 0.0
+    last_scan_at: int | None = None  # epoch ms
 
 
 @dataclass(slots=True)
@@ -369,6 +370,14 @@ class AuthoredWatcher:
     async def counts(self) -> dict[str, int]:
         return {"authoredFiles": len(self.files), "authoredRetired": self.stats.retired}
 
+    @property
+    def scanning(self) -> bool:
+        return self._scan_lock.locked()
+
+    @property
+    def error(self) -> str:
+        return self._error
+
     async def wait_scanned(self) -> None:
         """Return once the first poll has finished (wrap in ``asyncio.wait_for``)."""
         await self._first_scan.wait()
@@ -403,6 +412,7 @@ class AuthoredWatcher:
                 await self._sync(doc, s)
             self.stats.scans += 1
             self.stats.last_scan_ms = (time.perf_counter() - t0) * 1000
+            self.stats.last_scan_at = int(time.time() * 1000)
             after = (self.stats.ingested, self.stats.deleted, self.stats.unchanged)
             if after != before:
                 await asyncio.to_thread(save_state, self.state_path, dict(self.files))

@@ -149,8 +149,9 @@ def test_compact_expand_incremental(conn: RawConnection) -> None:
     assert e["code"] == ErrorCode.NOT_FOUND
     e = err(conn.call("compact", {"sessionId": " "}))
     assert e["code"] == ErrorCode.INVALID_INPUT
-    nothing = ok(conn.call("compact", {"sessionId": "never-seen"}))
-    assert nothing["didCompact"] is False
+    # a session nothing was ingested for is the documented -32002, not a silent no-op
+    unknown = err(conn.call("compact", {"sessionId": "never-seen"}))
+    assert unknown["code"] == ErrorCode.NOT_FOUND
 
 
 def test_forget_everything_and_tombstones(conn: RawConnection) -> None:
