@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from protocol.base import MethodSchema, Params, WireStruct
@@ -42,14 +44,30 @@ class InitializeResult(WireStruct):
     methods: list[str]
 
 
+class Seq2SeqState(WireStruct):
+    """The summarizer's seq2seq model: ``disabled`` (no assets: the extractive summarizer
+    serves), ``unloaded``, ``loading``, ``ready`` or ``failed``."""
+
+    state: str
+    reason: str = ""
+    profile: str = ""
+
+
 class ComponentState(WireStruct):
-    """Readiness of one model or service: unloaded, loading, ready, failed or disabled."""
+    """Readiness of one model or service: unloaded, loading, ready, failed or disabled.
+
+    ``compute`` (the embedder): how its products run, ``{matmul: "int8", matmuls,
+    blockSize, probeCosine}`` or ``{matmul: "float32", reason}`` (docs/engines.md).
+    ``seq2seq`` (the summarizer): its abstractive model's own state.
+    """
 
     state: str
     reason: str = ""
     profile: str = ""
     fingerprint: str = ""
     dims: int = 0
+    compute: dict[str, Any] | None = None
+    seq2seq: Seq2SeqState | None = None
 
 
 class HealthResult(WireStruct):

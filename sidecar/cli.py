@@ -83,7 +83,12 @@ def _tool_commands(sub: Any) -> None:
     console.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     call = sub.add_parser("call", help="one request; prints the result as JSON")
     call.add_argument("method")
-    call.add_argument("params", nargs="?", default="{}", help="params as a JSON object")
+    call.add_argument(
+        "params",
+        nargs="*",
+        help="one JSON object, - (JSON from stdin), or key=value arguments",
+    )
+    call.add_argument("--raw", metavar="PATH", help="print this field of the result as text")
     call.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     call.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
     authored = sub.add_parser("authored", help="authored documents loaded in the daemon")
@@ -161,7 +166,7 @@ def _run_tool(args: argparse.Namespace) -> int:
     if args.command == "authored":
         return console.run_authored_list(args.endpoint, as_json=args.json)
     if args.command == "call":
-        return console.run_call(args.endpoint, args.method, args.params, args.timeout)
+        return console.run_call(args.endpoint, args.method, args.params, args.timeout, raw=args.raw)
     raise AssertionError(args.command)
 
 

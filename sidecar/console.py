@@ -8,11 +8,20 @@ Console input, one request per line::
 
     status                              no params
     search_text {"collection": "c", "text": "hi", "k": 3}
-    search_text collection=c text="hello world" k=3 filter.kind=note
-    .help [METHOD]   .methods   .timeout [SECONDS|none]   .reconnect   .quit
+    search_text collection=c text="hello world" k=3 filter.kind=note ids=["a", "b"]
+    .help [METHOD]   .methods   .timeout [SECONDS|none]   .reconnect   .raw PATH   .quit
 
 ``key=value`` values are read as JSON when they parse (``k=3``, ``flag=true``,
-``ids=["a","b"]``) and as strings otherwise; dotted keys build nested objects.
+``ids=["a", "b"]``, ``text="two words"``) and as strings otherwise (``text='two
+words'``: single quotes group words, as in a shell); dotted keys build nested objects.
+Words are split at blanks outside quotes and brackets. ``.raw PATH`` prints one field of
+the last result as plain text (``.raw systemPromptAddition``: the rendered memory with
+its line breaks). When the daemon restarts, the console reconnects by itself: a read
+method is asked again, a write is not repeated (it may have happened).
+
+``libravdb call METHOD [PARAMS...]``: PARAMS is one JSON value, ``-`` (JSON read from
+stdin), or any number of ``key=value`` arguments; ``--raw PATH`` prints that field of the
+result as plain text instead of the JSON.
 Results are printed as indented JSON on stdout; errors as ``error CODE: MESSAGE`` on
 stderr; ``$/progress`` notifications on stderr. With stdin not a terminal the console
 reads commands line by line and prints nothing but results and errors.
@@ -28,8 +37,8 @@ import importlib
 import json
 import os
 import re
-import shlex
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +73,8 @@ DOT_COMMANDS: Final[dict[str, str]] = {
     ".methods": ".methods                the daemon's methods",
     ".timeout": ".timeout [SECONDS|none] show or set the per-call timeout",
     ".reconnect": ".reconnect              open a new connection",
+    ".raw": ".raw PATH               print a field of the last result raw (e.g. "
+    "systemPromptAddition)",
     ".quit": ".quit                   leave (also .exit or Ctrl-D)",
     ".exit": "",
 }
@@ -92,7 +103,11 @@ Command = CallCommand | DotCommand
 
 
 def parse_value(text: str) -> Any:
-    """A ``key=value`` value: JSON when it parses, else the text itself."""
+    """A ``key=value`` value: JSON when it parses (``3``, ``true``, ``["a"]``, ``"a b"``),
+    else the text itself; single quotes are shell-style quoting around either (``'a b'``,
+    ``'"2.0"'``)."""
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        text = text[1:-1]
     try:
         return json.loads(text)
     except ValueError:
@@ -127,11 +142,46 @@ def parse_params(text: str) -> Any:
     except ValueError as exc:
         if "=" not in text or text[0] in "{[":
             raise InputError(f"params are not valid JSON: {exc}") from None
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise InputError(f"cannot split params: {exc}") from None
-    return parse_assignments(words)
+    return parse_assignments(split_words(text))
+
+
+def split_words(text: str) -> list[str]:
+    """Split ``key=value`` words at blanks outside quotes and brackets, so that JSON
+    values keep their quotes: ``ids=["a", "b"] text="hello world"`` is two words,
+    ``ids=["a", "b"]`` and ``text="hello world"`` (shell splitting would strip the quotes
+    inside the list and break its JSON)."""
+    words: list[str] = []
+    buf: list[str] = []
+    depth = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            buf.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            if buf:
+                words.append("".join(buf))
+                buf = []
+            continue
+        buf.append(ch)
+    if quote:
+        raise InputError(f"unterminated {quote} quote in params")
+    if buf:
+        words.append("".join(buf))
+    return words
 
 
 def parse_line(line: str) -> Command | None:
@@ -143,6 +193,43 @@ def parse_line(line: str) -> Command | None:
     if head.startswith("."):
         return DotCommand(head, rest.strip())
     return CallCommand(head, parse_params(rest))
+
+
+def field_at(value: Any, path: str) -> Any:
+    """The part of a result at a dotted path (``a.b``, ``hits.0.text``); ``""`` = all."""
+    for part in (p for p in path.split(".") if p):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise InputError(f"the result has no {part!r} at {path!r}")
+    return value
+
+
+# Methods that change nothing: asked again by themselves after a reconnect.
+READ_ONLY_METHODS: Final = frozenset(
+    {
+        "health",
+        "status",
+        "initialize",
+        "search",
+        "search_text",
+        "search_text_collections",
+        "list_collection",
+        "list_by_meta",
+        "expand",
+        "expand_summary",
+        "embed",
+        "summarize",
+        "authored.list",
+        "lifecycle.journal",
+        "list_lifecycle_journal",
+        "query_raw_session",
+        "export_memory",
+        "gating_scalar",
+    }
+)
 
 
 # -- output -------------------------------------------------------------------------------
@@ -251,6 +338,7 @@ class Console:
         self.server = ""
         self.failures = 0
         self.print_json = _json_printer(out, color=interactive)
+        self.last_result: Any = None
         self.client = self._open()
 
     def _open(self) -> Client:
@@ -303,7 +391,7 @@ class Console:
         self._call(command)
         return True
 
-    def _call(self, command: CallCommand) -> None:
+    def _call(self, command: CallCommand, *, retried: bool = False) -> None:
         try:
             result = self.client.call(
                 command.method, command.params, timeout=self.timeout, on_progress=self._progress
@@ -312,15 +400,58 @@ class Console:
             self.failures += 1
             self.say(format_rpc_error(exc))
         except LibravdbError as exc:  # no answer: timeout, connection lost, bad reply
-            self.failures += 1
             kind = "timeout" if isinstance(exc, RpcTimeout) else "connection error"
             if not self.interactive:
+                self.failures += 1
                 self.say(f"{kind}: {exc}")
                 raise ConnectionLost(str(exc)) from exc
-            hint = "" if isinstance(exc, RpcTimeout) else "\n(.reconnect opens a new connection)"
-            self.say(f"{kind}: {exc}{hint}")
+            if isinstance(exc, RpcTimeout) or retried or not self._reconnect_quietly():
+                self.failures += 1
+                hint = (
+                    "" if isinstance(exc, RpcTimeout) else "\n(.reconnect opens a new connection)"
+                )
+                self.say(f"{kind}: {exc}{hint}")
+                return
+            # The daemon restarted: a read is simply asked again; a write may or may not
+            # have happened before the connection dropped, so it is not repeated blindly.
+            if command.method in READ_ONLY_METHODS:
+                self.say(f"reconnected to {self.server} at {self.endpoint}; asking again")
+                self._call(command, retried=True)
+            else:
+                self.failures += 1
+                self.say(
+                    f"connection lost ({exc}); reconnected to {self.server} at "
+                    f"{self.endpoint}. {command.method} was not repeated: check and run it again"
+                )
         else:
+            self.last_result = result
             self.print_json(format_json(result))
+
+    def _reconnect_quietly(self, attempts: int = 20, pause_s: float = 0.25) -> bool:
+        """Reopen the connection after the daemon went away (it may be restarting)."""
+        for _ in range(attempts):
+            try:
+                client = self._open()
+            except LibravdbError:
+                time.sleep(pause_s)
+                continue
+            self.client.close()
+            self.client = client
+            return True
+        return False
+
+    def _raw(self, path: str) -> None:
+        if self.last_result is None:
+            self.failures += 1
+            self.say("no result yet: run a method first")
+            return
+        try:
+            value = field_at(self.last_result, path)
+        except InputError as exc:
+            self.failures += 1
+            self.say(f"input error: {exc}")
+            return
+        print(value if isinstance(value, str) else format_json(value), file=self.out, flush=True)
 
     def _dot(self, command: DotCommand) -> bool:
         name, arg = command.name, command.arg
@@ -334,6 +465,8 @@ class Console:
             self._set_timeout(arg)
         elif name == ".reconnect":
             self._reconnect()
+        elif name == ".raw":
+            self._raw(arg)
         else:
             self.failures += 1
             self.say(f"unknown command {name}; .help lists the commands")
@@ -499,10 +632,30 @@ def run_console(
         console.close()
 
 
-def run_call(endpoint: str | None, method: str, params_json: str, timeout: float) -> int:
-    """``libravdb call METHOD [PARAMS]``: print the result as JSON; see the module doc."""
+def call_params(args: list[str], stdin: TextIO) -> Any:
+    """``libravdb call`` params: none; one JSON value; ``-`` (JSON from stdin); or any
+    number of ``key=value`` words (each one argument, as the shell split them)."""
+    if args == ["-"]:
+        return parse_params(stdin.read())
+    if len(args) == 1:
+        return parse_params(args[0])
+    if not args:
+        return None
+    return parse_assignments(args)
+
+
+def run_call(
+    endpoint: str | None,
+    method: str,
+    params_args: list[str],
+    timeout: float,
+    *,
+    raw: str | None = None,
+) -> int:
+    """``libravdb call METHOD [PARAMS...]``: print the result as JSON (or, with ``raw``,
+    the field at that dotted path as plain text); see the module doc."""
     try:
-        params = parse_params(params_json)
+        params = call_params(params_args, sys.stdin)
     except InputError as exc:
         print(f"libravdb call: {exc}", file=sys.stderr)
         return EXIT_NO_ANSWER
@@ -519,6 +672,14 @@ def run_call(endpoint: str | None, method: str, params_json: str, timeout: float
         return EXIT_RPC_ERROR
     except (LibravdbError, ValueError) as exc:
         return _connect_failure(exc, sys.stderr)
+    if raw is not None:
+        try:
+            value = field_at(result, raw)
+        except InputError as exc:
+            print(f"libravdb call: {exc}", file=sys.stderr)
+            return EXIT_NO_ANSWER
+        print(value if isinstance(value, str) else format_json(value), flush=True)
+        return EXIT_OK
     print(format_json(result), flush=True)
     return EXIT_OK
 

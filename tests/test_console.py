@@ -150,7 +150,7 @@ def test_piped_console_session(daemon: DaemonProcess, env: dict[str, str]) -> No
         ["message", "models"],
         ["capabilities", "methods"],
         ["capabilities", "methods"],
-        ["abstractiveReady", "connections"],
+        ["abstractiveReady", "background"],
     ]
     assert docs[0]["ok"] is True
     assert "timeout: 10 s" in done.stderr
@@ -280,3 +280,96 @@ def test_parse_line() -> None:
     for bad in ("{oops", "k=1 loose", "a=1 a.b=2", "=1", "t='open"):
         with pytest.raises(InputError):
             parse_params(bad)
+
+
+# -- what a first user hit ----------------------------------------------------------------
+
+
+def test_parse_keeps_json_values_whole() -> None:
+    """`key=[...]` with quoted strings inside used to lose its quotes (and its JSON)."""
+    assert parse_line('m ids=["a", "b"] t="two words" n={"x": [1, 2]}') == CallCommand(
+        "m", {"ids": ["a", "b"], "t": "two words", "n": {"x": [1, 2]}}
+    )
+    assert parse_params("s='two words' q='\"2.0\"'") == {"s": "two words", "q": "2.0"}
+
+
+def test_call_takes_several_key_value_arguments(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    messages = '[{"role": "user", "content": "I keep bees on the roof."}]'
+    done = run(["call", "ingest", "sessionId=cli-kv", "userId=cli", f"messages={messages}"], env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ingested"] == 1
+
+
+def test_call_reads_params_from_stdin(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    params = {"sessionId": "cli-stdin", "messages": [{"role": "user", "content": "Hello bees."}]}
+    done = run(["call", "ingest", "-"], env, stdin=json.dumps(params))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ingested"] == 1
+
+
+def test_call_raw_prints_a_field_as_text(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    run(
+        [
+            "call",
+            "ingest",
+            "sessionId=raw",
+            "userId=raw",
+            'messages=[{"role": "user", "content": "My beehive is on the roof terrace."}]',
+        ],
+        env,
+    )
+    done = run(
+        [
+            "call",
+            "assemble",
+            "sessionId=other",
+            "userId=raw",
+            "prompt=Where is my beehive?",
+            "tokenBudget=4000",
+            "--raw",
+            "systemPromptAddition",
+        ],
+        env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<recalled_memories>\n")  # real line breaks, no JSON quoting
+    assert "beehive is on the roof terrace" in done.stdout
+    missing = run(["call", "health", "--raw", "nope"], env)
+    assert missing.returncode == 2 and "no 'nope'" in missing.stderr
+
+
+def test_piped_console_raw(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    session = "status\n.raw background.autoCompaction\n.raw models.embedder.profile\n"
+    done = run(["console", "--endpoint", daemon.endpoint], env, stdin=session)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("all-minilm-l6-v2")
+
+
+def test_status_fields_the_docs_promise(daemon: DaemonProcess, env: dict[str, str]) -> None:
+    status = json.loads(run(["call", "status"], env).stdout)
+    assert status["models"]["summarizer"]["seq2seq"]["state"] == "disabled"
+    assert status["models"]["embedder"]["compute"]["matmul"] in ("int8", "float32")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pty test written for Linux")
+def test_interactive_console_reconnects_after_a_restart(
+    tmp_path: Path, env: dict[str, str], home: Path
+) -> None:
+    argv = libravdb_argv()
+    if len(argv) != 1:
+        pytest.skip("the libravdb console script is not installed")
+    sock = tmp_path / "r.sock"
+    term = {**env, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    first = DaemonProcess.start(f"unix:{sock}", data_dir=tmp_path / "data", home=home)
+    console = Pty([argv[0], "console", "--endpoint", f"unix:{sock}"], term)
+    try:
+        console.expect(b"libravdb>")
+        first.stop()
+        with DaemonProcess.start(f"unix:{sock}", data_dir=tmp_path / "data", home=home):
+            console.send(b"health\r")
+            console.expect(b"asking again")
+            console.expect(b'"ok": true')
+            console.send(b".quit\r")
+            assert console.wait() == 0
+    finally:
+        first.stop()

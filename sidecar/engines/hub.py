@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.core import ComponentState
+from protocol.core import ComponentState, Seq2SeqState
 
 from .embedder import Embedder
 from .embedding_spec import resolve_embedding
@@ -201,6 +201,7 @@ class EngineHub:
                 profile=e.profile,
                 fingerprint=e.fingerprint,
                 dims=e.dims,
+                compute=dict(e.compute) or None,
             )
         seq = self.summarizer.seq2seq
         if seq is None:
@@ -208,6 +209,7 @@ class EngineHub:
                 state=ModelState.READY.value,
                 reason=self.summarizer.seq2seq_unavailable,
                 profile="extractive",
+                seq2seq=Seq2SeqState(state="disabled", reason=self.summarizer.seq2seq_unavailable),
             )
         else:
             state = seq.slot.state.value
@@ -220,6 +222,9 @@ class EngineHub:
                 reason=reason,
                 profile=seq.spec.profile,
                 fingerprint=seq.spec.fingerprint,
+                seq2seq=Seq2SeqState(
+                    state=seq.slot.state.value, reason=seq.slot.reason, profile=seq.spec.profile
+                ),
             )
         return {"embedder": emb, "summarizer": summ}
 
