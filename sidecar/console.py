@@ -343,7 +343,12 @@ class Console:
 
     def _open(self) -> Client:
         """Connect and learn the method list (raises ConnectError/LibravdbError)."""
-        client = Client(self.endpoint, timeout=self.timeout, on_notification=self._notification)
+        client = Client(
+            self.endpoint,
+            timeout=self.timeout,
+            on_notification=self._notification,
+            auth_token=resolve_auth_token(),
+        )
         try:
             client.open()
             try:
@@ -601,6 +606,22 @@ def resolve_endpoint(endpoint: str | None) -> str:
         return default_endpoint()
 
 
+def resolve_auth_token() -> str | None:
+    """The daemon's auth token when one is configured (``server.auth_token_file`` /
+    ``LIBRAVDB_AUTH_TOKEN_FILE``): the console authenticates as the daemon expects."""
+    try:
+        from sidecar.config import load_settings
+
+        path = load_settings().server.auth_token_file.strip()
+    except Exception:
+        return None
+    if not path:
+        return None
+    from sidecar.server.auth import load_token
+
+    return load_token(path)
+
+
 def _connect_failure(exc: Exception, err: TextIO) -> int:
     hint = ""
     if isinstance(exc, ConnectError):
@@ -665,7 +686,9 @@ def run_call(
         print(format_progress(update), file=sys.stderr, flush=True)
 
     try:
-        with Client(target, timeout=timeout if timeout > 0 else None) as client:
+        with Client(
+            target, timeout=timeout if timeout > 0 else None, auth_token=resolve_auth_token()
+        ) as client:
             result = client.call(method, params, on_progress=progress)
     except RpcError as exc:
         print(format_rpc_error(exc), file=sys.stderr)
@@ -688,7 +711,7 @@ def run_authored_list(endpoint: str | None, *, as_json: bool = False) -> int:
     """``libravdb authored list``: the loaded authored documents, one line each."""
     target = resolve_endpoint(endpoint)
     try:
-        with Client(target, timeout=30.0) as client:
+        with Client(target, timeout=30.0, auth_token=resolve_auth_token()) as client:
             result = client.call("authored.list", {})
     except RpcError as exc:
         print(format_rpc_error(exc), file=sys.stderr)

@@ -240,7 +240,7 @@ async def load_session(
 def _extractive_step(views: Sequence[str], vectors: F32 | None) -> K.StepSummarizer:
     def run(texts: Sequence[str], step: K.LadderStep, prior: str) -> K.Draft:
         if vectors is not None and len(vectors) == len(texts):
-            picked, conf = Q.extractive_select(vectors, step.target_density)
+            picked, conf = Q.extractive_select(vectors, step.target_density, texts=texts)
         else:
             picked, conf = list(range(len(texts)))[:1], 0.0
         text = SUMMARY_JOINER.join(texts[i] for i in picked)

@@ -122,6 +122,7 @@ IMPERATIVE_VERBS = frozenset(
         confirm consider consult contact convert copy correct count create cross-check cut debug
         declare decline default defer define delete deploy deprecate describe design detect
         disable discard document double-check download drain drop dump edit embed emit enable
+        greet remind
         encode enforce ensure escalate escape estimate evaluate exclude execute explain export
         expose extract favor favour fetch file fill filter find fix flag flush focus follow
         forget format freeze gate give ground group guard handle hash highlight hold honor
@@ -219,6 +220,7 @@ REPORTING_VERBS = frozenset(
         said says say told decreed declared insisted claimed thought believed knew wrote
         announced swore promised warned ordered argued explained mentioned whispered shouted
         replied admitted agreed felt feared hoped realized realised
+        think thinks believe believes reckon reckons suggested suggests
         """
     )
 )
@@ -227,7 +229,7 @@ SUBORDINATORS = frozenset(
     _words(
         """
         if when whenever before after unless once while until to in for during as since where
-        wherever because although though
+        wherever because although though from starting going
         """
     )
 )
@@ -421,6 +423,23 @@ def _strip_leading(clause: list[str]) -> list[str]:
     return clause
 
 
+# When a plan is for: "We should grab coffee sometime", "... go camping this summer".
+PLAN_TIMES = frozenset(_words("sometime someday soon again tonight tomorrow"))
+PLAN_PERIODS = frozenset(_words("summer winter spring autumn weekend week month year time day"))
+
+
+def _is_plan(rest: Sequence[str]) -> bool:
+    """A suggestion about a future occasion rather than a standing rule."""
+    if rest[:1] in (["always"], ["never"], ["not"]):
+        return False
+    for i, w in enumerate(rest):
+        if w in PLAN_TIMES:
+            return True
+        if w in {"this", "next", "one"} and i + 1 < len(rest) and rest[i + 1] in PLAN_PERIODS:
+            return True
+    return False
+
+
 def _drop_protasis(words: list[str]) -> list[str]:
     """Cut a trailing conditional ("... if you can't make it"): modals there state no rule."""
     for i, w in enumerate(words):
@@ -435,6 +454,13 @@ def _noun_use(words: Sequence[str], start: int) -> bool:
     if not nxt:
         return False
     if nxt[0] in {"of", "for", "is", "are", "was", "were"}:
+        return True
+    # "Order 4411 shipped ...", "Invoice 223 was paid": a numbered item, then its verb.
+    if (
+        len(nxt) == 2
+        and any(ch.isdigit() for ch in nxt[0])
+        and (nxt[1] in {"is", "was", "has", "had"} or (len(nxt[1]) > 4 and nxt[1].endswith("ed")))
+    ):
         return True
     if any(w in FINITE_AFTER_NOUN for w in nxt):
         return True
@@ -654,6 +680,8 @@ def _modal_rules(words: list[str], scan: _Scan) -> None:
                     continue
             if rest[:1] == ["be"] and len(rest) > 1 and rest[1] in EPISTEMIC_STATES:
                 continue
+            if subj in {"we", "us"} and w == "should" and _is_plan(rest):
+                continue  # "We should grab coffee sometime": a plan, not a rule
             if negated:
                 scan.add(Modality.PROHIBITION, f"{w} not")
             else:
@@ -744,6 +772,7 @@ def classify_sentence(sentence: str) -> DeonticResult:
     mask = Modality.NONE
     cues: list[str] = []
     previous: list[str] = []
+    tokens = _without_label(tokens)
     for clause in _split_clauses(tokens):
         after = previous
         previous = clause
@@ -767,6 +796,25 @@ def classify_sentence(sentence: str) -> DeonticResult:
         mask |= clause_mask
         cues.extend(scan.cues)
     return DeonticResult(mask, tuple(cues))
+
+
+def _without_label(tokens: list[str]) -> list[str]:
+    """Drop a short label before a colon ("Update:", "Call log:", "Note:"): a heading
+    for what follows, not an imperative ("Update: the deploy finished at 5pm." reports a
+    status). What follows the colon is read as a sentence of its own."""
+    if ":" not in tokens:
+        return tokens
+    cut = tokens.index(":")
+    label = [t for t in tokens[:cut] if _is_word(t)]
+    rest = [t for t in tokens[cut + 1 :] if _is_word(t)]
+    if (
+        1 <= len(label) <= 3
+        and rest
+        and label[0] not in DETERMINERS  # "The fox said: ..." is a sentence, not a label
+        and not any(w in FINITE_AFTER_NOUN or w in REPORTING_VERBS for w in label)
+    ):
+        return tokens[cut + 1 :]
+    return tokens
 
 
 def _narrative_frame(words: Sequence[str]) -> bool:

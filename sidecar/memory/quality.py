@@ -18,10 +18,14 @@ document embeddings supplied by the caller.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from sidecar.memory.lexical import analyze
+from sidecar.memory.tokens import estimate_tokens
 
 PRESERVATION_THRESHOLD = 0.65
 NOMIC_CONFIDENCE_WEIGHT = 0.80
@@ -124,19 +128,64 @@ def finalize_confidence(
     return QualityDecision(nomic, nomic, t5 if raw_confidence > 0 else 0.0, False)
 
 
+def content_terms(text: str) -> set[str]:
+    """The lexical analyzer's terms of ``text`` (stop words out, light stemming)."""
+    return set(analyze(text))
+
+
 def extractive_select(
-    vectors: npt.ArrayLike, density: float = DEFAULT_DENSITY
+    vectors: npt.ArrayLike,
+    density: float = DEFAULT_DENSITY,
+    *,
+    texts: Sequence[str] | None = None,
 ) -> tuple[list[int], float]:
-    """Indices (chronological) of the turns an extractive summary keeps, and confidence."""
+    """Indices (chronological) of the turns an extractive summary keeps, and confidence
+    (the mean cosine of the kept turns to the cluster's centroid).
+
+    With ``texts`` (what compaction passes): the turns that add the most content terms not
+    yet covered, within ``density`` of the cluster's tokens; ties go to the turn closer to
+    the centroid. Without: the ``ceil(n * density)`` turns closest to the centroid. On the
+    LoCoMo dev split the first keeps 0.73 of an evidence turn's key terms in 41 % of the
+    tokens, the second 0.59 in 45 % (scripts/eval_summaries.py): turns near the centroid
+    of a chat are its generic ones ("Thanks, noted!"), not the ones holding its facts.
+    """
     m = as_matrix(vectors)
     n = m.shape[0]
     if n == 0:
         return [], 0.0
     if not (0.0 < density <= 1.0):
         density = DEFAULT_DENSITY
-    k = min(n, max(1, math.ceil(n * density - 1e-12)))
     scores = cosines(m, centroid(m))
-    order = sorted(range(n), key=lambda i: (-scores[i], i))
-    picked = sorted(order[:k])
+    if texts is not None and len(texts) == n:
+        picked = _cover_terms(texts, [float(x) for x in scores], density)
+    else:
+        k = min(n, max(1, math.ceil(n * density - 1e-12)))
+        order = sorted(range(n), key=lambda i: (-scores[i], i))
+        picked = sorted(order[:k])
     confidence = _clamp01(float(np.mean([scores[i] for i in picked])))
     return picked, confidence
+
+
+def _cover_terms(texts: Sequence[str], scores: Sequence[float], density: float) -> list[int]:
+    """Greedy coverage of content terms within ``density`` of the texts' tokens."""
+    terms = [content_terms(t) for t in texts]
+    cost = [estimate_tokens(t) for t in texts]
+    budget = density * sum(cost)
+    covered: set[str] = set()
+    picked: list[int] = []
+    used = 0
+    while True:
+        fits = [
+            i
+            for i in range(len(texts))
+            if i not in picked and (not picked or used + cost[i] <= budget)
+        ]
+        if not fits:
+            break
+        best = max(fits, key=lambda i: (len(terms[i] - covered), scores[i], -i))
+        if picked and not terms[best] - covered:
+            break  # nothing new left to keep
+        picked.append(best)
+        covered |= terms[best]
+        used += cost[best]
+    return sorted(picked)

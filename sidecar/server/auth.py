@@ -16,7 +16,7 @@ from pathlib import Path
 MIN_TOKEN_CHARS = 16
 
 
-class AuthConfigError(Exception):
+class AuthConfigError(ValueError):
     """The token file is missing, unsafe or too weak; the daemon does not start."""
 
 

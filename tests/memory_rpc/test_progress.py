@@ -115,9 +115,10 @@ def test_status_shows_auto_compaction_and_the_watcher(tmp_path: Path) -> None:
     config.write_text(
         f'[authored]\nroots = ["generic:{root}"]\n\n[compaction]\nsession_budget_tokens = 300\n'
     )
-    with running_daemon(
-        tmp_path, "--tcp", "127.0.0.1:0", extra_args=("--config", str(config))
-    ) as d, Client(d.endpoint, timeout=120) as client:
+    with (
+        running_daemon(tmp_path, "--tcp", "127.0.0.1:0", extra_args=("--config", str(config))) as d,
+        Client(d.endpoint, timeout=120) as client,
+    ):
         client.call("ingest", {"sessionId": "auto", "messages": _turns(40, "a")})
         deadline = time.monotonic() + 60
         while True:

@@ -11,7 +11,7 @@ import os
 import subprocess
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from libravdb_client._core import (
     CLIENT_NAME,
@@ -31,6 +31,7 @@ from libravdb_client._core import (
     copy_error,
     deliver_notification,
     deliver_progress,
+    ingest_messages,
     initialize_params,
     resolve_timeout,
     result_any,
@@ -45,7 +46,40 @@ from libravdb_client.errors import (
     ProtocolError,
     RpcTimeout,
 )
+from protocol.assemble import (
+    AssembleParams,
+    AssembleResult,
+    SearchFilters,
+    SearchParams,
+    SearchResult,
+)
+from protocol.authored import (
+    AuthoredDeleteParams,
+    AuthoredDeleteResult,
+    AuthoredIngestParams,
+    AuthoredIngestResult,
+    AuthoredListParams,
+    AuthoredListResult,
+    DreamPromoteParams,
+    DreamPromoteResult,
+    LifecycleHintParams,
+    LifecycleHintResult,
+    LifecycleJournalParams,
+    LifecycleJournalResult,
+    SourceInfo,
+)
 from protocol.core import HealthResult, InitializeResult, ShutdownResult, StatusResult
+from protocol.engines import EmbedParams, EmbedResult, SummarizeParams, SummarizeResult
+from protocol.sessions import (
+    CompactParams,
+    CompactResult,
+    ExpandParams,
+    ExpandResult,
+    ForgetParams,
+    ForgetResult,
+    IngestMessage,
+    IngestResult,
+)
 
 T = TypeVar("T")
 
@@ -79,9 +113,11 @@ class AsyncClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         on_notification: NotificationCallback | None = None,
+        auth_token: str | None = None,
     ) -> None:
         target = parse_endpoint(default_endpoint() if endpoint is None else endpoint)
         self._setup(target, timeout, connect_timeout, max_frame_bytes, on_notification)
+        self.auth_token: str | None = auth_token
 
     def _setup(
         self,
@@ -105,6 +141,8 @@ class AsyncClient:
         self._opened = False
         self._closed = False
         self._broken: LibravdbError | None = None
+        # a daemon with server.auth_token_file wants initialize{authToken} first
+        self.auth_token = None
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -116,6 +154,7 @@ class AsyncClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         on_notification: NotificationCallback | None = None,
+        auth_token: str | None = None,
     ) -> Self:
         """A client for ``endpoint``; ``await`` it (or ``async with`` it) to connect."""
         return cls(
@@ -124,6 +163,7 @@ class AsyncClient:
             connect_timeout=connect_timeout,
             max_frame_bytes=max_frame_bytes,
             on_notification=on_notification,
+            auth_token=auth_token,
         )
 
     @classmethod
@@ -199,6 +239,14 @@ class AsyncClient:
                 self._read_task = asyncio.create_task(
                     self._read_loop(reader), name=f"libravdb-reader {self.endpoint}"
                 )
+                if self.auth_token is not None and not isinstance(self._target, SpawnSpec):
+                    # first request of the connection; other callers wait on the lock
+                    params = initialize_params(CLIENT_NAME, CLIENT_VERSION, self.auth_token)
+                    result_as(
+                        await self._roundtrip("initialize", params, self.connect_timeout, None),
+                        InitializeResult,
+                        "initialize",
+                    )
         return self
 
     def __await__(self) -> Generator[Any, None, Self]:
@@ -439,7 +487,7 @@ class AsyncClient:
         client_version: str = CLIENT_VERSION,
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> InitializeResult:
-        params = initialize_params(client_name, client_version)
+        params = initialize_params(client_name, client_version, self.auth_token)
         return await self.call_typed("initialize", params, InitializeResult, timeout=timeout)
 
     async def health(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> HealthResult:
@@ -451,3 +499,196 @@ class AsyncClient:
     async def shutdown(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> ShutdownResult:
         """Ask the daemon to drain and exit (every client of a socket daemon loses it)."""
         return await self.call_typed("shutdown", None, ShutdownResult, timeout=timeout)
+
+    # -- v2 methods, typed (params as keywords, results as protocol Structs) ----------
+    async def ingest(
+        self,
+        session_id: str,
+        messages: Sequence[IngestMessage | Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> IngestResult:
+        """Store a batch of messages of one session (``{role, content, id?, ts?}``)."""
+        params: dict[str, Any] = {"sessionId": session_id, "messages": ingest_messages(messages)}
+        if namespace is not None:
+            params["namespace"] = namespace
+        if user_id is not None:
+            params["userId"] = user_id
+        return await self.call_typed(
+            "ingest", params, IngestResult, timeout=timeout, on_progress=on_progress
+        )
+
+    async def assemble(
+        self,
+        session_id: str,
+        *,
+        prompt: str | None = None,
+        token_budget: float,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        memory_budget_fraction: float = 0.25,
+        tail_placement: Literal["messages", "addition"] | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> AssembleResult:
+        """The memory for one model call under ``token_budget`` (docs/protocol.md)."""
+        params = AssembleParams(
+            session_id=session_id,
+            token_budget=token_budget,
+            namespace=namespace,
+            user_id=user_id,
+            messages=None if messages is None else [dict(m) for m in messages],
+            prompt=prompt,
+            memory_budget_fraction=memory_budget_fraction,
+            tail_placement=tail_placement,
+        )
+        return await self.call_typed("assemble", params, AssembleResult, timeout=timeout)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        scopes: Sequence[str] | None = None,
+        k: int = 8,
+        filters: SearchFilters | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> SearchResult:
+        params = SearchParams(
+            query=query,
+            namespace=namespace,
+            user_id=user_id,
+            session_id=session_id,
+            scopes=None if scopes is None else list(scopes),
+            k=k,
+            filters=filters,
+        )
+        return await self.call_typed("search", params, SearchResult, timeout=timeout)
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        target_size: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> CompactResult:
+        params = CompactParams(session_id=session_id, force=force, target_size=target_size)
+        return await self.call_typed(
+            "compact", params, CompactResult, timeout=timeout, on_progress=on_progress
+        )
+
+    async def expand(
+        self,
+        session_id: str,
+        summary_id: str,
+        *,
+        max_depth: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> ExpandResult:
+        params = ExpandParams(session_id=session_id, summary_id=summary_id, max_depth=max_depth)
+        return await self.call_typed("expand", params, ExpandResult, timeout=timeout)
+
+    async def forget(
+        self,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        include_sessions: bool = False,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> ForgetResult:
+        params = ForgetParams(
+            namespace=namespace, user_id=user_id, include_sessions=include_sessions
+        )
+        return await self.call_typed("forget", params, ForgetResult, timeout=timeout)
+
+    async def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: Literal["query", "document"] = "document",
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> EmbedResult:
+        params = EmbedParams(texts=list(texts), kind=kind)
+        return await self.call_typed("embed", params, EmbedResult, timeout=timeout)
+
+    async def summarize(
+        self,
+        texts: Sequence[str],
+        *,
+        max_tokens: int | None = None,
+        method: Literal["auto", "seq2seq", "extractive"] = "auto",
+        density: float | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> SummarizeResult:
+        params = SummarizeParams(
+            texts=list(texts), max_tokens=max_tokens, method=method, density=density
+        )
+        return await self.call_typed("summarize", params, SummarizeResult, timeout=timeout)
+
+    async def authored_ingest(
+        self,
+        source_doc: str,
+        text: str,
+        *,
+        core: bool | None = None,
+        source: SourceInfo | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> AuthoredIngestResult:
+        params = AuthoredIngestParams(
+            source_doc=source_doc, text=text, core=core, source=source, dry_run=dry_run
+        )
+        return await self.call_typed(
+            "authored.ingest",
+            params,
+            AuthoredIngestResult,
+            timeout=timeout,
+            on_progress=on_progress,
+        )
+
+    async def authored_delete(
+        self, source_doc: str, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> AuthoredDeleteResult:
+        params = AuthoredDeleteParams(source_doc=source_doc)
+        return await self.call_typed(
+            "authored.delete", params, AuthoredDeleteResult, timeout=timeout
+        )
+
+    async def authored_list(
+        self, *, source_doc: str = "", timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> AuthoredListResult:
+        params = AuthoredListParams(source_doc=source_doc)
+        return await self.call_typed("authored.list", params, AuthoredListResult, timeout=timeout)
+
+    async def dream_promote(
+        self, params: DreamPromoteParams, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> DreamPromoteResult:
+        """``dream.promote``; its many optional fields are set on the params Struct."""
+        return await self.call_typed("dream.promote", params, DreamPromoteResult, timeout=timeout)
+
+    async def lifecycle_hint(
+        self, params: LifecycleHintParams, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> LifecycleHintResult:
+        """``lifecycle.hint``; its many optional fields are set on the params Struct."""
+        return await self.call_typed("lifecycle.hint", params, LifecycleHintResult, timeout=timeout)
+
+    async def lifecycle_journal(
+        self,
+        *,
+        session_id: str = "",
+        hook: str = "",
+        limit: int = 50,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> LifecycleJournalResult:
+        params = LifecycleJournalParams(session_id=session_id, hook=hook, limit=limit)
+        return await self.call_typed(
+            "lifecycle.journal", params, LifecycleJournalResult, timeout=timeout
+        )

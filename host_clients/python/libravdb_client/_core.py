@@ -15,7 +15,7 @@ Both clients only add I/O around it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -25,6 +25,7 @@ from msgspec import UNSET, UnsetType
 from libravdb_client.errors import ConnectionClosed, LibravdbError, ProtocolError, rpc_error
 from protocol.core import PROTOCOL_VERSION, ClientInfo, InitializeParams
 from protocol.jsonrpc import ErrorObject, Notification, ProgressParams, Request
+from protocol.sessions import IngestMessage
 
 log = logging.getLogger("libravdb_client")
 
@@ -300,10 +301,21 @@ def deliver_notification(callback: NotificationCallback | None, event: ServerNot
         log.exception("on_notification callback failed")
 
 
-def initialize_params(client_name: str, client_version: str) -> InitializeParams:
+def ingest_messages(
+    messages: Sequence[IngestMessage | Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Messages for ``ingest`` on the wire: Structs by their wire names, mappings as they
+    are (the daemon checks them and names a misspelled field in ``InvalidParams``)."""
+    return [msgspec.to_builtins(m) if isinstance(m, IngestMessage) else dict(m) for m in messages]
+
+
+def initialize_params(
+    client_name: str, client_version: str, auth_token: str | None = None
+) -> InitializeParams:
     return InitializeParams(
         client_info=ClientInfo(name=client_name, version=client_version),
         protocol_version=PROTOCOL_VERSION,
+        auth_token=auth_token,
     )
 
 

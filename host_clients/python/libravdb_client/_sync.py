@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any, Protocol, Self, TypeVar
+from typing import IO, Any, Literal, Protocol, Self, TypeVar
 
 from libravdb_client._core import (
     CLIENT_NAME,
@@ -31,6 +31,7 @@ from libravdb_client._core import (
     copy_error,
     deliver_notification,
     deliver_progress,
+    ingest_messages,
     initialize_params,
     resolve_timeout,
     result_any,
@@ -45,7 +46,40 @@ from libravdb_client.errors import (
     ProtocolError,
     RpcTimeout,
 )
+from protocol.assemble import (
+    AssembleParams,
+    AssembleResult,
+    SearchFilters,
+    SearchParams,
+    SearchResult,
+)
+from protocol.authored import (
+    AuthoredDeleteParams,
+    AuthoredDeleteResult,
+    AuthoredIngestParams,
+    AuthoredIngestResult,
+    AuthoredListParams,
+    AuthoredListResult,
+    DreamPromoteParams,
+    DreamPromoteResult,
+    LifecycleHintParams,
+    LifecycleHintResult,
+    LifecycleJournalParams,
+    LifecycleJournalResult,
+    SourceInfo,
+)
 from protocol.core import HealthResult, InitializeResult, ShutdownResult, StatusResult
+from protocol.engines import EmbedParams, EmbedResult, SummarizeParams, SummarizeResult
+from protocol.sessions import (
+    CompactParams,
+    CompactResult,
+    ExpandParams,
+    ExpandResult,
+    ForgetParams,
+    ForgetResult,
+    IngestMessage,
+    IngestResult,
+)
 
 T = TypeVar("T")
 
@@ -148,9 +182,11 @@ class Client:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         on_notification: NotificationCallback | None = None,
+        auth_token: str | None = None,
     ) -> None:
         target = parse_endpoint(default_endpoint() if endpoint is None else endpoint)
         self._setup(target, timeout, connect_timeout, max_frame_bytes, on_notification)
+        self.auth_token: str | None = auth_token
 
     def _setup(
         self,
@@ -173,6 +209,8 @@ class Client:
         self._opened = False
         self._closed = False
         self._broken: LibravdbError | None = None
+        # a daemon with server.auth_token_file wants initialize{authToken} first
+        self.auth_token = None
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -184,6 +222,7 @@ class Client:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         on_notification: NotificationCallback | None = None,
+        auth_token: str | None = None,
     ) -> Self:
         """A client connected now (raises ConnectError if the daemon is not there)."""
         client = cls(
@@ -192,6 +231,7 @@ class Client:
             connect_timeout=connect_timeout,
             max_frame_bytes=max_frame_bytes,
             on_notification=on_notification,
+            auth_token=auth_token,
         )
         return client.open()
 
@@ -270,7 +310,19 @@ class Client:
         else:
             self._stream = _SocketStream(_connect_socket(target, self.connect_timeout))
         self._opened = True
+        if self.auth_token is not None and not isinstance(target, SpawnSpec):
+            self._authenticate()
+        assert self._stream is not None
         return self._stream
+
+    def _authenticate(self) -> None:
+        """The first request of a connection to a daemon with an auth token."""
+        params = initialize_params(CLIENT_NAME, CLIENT_VERSION, self.auth_token)
+        result_as(
+            self._roundtrip("initialize", params, self.connect_timeout, None),
+            InitializeResult,
+            "initialize",
+        )
 
     def _start_child(self, spec: SpawnSpec) -> _PipeStream:
         argv = spec.argv()
@@ -472,7 +524,7 @@ class Client:
         client_version: str = CLIENT_VERSION,
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> InitializeResult:
-        params = initialize_params(client_name, client_version)
+        params = initialize_params(client_name, client_version, self.auth_token)
         return self.call_typed("initialize", params, InitializeResult, timeout=timeout)
 
     def health(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> HealthResult:
@@ -484,3 +536,192 @@ class Client:
     def shutdown(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> ShutdownResult:
         """Ask the daemon to drain and exit (every client of a socket daemon loses it)."""
         return self.call_typed("shutdown", None, ShutdownResult, timeout=timeout)
+
+    # -- v2 methods, typed (params as keywords, results as protocol Structs) ----------
+    def ingest(
+        self,
+        session_id: str,
+        messages: Sequence[IngestMessage | Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> IngestResult:
+        """Store a batch of messages of one session (``{role, content, id?, ts?}``)."""
+        params: dict[str, Any] = {"sessionId": session_id, "messages": ingest_messages(messages)}
+        if namespace is not None:
+            params["namespace"] = namespace
+        if user_id is not None:
+            params["userId"] = user_id
+        return self.call_typed(
+            "ingest", params, IngestResult, timeout=timeout, on_progress=on_progress
+        )
+
+    def assemble(
+        self,
+        session_id: str,
+        *,
+        prompt: str | None = None,
+        token_budget: float,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        memory_budget_fraction: float = 0.25,
+        tail_placement: Literal["messages", "addition"] | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> AssembleResult:
+        """The memory for one model call under ``token_budget`` (docs/protocol.md)."""
+        params = AssembleParams(
+            session_id=session_id,
+            token_budget=token_budget,
+            namespace=namespace,
+            user_id=user_id,
+            messages=None if messages is None else [dict(m) for m in messages],
+            prompt=prompt,
+            memory_budget_fraction=memory_budget_fraction,
+            tail_placement=tail_placement,
+        )
+        return self.call_typed("assemble", params, AssembleResult, timeout=timeout)
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        scopes: Sequence[str] | None = None,
+        k: int = 8,
+        filters: SearchFilters | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> SearchResult:
+        params = SearchParams(
+            query=query,
+            namespace=namespace,
+            user_id=user_id,
+            session_id=session_id,
+            scopes=None if scopes is None else list(scopes),
+            k=k,
+            filters=filters,
+        )
+        return self.call_typed("search", params, SearchResult, timeout=timeout)
+
+    def compact(
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        target_size: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> CompactResult:
+        params = CompactParams(session_id=session_id, force=force, target_size=target_size)
+        return self.call_typed(
+            "compact", params, CompactResult, timeout=timeout, on_progress=on_progress
+        )
+
+    def expand(
+        self,
+        session_id: str,
+        summary_id: str,
+        *,
+        max_depth: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> ExpandResult:
+        params = ExpandParams(session_id=session_id, summary_id=summary_id, max_depth=max_depth)
+        return self.call_typed("expand", params, ExpandResult, timeout=timeout)
+
+    def forget(
+        self,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        include_sessions: bool = False,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> ForgetResult:
+        params = ForgetParams(
+            namespace=namespace, user_id=user_id, include_sessions=include_sessions
+        )
+        return self.call_typed("forget", params, ForgetResult, timeout=timeout)
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: Literal["query", "document"] = "document",
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> EmbedResult:
+        params = EmbedParams(texts=list(texts), kind=kind)
+        return self.call_typed("embed", params, EmbedResult, timeout=timeout)
+
+    def summarize(
+        self,
+        texts: Sequence[str],
+        *,
+        max_tokens: int | None = None,
+        method: Literal["auto", "seq2seq", "extractive"] = "auto",
+        density: float | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> SummarizeResult:
+        params = SummarizeParams(
+            texts=list(texts), max_tokens=max_tokens, method=method, density=density
+        )
+        return self.call_typed("summarize", params, SummarizeResult, timeout=timeout)
+
+    def authored_ingest(
+        self,
+        source_doc: str,
+        text: str,
+        *,
+        core: bool | None = None,
+        source: SourceInfo | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> AuthoredIngestResult:
+        params = AuthoredIngestParams(
+            source_doc=source_doc, text=text, core=core, source=source, dry_run=dry_run
+        )
+        return self.call_typed(
+            "authored.ingest",
+            params,
+            AuthoredIngestResult,
+            timeout=timeout,
+            on_progress=on_progress,
+        )
+
+    def authored_delete(
+        self, source_doc: str, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> AuthoredDeleteResult:
+        params = AuthoredDeleteParams(source_doc=source_doc)
+        return self.call_typed("authored.delete", params, AuthoredDeleteResult, timeout=timeout)
+
+    def authored_list(
+        self, *, source_doc: str = "", timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> AuthoredListResult:
+        params = AuthoredListParams(source_doc=source_doc)
+        return self.call_typed("authored.list", params, AuthoredListResult, timeout=timeout)
+
+    def dream_promote(
+        self, params: DreamPromoteParams, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> DreamPromoteResult:
+        """``dream.promote``; its many optional fields are set on the params Struct."""
+        return self.call_typed("dream.promote", params, DreamPromoteResult, timeout=timeout)
+
+    def lifecycle_hint(
+        self, params: LifecycleHintParams, *, timeout: Timeout = USE_CLIENT_DEFAULT
+    ) -> LifecycleHintResult:
+        """``lifecycle.hint``; its many optional fields are set on the params Struct."""
+        return self.call_typed("lifecycle.hint", params, LifecycleHintResult, timeout=timeout)
+
+    def lifecycle_journal(
+        self,
+        *,
+        session_id: str = "",
+        hook: str = "",
+        limit: int = 50,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> LifecycleJournalResult:
+        params = LifecycleJournalParams(session_id=session_id, hook=hook, limit=limit)
+        return self.call_typed("lifecycle.journal", params, LifecycleJournalResult, timeout=timeout)
