@@ -859,7 +859,9 @@ class Ranking:
         for i, c in enumerate(self.candidates):
             if not out[i] and c.kind == "turn" and c.seq is not None:
                 sid = c.session_id
-                out[i] = (sid, c.seq - 1) in anchors or (sid, c.seq + 1) in anchors
+                near = (sid, c.seq - 1) in anchors or (sid, c.seq + 1) in anchors
+                # an answer next to a relevant question is context; "Noted." is not
+                out[i] = near and len(set(analyze(c.text))) >= NEIGHBOR_MIN_TERMS
         return out
 
     def item(self, i: int) -> Scored:
@@ -899,6 +901,11 @@ class Ranking:
             out[at] = block[index[at] - offset]
             offset += len(block)
         return out
+
+
+# A neighbour turn joins through a relevant turn only when it says something of its own:
+# at least this many content terms (an acknowledgement has one or two).
+NEIGHBOR_MIN_TERMS = 3
 
 
 def _no_keyword(cfg: ScoringConfig) -> float:
