@@ -852,16 +852,13 @@ class Ranking:
         if out.all():
             return out
         anchors = {
-            (c.session_id, c.seq)
+            (c.session_id, c.seq): c.text
             for c, ok in zip(self.candidates, out.tolist(), strict=True)
             if ok and c.kind == "turn" and c.seq is not None
         }
         for i, c in enumerate(self.candidates):
             if not out[i] and c.kind == "turn" and c.seq is not None:
-                sid = c.session_id
-                near = (sid, c.seq - 1) in anchors or (sid, c.seq + 1) in anchors
-                # an answer next to a relevant question is context; "Noted." is not
-                out[i] = near and len(set(analyze(c.text))) >= NEIGHBOR_MIN_TERMS
+                out[i] = _says_something_next_to(c, anchors)
         return out
 
     def item(self, i: int) -> Scored:
@@ -904,8 +901,30 @@ class Ranking:
 
 
 # A neighbour turn joins through a relevant turn only when it says something of its own:
-# at least this many content terms (an acknowledgement has one or two).
+# at least this many content terms (an acknowledgement has one or two), or, right after a
+# relevant question, any term that is not an acknowledgement ("Yes, twice a week.").
 NEIGHBOR_MIN_TERMS = 3
+ACKNOWLEDGEMENT_TERMS = frozenset(
+    analyze(
+        "ok okay sure thanks thank noted got it sounds good great cool perfect awesome nice "
+        "glad welcome will do right fine agreed yep yeah alright"
+    )
+)
+
+
+def _says_something_next_to(turn: Candidate, anchors: dict[tuple[str, int], str]) -> bool:
+    """Whether ``turn`` (not relevant by itself) joins as context of a relevant turn of its
+    session next to it: see :data:`NEIGHBOR_MIN_TERMS`."""
+    assert turn.seq is not None
+    sid = turn.session_id
+    before, after = anchors.get((sid, turn.seq - 1)), anchors.get((sid, turn.seq + 1))
+    if before is None and after is None:
+        return False
+    terms = set(analyze(turn.text))
+    if len(terms) >= NEIGHBOR_MIN_TERMS:
+        return True
+    answers_question = before is not None and before.rstrip().endswith("?")
+    return answers_question and bool(terms - ACKNOWLEDGEMENT_TERMS)
 
 
 def _no_keyword(cfg: ScoringConfig) -> float:

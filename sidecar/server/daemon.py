@@ -55,6 +55,10 @@ async def run_daemon(settings: Settings) -> int:
     except StartupError as exc:
         await app.close()
         raise DaemonError(str(exc)) from exc
+    except Exception as exc:  # a bug or an unforeseen failure: still one line, exit 1
+        log.exception("startup_failed")
+        await app.close()  # waits for a model load in flight: exiting inside one aborts
+        raise DaemonError(f"startup failed: {type(exc).__name__}: {exc}") from exc
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

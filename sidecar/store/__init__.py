@@ -13,6 +13,7 @@ Public surface (see docs/store.md):
 
 from sidecar.store.aio import AsyncStore
 from sidecar.store.errors import (
+    CorruptStore,
     FingerprintMismatch,
     InvalidInput,
     NotFound,
@@ -45,6 +46,7 @@ from sidecar.store.types import (
 __all__ = [
     "AsyncStore",
     "CollectionInfo",
+    "CorruptStore",
     "Delete",
     "DropCollection",
     "ExportStats",

@@ -158,6 +158,21 @@ class StoreLocked(StoreError):
         )
 
 
+class CorruptStore(StoreError):
+    """SQLite says the database file is not a database or is damaged."""
+
+    code = "corrupt_store"
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"the store's database {path} is damaged ({detail}). Nothing was changed. "
+            f"Restore the data directory from a backup (or `libravdb import` an export "
+            f"into a new one), or move {path} aside to start with an empty store.",
+            path=path,
+            detail=detail,
+        )
+
+
 class StorageUnavailable(StoreError):
     """The disk refused the write (read-only, full, I/O error). The store is unchanged."""
 

@@ -122,7 +122,7 @@ def reembed(
             conn.execute("PRAGMA synchronous = FULL")
             migrate(conn)
         except sqlite3.Error as exc:
-            raise map_sqlite_error(exc, "open") from exc
+            raise map_sqlite_error(exc, "open", str(root / DB_NAME)) from exc
         try:
             job = _Job(conn, embed, fingerprint, embed_dims, batch, progress, model)
             stats = job.run(started)

@@ -92,8 +92,40 @@ def _chunks(items: Sequence[Any], size: int = _SQL_MAX_VARS) -> Iterable[Sequenc
         yield items[i : i + size]
 
 
+class _Undecodable(str):
+    """A TEXT value whose bytes are not UTF-8 (on-disk damage), decoded with U+FFFD.
+
+    sqlite3 fails the whole query on such a value ("Could not decode to UTF-8 column"),
+    so one damaged record made its collection unreadable; this keeps the query alive and
+    lets the record be recognised and skipped."""
+
+
+def _lenient_text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _Undecodable(raw.decode("utf-8", "replace"))
+
+
+class _BadRecord(Exception):
+    """A record that cannot be read back (damaged text or metadata)."""
+
+
 def _decode_meta(raw: str) -> dict[str, Any]:
-    value = _json_decode(raw)
+    """Metadata as stored; ``{}`` when it cannot be read (see :func:`_record_meta`)."""
+    try:
+        return _record_meta(raw)
+    except _BadRecord:
+        return {}
+
+
+def _record_meta(raw: str) -> dict[str, Any]:
+    if isinstance(raw, _Undecodable):
+        raise _BadRecord("metadata is not UTF-8")
+    try:
+        value = _json_decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise _BadRecord("metadata is not JSON") from exc
     return value if isinstance(value, dict) else {}
 
 
@@ -282,6 +314,8 @@ class Store:
         self._synchronous = synchronous.upper()
         self._collections: dict[str, CollectionInfo] = {}
         self._by_cid: dict[int, CollectionInfo] = {}
+        # (collection, id) -> why: records found damaged on read (skipped, reported once)
+        self.bad_records: dict[tuple[str, str], str] = {}
         self._counts: dict[int, int] = {}
         self._indexes: dict[int, VectorIndex] = {}
         self._seq = 0
@@ -307,8 +341,12 @@ class Store:
         self._lock = DirLock(self.data_dir)
         self._lock.acquire()
         try:
-            self._open_db(allow_mismatch, profile)
-            report = self._load_indexes()
+            self._refuse_vanished_database()
+            try:
+                self._open_db(allow_mismatch, profile)
+                report = self._load_indexes()
+            except sqlite3.Error as exc:  # a damaged file shows up on any read
+                raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
             self.open_report: dict[str, int] = report
         except BaseException:
             self._close_conns()
@@ -348,6 +386,7 @@ class Store:
         conn = sqlite3.connect(
             self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
+        conn.text_factory = _lenient_text
         conn.execute("PRAGMA busy_timeout = 30000")
         if read_only:
             conn.execute("PRAGMA query_only = ON")
@@ -365,7 +404,7 @@ class Store:
             self._wconn = conn
             applied = migrate(conn)
         except sqlite3.Error as exc:
-            raise map_sqlite_error(exc, "open") from exc
+            raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
         if applied:
             log.info("store.migrated", versions=applied, schema=SCHEMA_VERSION)
         meta = dict(self._wconn.execute("SELECT key, value FROM meta").fetchall())
@@ -395,7 +434,7 @@ class Store:
                         list(writes.items()),
                     )
             except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, "open") from exc
+                raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
         if profile is not None:
             self._write_profile_file(profile)
         for cid, name, dims, kind, created in self._wconn.execute(
@@ -481,11 +520,51 @@ class Store:
             info.cid, info.name, info.dims, self._ann_dims_for(info.dims), self.params
         )
 
+    def _refuse_vanished_database(self) -> None:
+        """A data directory that held a store (its index directory, WAL or profile remain)
+        but lost ``store.sqlite3`` must not silently become a new, empty store."""
+        if self.db_path.exists():
+            return
+        left = [
+            p.name
+            for p in (
+                self.index_dir,
+                self.db_path.with_name(DB_NAME + "-wal"),
+                self.data_dir / PROFILE_FILE,
+            )
+            if os.path.lexists(p)
+        ]
+        if left:
+            raise StorageUnavailable(
+                f"{self.db_path} is missing, but {self.data_dir} held a store "
+                f"({', '.join(left)} remain). Restore store.sqlite3 from a backup; to start "
+                f"an empty store there instead, remove {', '.join(left)} first.",
+                path=str(self.db_path),
+            )
+
+    def _clear_index_dir_path(self) -> None:
+        """The indexes are derived from SQLite: something else where their directory
+        belongs (a file, a broken link) is moved aside and the graphs are rebuilt."""
+        path = self.index_dir
+        if path.is_dir() or not os.path.lexists(path):
+            return
+        aside = path.with_name(f"{INDEX_DIR}.not-a-directory.{_now_ms()}")
+        try:
+            os.replace(path, aside)
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"{path} is not a directory and cannot be moved aside ({exc.strerror}); "
+                f"remove it (the indexes are rebuilt from the database)",
+                path=str(path),
+            ) from exc
+        log.warning("store.index_dir_moved_aside", path=str(path), moved_to=str(aside))
+
     def _sidecar_files(self) -> list[Path]:
         return [self.db_path.with_name(DB_NAME + suffix) for suffix in ("-wal", "-shm")]
 
     def _load_indexes(self) -> dict[str, int]:
         """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
+        self._clear_index_dir_path()
         self.index_dir.mkdir(exist_ok=True, mode=0o700)
         _make_private(self.index_dir, [], directory=True)
         dirty = {
@@ -734,8 +813,26 @@ class Store:
                     out[rid] = N.normalized(np.frombuffer(blob, dtype=np.float32))
         return out
 
+    def _records(self, name: str, rows: Iterable[Sequence[Any]], with_vector: bool) -> list[Record]:
+        """Records from rows; a damaged one is skipped and reported (never its content)."""
+        out: list[Record] = []
+        for row in rows:
+            try:
+                out.append(self._row_to_record(name, row, with_vector))
+            except _BadRecord as exc:
+                self._report_bad(name, str(row[1]), str(exc))
+        return out
+
+    def _report_bad(self, collection: str, record_id: str, why: str) -> None:
+        key = (collection, record_id)
+        if key not in self.bad_records:
+            self.bad_records[key] = why
+            log.error("store.bad_record", collection=collection, id=record_id[:200], error=why)
+
     def _row_to_record(self, name: str, row: Sequence[Any], with_vector: bool) -> Record:
         _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
+        if isinstance(text, _Undecodable) or isinstance(rec_id, _Undecodable):
+            raise _BadRecord("text is not UTF-8")
         vec = None
         if with_vector and row[9] is not None:
             vec = np.frombuffer(row[9], dtype=np.float32).copy()
@@ -743,7 +840,7 @@ class Store:
             collection=name,
             id=rec_id,
             text=text,
-            metadata=_decode_meta(meta),
+            metadata=_record_meta(meta),
             version=version,
             created_ms=created,
             updated_ms=updated,
@@ -1175,7 +1272,8 @@ class Store:
             f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id = ?",
             (info.cid, record_id),
         )
-        return self._row_to_record(info.name, rows[0], include_vector) if rows else None
+        found = self._records(info.name, rows[:1], include_vector)
+        return found[0] if found else None
 
     def get_many(
         self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
@@ -1193,7 +1291,7 @@ class Store:
                 f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
                 (info.cid, *part),
             )
-            out.extend(self._row_to_record(info.name, r, include_vectors) for r in rows)
+            out.extend(self._records(info.name, rows, include_vectors))
         out.sort(key=lambda r: r.id)
         return out
 
@@ -1226,7 +1324,7 @@ class Store:
             sql += " LIMIT ?"
             args.append(limit)
         rows = self._read(sql, args)
-        out = [self._row_to_record(info.name, r, include_vectors) for r in rows]
+        out = self._records(info.name, rows, include_vectors)
         if post:
             out = [r for r in out if N.metadata_matches(r.metadata, post)]
             if limit is not None and limit > 0:
@@ -1430,19 +1528,27 @@ class Store:
             rows = []
             for part in _chunks(rids):
                 rows += self._read(_hit_sql(len(part)), part)
-        hits = [
-            Hit(
-                name,
-                rec_id,
-                text,
-                _decode_meta(meta),
-                version,
-                scores[rid],
-                created,
-                created if ts is None else ts,
+        hits: list[Hit] = []
+        for rid, rec_id, text, meta, version, created, ts in rows:
+            try:
+                if isinstance(text, _Undecodable):
+                    raise _BadRecord("text is not UTF-8")
+                decoded = _record_meta(meta)
+            except _BadRecord as exc:
+                self._report_bad(name, str(rec_id), str(exc))
+                continue
+            hits.append(
+                Hit(
+                    name,
+                    rec_id,
+                    text,
+                    decoded,
+                    version,
+                    scores[rid],
+                    created,
+                    created if ts is None else ts,
+                )
             )
-            for rid, rec_id, text, meta, version, created, ts in rows
-        ]
         hits.sort(key=_hit_order)
         return hits[:k] if k > 0 else hits
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from sidecar.store.errors import StorageUnavailable, StoreClosed, StoreError
+from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
 
 if TYPE_CHECKING:
     from sidecar.store.store import Store
@@ -34,14 +34,23 @@ MAX_GROUP = 256
 _MISSING = object()
 
 
-def map_sqlite_error(exc: BaseException, action: str = "write") -> BaseException:
-    """sqlite3 errors from the disk become StorageUnavailable; others pass through."""
+def map_sqlite_error(exc: BaseException, action: str = "write", path: str = "") -> BaseException:
+    """sqlite3 errors from the disk become StorageUnavailable, a damaged file
+    CorruptStore (naming ``path``); others pass through."""
     if isinstance(exc, StoreError):
         return exc
     if isinstance(exc, sqlite3.Error):
         msg = str(exc)
         code = getattr(exc, "sqlite_errorname", "") or ""
         low = msg.lower()
+        if (
+            "not a database" in low
+            or "malformed" in low
+            or code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+        ):
+            corrupt = CorruptStore(path or "store.sqlite3", msg)
+            corrupt.__cause__ = exc
+            return corrupt
         if (
             "readonly" in low
             or "read-only" in low

@@ -328,6 +328,22 @@ def test_summary_expansion_and_hops_and_neighbours() -> None:
     assert parts(p, "retrieval") == ["h10", "h11"]
 
 
+def test_a_short_answer_to_a_relevant_question_joins_but_an_acknowledgement_does_not() -> None:
+    question = hturn(10, "Do you do kickboxing?", v=0)
+    for reply, joins in [
+        ("Yes, twice a week.", True),
+        ("Sounds good, will do.", False),
+        ("Ok thanks!", False),
+    ]:
+        answer = hturn(11, reply, v=5)
+        p = plan(candidates=[question], neighbors=lambda _t, a=answer: [a])
+        assert ("h11" in parts(p, "retrieval")) is joins, reply
+    # after a statement a short reply says too little to ride along
+    statement = hturn(10, "I took up kickboxing last spring.", v=0)
+    p = plan(candidates=[statement], neighbors=lambda _t: [hturn(11, "Yes, twice.", v=5)])
+    assert parts(p, "retrieval") == ["h10"]
+
+
 def test_recovery_for_new_session_and_weak_summaries() -> None:
     rec = [hturn(50, "recovered kickboxing detail", v=0)]
     p = plan(candidates=[hturn(1, "unrelated words here", v=9)], recover=lambda: rec)
