@@ -28,3 +28,4 @@ class ErrorCode(IntEnum):
     INVALID_INPUT = -32009  # the params are well-typed but their values are not acceptable
     BUSY = -32010  # the daemon is at its request or connection limit: retry later
     UNAUTHORIZED = -32011  # authentication is required (auth token) and was not given
+    WRONG_NAMESPACE = -32012  # the session belongs to another namespace than the one named

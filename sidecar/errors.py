@@ -66,3 +66,7 @@ class Busy(RpcError):
 
 class Unauthorized(RpcError):
     code = ErrorCode.UNAUTHORIZED
+
+
+class WrongNamespace(RpcError):
+    code = ErrorCode.WRONG_NAMESPACE

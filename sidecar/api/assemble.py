@@ -20,11 +20,12 @@ from protocol.assemble import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
-from sidecar.api.sessions import memory_errors
+from sidecar.api.sessions import memory_errors, memory_service
 from sidecar.errors import InvalidInput
 from sidecar.memory.retrieval import SEARCH_SCOPES, retrieval_for
-from sidecar.memory.sessions import resolve_namespace
+from sidecar.memory.sessions import named_namespace, session_namespace
 from sidecar.memory.tokens import message_text
+from sidecar.store.names import validate_name_part
 
 MAX_K = 200
 
@@ -63,8 +64,10 @@ def register(registry: Registry) -> None:
                 raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
         if params.tail_placement == "messages" and messages is None:
             raise InvalidInput('tailPlacement "messages" needs the host\'s messages')
-        ns = resolve_namespace(params.session_id, params.namespace, params.user_id)
         with memory_errors("embed query"):
+            ns = await session_namespace(
+                memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+            )
             plan, timings = await retrieval_for(ctx.app).assemble(
                 session_id=params.session_id,
                 namespace=ns,
@@ -89,12 +92,9 @@ def register(registry: Registry) -> None:
             raise InvalidInput("query is required")
         if params.k <= 0 or params.k > MAX_K:
             raise InvalidInput(f"k must be in 1..{MAX_K}")
-        ns = params.namespace if params.namespace and params.namespace.strip() else None
-        ns = ns or (params.user_id if params.user_id and params.user_id.strip() else None)
-        if ns is None:
-            if not params.session_id or not params.session_id.strip():
-                raise InvalidInput("namespace, userId or sessionId is required")
-            ns = resolve_namespace(params.session_id, None, None)
+        named = named_namespace(params.namespace, params.user_id)
+        if named is None and (not params.session_id or not params.session_id.strip()):
+            raise InvalidInput("namespace, userId or sessionId is required")
         scopes = params.scopes
         if scopes is not None:
             bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]
@@ -106,6 +106,12 @@ def register(registry: Registry) -> None:
         if f is not None and f.since is not None and f.until is not None and f.since > f.until:
             raise InvalidInput("filters.since must be <= filters.until")
         with memory_errors("embed query"):
+            if params.session_id and params.session_id.strip():
+                ns = await session_namespace(
+                    memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+                )
+            else:
+                ns = validate_name_part(named, "namespace")
             hits = await retrieval_for(ctx.app).search(
                 query=params.query,
                 namespace=ns,

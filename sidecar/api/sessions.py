@@ -24,12 +24,12 @@ from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
 from sidecar.api.v1_store import _engine_error, store_rpc_error
 from sidecar.engines import EngineError
-from sidecar.errors import InvalidInput, ModelUnavailable, NotFound, RpcError
+from sidecar.errors import InvalidInput, ModelUnavailable, NotFound, RpcError, WrongNamespace
 from sidecar.memory import collections as C
 from sidecar.memory.compactor import CompactionOptions
 from sidecar.memory.forget import forget_namespace
 from sidecar.memory.service import MemoryService
-from sidecar.memory.sessions import IngestError, messages_from_wire
+from sidecar.memory.sessions import IngestError, SessionNamespaceError, messages_from_wire
 from sidecar.store import errors as se
 from sidecar.store.names import explicit_ts
 
@@ -45,10 +45,12 @@ def memory_errors(what: str = "embed document") -> Iterator[None]:
         yield
     except RpcError:
         raise
+    except SessionNamespaceError as exc:
+        raise WrongNamespace(str(exc)) from exc
+    except se.StoreError as exc:  # before ValueError: an invalid name is both
+        raise store_rpc_error(exc) from exc
     except (IngestError, ValueError) as exc:
         raise InvalidInput(str(exc)) from exc
-    except se.StoreError as exc:
-        raise store_rpc_error(exc) from exc
     except EngineError as exc:
         raise _engine_error(exc, what) from exc
     except RuntimeError as exc:  # e.g. the store service is not started

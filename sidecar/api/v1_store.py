@@ -50,6 +50,7 @@ from sidecar.errors import (
 )
 from sidecar.memory.collections import tombstone_key
 from sidecar.store import errors as se
+from sidecar.store import names as N
 from sidecar.store.aio import AsyncStore
 from sidecar.store.names import in_namespace, normalized
 from sidecar.store.service import StoreService
@@ -149,6 +150,25 @@ def _store(ctx: CallContext) -> AsyncStore:
         raise store_rpc_error(exc) from exc
 
 
+def _collection(name: object) -> str:
+    """A collection named by a request: refused (-32009) when missing, empty or not a
+    valid name, in every method alike (the reference answered reads of "" with [])."""
+    try:
+        return N.validate_collection(name)
+    except se.InvalidInput as exc:
+        raise store_rpc_error(exc) from exc
+
+
+def _namespace(value: str, what: str) -> str:
+    """A namespace or user id named by a request (blank stays blank: "not given")."""
+    if not value:
+        return value
+    try:
+        return N.validate_name_part(value, what)
+    except se.InvalidInput as exc:
+        raise store_rpc_error(exc) from exc
+
+
 def _clean_ids(ids: Iterable[str] | None) -> list[str]:
     return [i for i in dict.fromkeys(ids or ()) if i]
 
@@ -197,7 +217,7 @@ def register(registry: Registry) -> None:
     @registry.method("search_text")
     async def search_text(ctx: CallContext, params: SearchTextParams) -> ResultsResult:
         store = _store(ctx)
-        if store.store.collection(params.collection) is None:
+        if store.store.collection(_collection(params.collection)) is None:
             return ResultsResult(results=[])
         query = await _query(ctx, [params.collection], params.text)
         try:
@@ -212,7 +232,7 @@ def register(registry: Registry) -> None:
     async def search_text_collections(
         ctx: CallContext, params: SearchTextCollectionsParams
     ) -> ResultsResult:
-        names = [c for c in dict.fromkeys(params.collections or []) if c]
+        names = [_collection(c) for c in dict.fromkeys(params.collections or [])]
         store = _store(ctx)
         existing = [c for c in names if store.store.collection(c) is not None]
         if params.k <= 0 or not existing:
@@ -230,7 +250,7 @@ def register(registry: Registry) -> None:
     @registry.method("list_collection")
     async def list_collection(ctx: CallContext, params: ListCollectionParams) -> ResultsResult:
         store = _store(ctx)
-        if store.store.collection(params.collection) is None:
+        if store.store.collection(_collection(params.collection)) is None:
             return ResultsResult(results=[])
         try:
             recs = await store.list_records(params.collection)
@@ -242,7 +262,7 @@ def register(registry: Registry) -> None:
     @registry.method("list_by_meta")
     async def list_by_meta(ctx: CallContext, params: ListByMetaParams) -> ResultsResult:
         store = _store(ctx)
-        if not params.key or store.store.collection(params.collection) is None:
+        if store.store.collection(_collection(params.collection)) is None or not params.key:
             return ResultsResult(results=[])
         try:
             recs = await store.list_records(params.collection, where={params.key: params.value})
@@ -254,7 +274,7 @@ def register(registry: Registry) -> None:
     @registry.method("delete")
     async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
         store = _store(ctx)
-        if not params.id or store.store.collection(params.collection) is None:
+        if store.store.collection(_collection(params.collection)) is None or not params.id:
             return OkResult(ok=True)
         try:
             await store.delete(params.collection, params.id)
@@ -266,7 +286,7 @@ def register(registry: Registry) -> None:
     async def delete_batch(ctx: CallContext, params: DeleteBatchParams) -> OkResult:
         store = _store(ctx)
         ids = _clean_ids(params.ids)
-        if not ids or store.store.collection(params.collection) is None:
+        if store.store.collection(_collection(params.collection)) is None or not ids:
             return OkResult(ok=True)
         try:
             await store.delete_many(params.collection, ids)
@@ -279,7 +299,7 @@ def register(registry: Registry) -> None:
         store = _store(ctx)
         updates: dict[str, list[str]] = {}
         for u in params.updates or []:
-            if u.collection and store.store.collection(u.collection) is not None:
+            if store.store.collection(_collection(u.collection)) is not None:
                 updates.setdefault(u.collection, []).extend(_clean_ids(u.ids))
         if updates:
             try:
@@ -291,7 +311,9 @@ def register(registry: Registry) -> None:
     @registry.method("export_memory")
     async def export_memory(ctx: CallContext, params: NamespaceParams) -> ExportMemoryResult:
         store = _store(ctx)
-        prefix = namespace_prefix(params.user_id, params.namespace)
+        prefix = namespace_prefix(
+            _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
+        )
         out: list[ExportedRecord] = []
         try:
             for info in store.collections(namespace=prefix):
@@ -309,7 +331,9 @@ def register(registry: Registry) -> None:
 
     @registry.method("flush_namespace")
     async def flush_namespace(ctx: CallContext, params: NamespaceParams) -> OkResult:
-        prefix = namespace_prefix(params.user_id, params.namespace)
+        prefix = namespace_prefix(
+            _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
+        )
         if prefix == "user:":
             raise InvalidInput("namespace or userId is required")
         ns = prefix.removeprefix("user:")

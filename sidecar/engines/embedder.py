@@ -126,6 +126,10 @@ def _session_options(
     if threads > 0:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
+    # The arena keeps each lane's peak activation memory for good: one ingest of 200 long
+    # messages held +900 MB with two lanes. Without it the buffers go back to malloc
+    # (sidecar/allocator.py makes them go back to the OS); docs/benchmarks.md § memory.
+    so.enable_cpu_mem_arena = False
     if not spin:
         # onnxruntime's pool threads otherwise busy-wait for tens of milliseconds after each
         # run: on a small machine that takes a core from whatever the daemon does next

@@ -270,6 +270,7 @@ def _session(ref: AssetRef, threads: int) -> ort.InferenceSession:
     if threads > 0:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
+    so.enable_cpu_mem_arena = False  # an arena keeps the peak for good (embedder.py)
     try:
         return ort.InferenceSession(str(ref.path), so, providers=["CPUExecutionProvider"])
     except Exception as exc:

@@ -34,6 +34,8 @@ import hashlib
 import json
 from collections.abc import Iterable
 
+from sidecar.store.names import MAX_NAME_PART_BYTES, validate_name_part
+
 # ---- fixed names ------------------------------------------------------------------------
 
 AUTHORED_HARD = "authored:hard"
@@ -73,10 +75,13 @@ PROVENANCE_TURN_INDEX = "turn_index"
 PROVENANCE_DURABLE = "durable_user_memory"
 
 
+# A default namespace is ``session:<sid>``: room for that prefix over a session id's limit.
+_NAME_PART_LIMIT = MAX_NAME_PART_BYTES + len("session:")
+
+
 def _req(value: str, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} is required")
-    return value
+    """Every session id and namespace passes here on its way into a collection name."""
+    return validate_name_part(value, what, _NAME_PART_LIMIT)
 
 
 # ---- per session ------------------------------------------------------------------------

@@ -91,6 +91,7 @@ class MemoryService:
             )
         )
         self.barrier = CompactionBarrier()
+        self._compaction_slots = asyncio.Semaphore(max(1, comp.max_concurrent))
         g = settings.gating
         self.gating = GatingConfig(
             threshold=g.threshold,
@@ -239,7 +240,7 @@ class MemoryService:
         from sidecar.memory.compactor import CompactionOptions, compact_session
 
         opts = options or CompactionOptions.from_settings(self.settings)
-        async with self.compaction_lock(session_id):
+        async with self.compaction_lock(session_id), self._compaction_slots:
             if progress is None:
                 return await compact_session(self, session_id, opts)
             return await compact_session(self, session_id, opts, progress)

@@ -44,6 +44,8 @@ from sidecar.store.types import Put
 
 if TYPE_CHECKING:
     from sidecar.memory.service import MemoryService
+    from sidecar.store.aio import AsyncStore
+    from sidecar.store.types import Record
 
 INGEST_STATE_ID = C.INGEST_STATE_ID
 F32 = np.ndarray[Any, np.dtype[np.float32]]
@@ -99,10 +101,54 @@ class _Prepared:
     position: int
 
 
-def resolve_namespace(session_id: str, namespace: str | None, user_id: str | None) -> str:
+class SessionNamespaceError(ValueError):
+    """A request names another namespace than the one its session was created in."""
+
+
+def named_namespace(namespace: str | None, user_id: str | None) -> str | None:
+    """The namespace a request names: ``namespace``, else ``userId``, else none."""
     if namespace is not None and namespace.strip():
         return namespace
-    return C.default_namespace(session_id, user_id)
+    if user_id is not None and user_id.strip():
+        return user_id
+    return None
+
+
+def resolve_namespace(session_id: str, namespace: str | None, user_id: str | None) -> str:
+    """The namespace a request names, or the default of a new session (no owner known)."""
+    return named_namespace(namespace, user_id) or C.default_namespace(session_id)
+
+
+def owner_namespace(state: Record | None) -> str | None:
+    """The namespace recorded by the session's first v2 ingest (None: a v1-only or new
+    session, which belongs to no namespace yet)."""
+    ns = state.metadata.get("namespace") if state is not None else None
+    return ns if isinstance(ns, str) and ns else None
+
+
+def namespace_of_session(
+    session_id: str, owner: str | None, namespace: str | None, user_id: str | None
+) -> str:
+    """A session belongs to the namespace that created it: a request that names none uses
+    it, a request that names another is refused (so a session's tail and summaries are
+    never read or extended under a namespace that did not write them)."""
+    named = named_namespace(namespace, user_id)
+    if owner is None:
+        return named or C.default_namespace(session_id)
+    if named is None or named == owner:
+        return owner
+    raise SessionNamespaceError(
+        f"session {session_id[:200]!r} belongs to another namespace than {named[:200]!r}: "
+        "name the namespace it was created with (or none), or use a new session id"
+    )
+
+
+async def session_namespace(
+    store: AsyncStore, session_id: str, namespace: str | None, user_id: str | None
+) -> str:
+    """:func:`namespace_of_session` with the owner read from the store."""
+    state = await store.get(C.session_state(session_id), INGEST_STATE_ID)
+    return namespace_of_session(session_id, owner_namespace(state), namespace, user_id)
 
 
 def _validate(
@@ -280,14 +326,12 @@ async def ingest(
     progress: Progress = no_progress,
 ) -> IngestOutcome:
     checked = _validate(session_id, messages)
-    ns = resolve_namespace(session_id, namespace, user_id)
-    if "\x00" in ns:
-        raise IngestError("namespace contains a NUL character")
     raw_coll = C.session_raw(session_id)
     state_coll = C.session_state(session_id)
     store = svc.store
     async with svc.ingest_lock(session_id):
         state = await store.get(state_coll, INGEST_STATE_ID)
+        ns = namespace_of_session(session_id, owner_namespace(state), namespace, user_id)
         base = _int(state.metadata.get("next_position")) if state is not None else 0
         now = int(time.time() * 1000)
         prepared: list[_Prepared] = []

@@ -253,10 +253,28 @@ def save_state(path: Path, files: dict[str, FileState]) -> None:
     os.replace(tmp, path)
 
 
-def _read_hash(path: str) -> tuple[bytes, str]:
+class OutsideRoot(OSError):
+    """The file resolves outside its root (replaced by a symlink since the walk)."""
+
+
+def _read_hash(path: str, root_real: str) -> tuple[bytes, str]:
+    """The file's bytes and sha256, read only if the file actually opened lies inside the
+    root: the walk checked symlinks, but a file can be swapped for one before it is read,
+    so the opened descriptor itself is resolved (no check-then-open race)."""
     with open(path, "rb") as fh:
+        opened = _opened_path(fh.fileno(), path)
+        if not _within(opened, root_real):
+            raise OutsideRoot(f"{path} resolves outside its root")
         data = fh.read()
     return data, hashlib.sha256(data).hexdigest()
+
+
+def _opened_path(fd: int, path: str) -> str:
+    """The real path of an open descriptor (/proc on Linux; realpath elsewhere)."""
+    try:
+        return os.path.realpath(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return os.path.realpath(path)
 
 
 # ------------------------------------------------------------------------------ watcher
@@ -484,7 +502,7 @@ class AuthoredWatcher:
     async def _sync(self, doc: str, s: Seen) -> None:
         core = self._core(s.rel)
         try:
-            data, digest = await asyncio.to_thread(_read_hash, doc)
+            data, digest = await asyncio.to_thread(_read_hash, doc, s.root.real)
         except OSError as exc:  # vanished or unreadable since the walk: next poll decides
             log.info("authored.read_failed", source_doc=doc, error=str(exc))
             return

@@ -17,6 +17,9 @@ import numpy.typing as npt
 from sidecar.store.errors import InvalidInput
 
 MAX_COLLECTION_BYTES = 256
+# A session id or namespace becomes part of collection names such as
+# ``session_summary:<sid>`` and ``elevated:user:<ns>``: this leaves room for the prefix.
+MAX_NAME_PART_BYTES = 200
 MAX_ID_BYTES = 1024
 MAX_METADATA_DEPTH = 64
 
@@ -63,20 +66,49 @@ def _utf8_len(s: str, what: str) -> int:
         raise InvalidInput(f"{what} is not valid Unicode text: {exc.reason}") from exc
 
 
+class InvalidName(InvalidInput, ValueError):
+    """A collection name, session id or namespace that is not acceptable (a ValueError
+    too, so memory code that validates its arguments with ValueError reports it alike)."""
+
+
 def validate_collection(name: object) -> str:
     if not isinstance(name, str):
-        raise InvalidInput(f"collection name must be a string, got {type(name).__name__}")
+        raise InvalidName(f"collection name must be a string, got {type(name).__name__}")
     if not name:
-        raise InvalidInput("collection name is required")
+        raise InvalidName("collection name is required")
     n = _utf8_len(name, "collection name")
     if n > MAX_COLLECTION_BYTES:
-        raise InvalidInput(
+        raise InvalidName(
             f"collection name is {n} bytes; the limit is {MAX_COLLECTION_BYTES} bytes",
             collection=name[:64],
         )
-    if _has_control(name):
-        raise InvalidInput(f"collection name {name!r} contains control characters")
+    _check_name_chars(name, "collection name")
     return name
+
+
+def _check_name_chars(name: str, what: str) -> None:
+    """No control characters, no path separators and no ``..`` segment: a name is never a
+    path, and nothing a client sends may look like one (or escape a namespace by it)."""
+    if _has_control(name):
+        raise InvalidName(f"{what} {name[:64]!r} contains control characters")
+    if "/" in name or "\\" in name:
+        raise InvalidName(f"{what} {name[:64]!r} contains a path separator (/ or \\)")
+    if ".." in name.split(":"):
+        raise InvalidName(f"{what} {name[:64]!r} contains a '..' segment")
+
+
+def validate_name_part(value: object, what: str, limit: int = MAX_NAME_PART_BYTES) -> str:
+    """A session id, namespace or user id: a non-blank string of at most ``limit`` bytes
+    with the characters a collection name allows."""
+    if not isinstance(value, str):
+        raise InvalidName(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidName(f"{what} is required")
+    n = _utf8_len(value, what)
+    if n > limit:
+        raise InvalidName(f"{what} is {n} bytes; the limit is {limit} bytes")
+    _check_name_chars(value, what)
+    return value
 
 
 def validate_id(record_id: object) -> str:

@@ -12,7 +12,14 @@ import pytest
 
 from sidecar.config import AuthoredSettings
 from sidecar.memory.authored_service import authored_for
-from sidecar.memory.watcher import AuthoredWatcher, eligible, glob_match, parse_root
+from sidecar.memory.watcher import (
+    AuthoredWatcher,
+    OutsideRoot,
+    _read_hash,
+    eligible,
+    glob_match,
+    parse_root,
+)
 from tests.authored.conftest import Rpc, make_rpc
 
 
@@ -137,3 +144,24 @@ async def test_debounce(env: tuple[Rpc, Path]) -> None:
     await asyncio.sleep(0.35)
     await w.scan_once()
     assert w.stats.ingested == 1
+
+
+def test_a_file_swapped_for_an_outside_symlink_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    outside = tmp_path / "secret.md"
+    outside.write_text("- the outside rule\n")
+    note = root / "note.md"
+    note.write_text("- an inside rule\n")
+    real_root = os.path.realpath(root)
+    data, _ = _read_hash(str(note), real_root)
+    assert data == b"- an inside rule\n"
+    note.unlink()
+    os.symlink(outside, note)  # swapped between the walk and the read
+    with pytest.raises(OutsideRoot):
+        _read_hash(str(note), real_root)
+    inside = root / "inside.md"
+    inside.write_text("- linked rule\n")
+    note.unlink()
+    os.symlink(inside, note)  # a symlink that stays inside the root is still read
+    assert _read_hash(str(note), real_root)[0] == b"- linked rule\n"

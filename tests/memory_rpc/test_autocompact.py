@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from sidecar.memory.compactor import CompactionOptions
 from sidecar.memory.service import InvalidationEvent
@@ -115,5 +118,40 @@ async def test_forget_waits_for_a_running_compaction(tmp_path: Path) -> None:
         res = await asyncio.wait_for(forget, 10)
         assert res["deleted"] >= 12
         assert (await h.call("list_collection", {"collection": "session_raw:s"}))["results"] == []
+    finally:
+        await close()
+
+
+async def test_at_most_max_concurrent_compactions_run_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sidecar.memory.compactor as compactor
+
+    h, close = await make_harness(
+        tmp_path, **{"compaction.max_concurrent": 2, "compaction.target_size": 5}
+    )
+    running = peak = 0
+    real = compactor.compact_session
+
+    async def observed(*args: Any, **kwargs: Any) -> Any:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await asyncio.sleep(0.05)  # long enough for every caller to be waiting
+            return await real(*args, **kwargs)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(compactor, "compact_session", observed)
+    try:
+        sessions = [f"s{i}" for i in range(6)]
+        for sid in sessions:
+            await h.memory.ingest(sid, _msgs(0, 12))
+        await h.memory.wait_idle()
+        opts = CompactionOptions.from_settings(h.memory.settings, force=True)
+        outs = await asyncio.gather(*(h.memory.compact(sid, opts) for sid in sessions))
+        assert peak == 2
+        assert all(o.did_compact for o in outs)
     finally:
         await close()

@@ -49,6 +49,7 @@ from libravdb_client.errors import (
     StorageError,
     TransportError,
     Unauthorized,
+    WrongNamespace,
     error_class,
 )
 from protocol.jsonrpc import ProgressParams
@@ -91,6 +92,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "UseClientDefault",
+    "WrongNamespace",
     "__version__",
     "default_endpoint",
     "error_class",

@@ -12,7 +12,7 @@
         ├── ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError
         └── FrameTooLarge, NotFound, Conflict, ModelUnavailable, StorageError,
             FingerprintMismatch, ShuttingDown, Cancelled, InvalidInput, Busy,
-            Unauthorized
+            Unauthorized, WrongNamespace
 
 Codes without a class of their own (``SERVER_ERROR`` and any code a newer daemon
 introduces) raise ``RpcError`` itself; ``exc.code`` always holds the code sent.
@@ -51,6 +51,7 @@ __all__ = [
     "StorageError",
     "TransportError",
     "Unauthorized",
+    "WrongNamespace",
     "error_class",
     "rpc_error",
 ]
@@ -175,6 +176,12 @@ class Unauthorized(RpcError):
     CODE = ErrorCode.UNAUTHORIZED
 
 
+class WrongNamespace(RpcError):
+    """The session was created in another namespace than the one the request names."""
+
+    CODE = ErrorCode.WRONG_NAMESPACE
+
+
 def _table(*classes: type[RpcError]) -> Mapping[int, type[RpcError]]:
     table: dict[int, type[RpcError]] = {}
     for cls in classes:
@@ -201,6 +208,7 @@ ERROR_CLASSES: Mapping[int, type[RpcError]] = _table(
     InvalidInput,
     Busy,
     Unauthorized,
+    WrongNamespace,
 )
 
 
