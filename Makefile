@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint fmt bench eval schema clean
+.PHONY: setup run test lint fmt bench eval stress schema clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,10 @@ fmt: setup
 
 bench: setup
 	$(PY) scripts/bench.py
+
+# fuzz, crash, soak and faults at full size (about 15 minutes); figures -> docs/benchmarks.md
+stress: setup
+	$(PY) -m scripts.stress
 
 eval: setup
 	$(PY) scripts/eval_locomo.py $(or $(DATA),../shared/eval/locomo_dev.json)

@@ -153,6 +153,12 @@ def test_v2_session_ids_and_namespaces_are_validated(conn: RawConnection, value:
         ("forget", {"namespace": value}),
         ("export_memory", {"namespace": value}),
         ("flush_namespace", {"userId": value}),
+        # found by the fuzzer (make stress): these answered -32603 internal error
+        ("compact", {"sessionId": value, "force": True}),
+        ("expand", {"sessionId": value, "summaryId": "s"}),
+        ("insert_session_turn", {"sessionId": value, "role": "user", "text": "hi", "id": "t"}),
+        ("query_raw_session", {"sessionId": value, "text": "hi", "k": 3}),
+        ("compact_session", {"sessionId": value, "force": True}),
     ]
     for method, params in calls:
         error = _error(conn, method, params)

@@ -22,6 +22,7 @@ from sidecar.app import App
 from sidecar.errors import Busy, RpcError
 from sidecar.server.coerce import ParamsError, convert_or_explain
 from sidecar.server.framing import OVERSIZED, Frame
+from sidecar.store.errors import InvalidInput as StoreInvalidInput
 
 log = structlog.get_logger(__name__)
 
@@ -154,6 +155,11 @@ class Dispatcher:
         except RpcError as exc:
             ok = False
             response = _error(request_id, exc.code, exc.message, exc.data)
+        except StoreInvalidInput as exc:
+            # a value the store refuses (a name with a path separator, ...) reached it from
+            # a handler that did not map it: still the client's input, not a daemon fault
+            ok = False
+            response = _error(request_id, ErrorCode.INVALID_INPUT, exc.message, exc.data or None)
         except Exception as exc:
             ok = False
             log.exception(

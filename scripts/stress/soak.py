@@ -1,0 +1,146 @@
+"""Load and soak: many clients for minutes on a fixed data set (reads and idempotent
+re-ingests only, so the data does not grow). Figures: errors, p50/p95 per method and
+resident memory over time; the promise is no error and under 2 % growth in the last
+minute (the last fifth of a shorter run)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+from scripts.stress.common import Client, Report, daemon, now_ms, percentile, rss_mb
+
+TOPICS = [
+    "my sister's wedding in Lisbon next June",
+    "the kubernetes migration and the flaky staging cluster",
+    "training for a half marathon with a sore knee",
+    "a vegetarian lasagna recipe with spinach",
+    "the book club reading Middlemarch",
+    "switching the team from Jenkins to GitHub Actions",
+    "planting tomatoes and basil on the balcony",
+    "learning Portuguese before the trip",
+]
+
+
+def _sessions(n_sessions: int, turns: int) -> list[tuple[str, list[dict[str, str]]]]:
+    rng = random.Random(3)
+    out = []
+    for s in range(n_sessions):
+        msgs = []
+        for i in range(turns):
+            topic = rng.choice(TOPICS)
+            role = "user" if i % 2 == 0 else "assistant"
+            text = f"({s}.{i}) About {topic}: " + rng.choice(
+                [
+                    "I think we should start early.",
+                    "That sounds right to me.",
+                    "Remind me of this next week.",
+                    "I prefer doing it on Saturdays.",
+                ]
+            )
+            msgs.append({"role": role, "content": text, "id": f"soak-{s}-{i}"})
+        out.append((f"soak-s{s}", msgs))
+    return out
+
+
+def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float = 5.0) -> Report:
+    report = Report("soak")
+    data = _sessions(8, 40)
+    lat: dict[str, list[float]] = {}
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    with daemon(tmp, tmp / "data") as d:
+        setup = Client(d.endpoint)
+        for sid, msgs in data:
+            setup.result(
+                "ingest", {"sessionId": sid, "namespace": f"ns{sid[-1]}", "messages": msgs}
+            )
+        setup.result("compact", {"sessionId": data[0][0], "force": True})
+        setup.close()
+
+        def worker(k: int) -> None:
+            rng = random.Random(k)
+            c = Client(d.endpoint)
+            try:
+                while not stop.is_set():
+                    sid, msgs = rng.choice(data)
+                    ns = f"ns{sid[-1]}"
+                    r = rng.random()
+                    if r < 0.35:
+                        method, params = (
+                            "assemble",
+                            {
+                                "sessionId": sid,
+                                "namespace": ns,
+                                "tokenBudget": 3000,
+                                "prompt": rng.choice(TOPICS),
+                                "messages": msgs[-4:],
+                            },
+                        )
+                    elif r < 0.6:
+                        method, params = "search", {"query": rng.choice(TOPICS), "namespace": ns}
+                    elif r < 0.75:
+                        cut = rng.randrange(0, len(msgs) - 4)
+                        method, params = (
+                            "ingest",
+                            {"sessionId": sid, "namespace": ns, "messages": msgs[cut : cut + 4]},
+                        )
+                    elif r < 0.85:
+                        method, params = (
+                            "search_text",
+                            {"collection": f"turns:{ns}", "text": rng.choice(TOPICS), "k": 5},
+                        )
+                    elif r < 0.95:
+                        method, params = "list_collection", {"collection": f"session_raw:{sid}"}
+                    else:
+                        method, params = "status", {}
+                    t0 = now_ms()
+                    reply = c.call(method, params)
+                    took = now_ms() - t0
+                    with lock:
+                        lat.setdefault(method, []).append(took)
+                        if "error" in reply:
+                            errors.append(f"{method}: {reply['error']}")
+            except Exception as exc:
+                with lock:
+                    errors.append(f"client {k}: {exc!r}")
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(clients)]
+        started = time.monotonic()
+        samples: list[tuple[float, float]] = [(0.0, rss_mb(d.proc.pid))]
+        for t in threads:
+            t.start()
+        while (elapsed := time.monotonic() - started) < seconds:
+            time.sleep(min(sample_s, max(0.05, seconds - elapsed)))
+            samples.append((time.monotonic() - started, rss_mb(d.proc.pid)))
+        stop.set()
+        for t in threads:
+            t.join(60)
+    window = min(60.0, seconds / 5)
+    start_rss = next(r for t, r in samples if t >= seconds - window - 1e-9)
+    end_rss = samples[-1][1]
+    growth = (end_rss - start_rss) / start_rss * 100 if start_rss else 0.0
+    for e in errors[:20]:
+        report.fail(e)
+    if growth >= 2.0:
+        report.fail(f"resident memory grew {growth:.1f} % in the last {window:.0f} s")
+    report.figures = {
+        "clients": clients,
+        "seconds": seconds,
+        "requests": sum(len(v) for v in lat.values()),
+        "errors": len(errors),
+        "latency ms (p50 / p95)": {
+            m: f"{percentile(v, 0.5):.1f} / {percentile(v, 0.95):.1f}"
+            for m, v in sorted(lat.items())
+        },
+        "rss MB (every minute)": [round(r) for t, r in samples if int(t) % 60 < sample_s]
+        + [round(end_rss)],
+        "rss first / last MB": f"{samples[0][1]:.0f} / {end_rss:.0f}",
+        f"growth in the last {window:.0f} s": f"{growth:.2f} %",
+    }
+    return report

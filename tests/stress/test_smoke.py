@@ -1,0 +1,46 @@
+"""Each `make stress` part at smoke size against the real daemon: the same code and the
+same promises, fewer frames, kills and seconds (the full runs are in docs/benchmarks.md
+§ reliability)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripts.stress.crash import run_crash
+from scripts.stress.faults import run_faults
+from scripts.stress.fuzz import run_fuzz
+from scripts.stress.soak import run_soak
+
+
+def test_fuzz_smoke(tmp_path: Path) -> None:
+    report = run_fuzz(tmp_path, frames=400, seed=11)
+    assert report.ok, report.failures
+    assert report.figures["internal errors"] == 0
+    assert report.figures["dropped connections"] == 0
+    assert sum(report.figures["kinds"].values()) == 400
+
+
+def test_crash_smoke(tmp_path: Path) -> None:
+    report = run_crash(tmp_path, kills=3, seed=5)
+    assert report.ok, report.failures
+    assert report.figures["acknowledged insert_text"] > 0
+    assert report.figures["acknowledged ingest turns"] > 0
+    assert report.figures["index self-searches checked"] > 0
+
+
+def test_soak_smoke(tmp_path: Path) -> None:
+    report = run_soak(tmp_path, clients=4, seconds=8, sample_s=1)
+    assert report.figures["errors"] == 0, report.failures
+    assert report.figures["requests"] > 50
+
+
+def test_faults_smoke(tmp_path: Path) -> None:
+    report = run_faults(tmp_path)
+    assert report.ok, report.failures
+    assert set(report.figures) == {
+        "read-only data directory",
+        "disk full",
+        "corrupted SQLite pages",
+        "corrupted or truncated index files",
+        "stale lock from a killed daemon",
+    }
