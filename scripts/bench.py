@@ -189,6 +189,7 @@ SECTIONS: dict[str, Section] = {
     "store": _module_section("scripts.bench_store"),
     "memory": _module_section("scripts.bench_memory"),
     "assemble": _module_section("scripts.bench_assemble"),
+    "resident": _module_section("scripts.bench_resident"),
 }
 
 

@@ -26,11 +26,18 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 MMAP_THRESHOLD = 128 * 1024
 ARENA_MAX = 2
+# LIBRAVDB_MEMORY_TUNING=off keeps glibc's and onnxruntime's defaults (for the side-by-side
+# measurement in scripts/bench_resident.py, or to rule this module out when diagnosing).
+TUNING_ENV = "LIBRAVDB_MEMORY_TUNING"
+
+
+def tuning_enabled() -> bool:
+    return os.environ.get(TUNING_ENV, "").strip().lower() not in ("off", "0", "false", "no")
 
 
 def tune_allocator() -> dict[str, int]:
     """Apply the settings above; returns what was set (empty off glibc)."""
-    if not hasattr(os, "confstr"):
+    if not tuning_enabled() or not hasattr(os, "confstr"):
         return {}
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):

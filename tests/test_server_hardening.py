@@ -245,3 +245,57 @@ def test_non_loopback_tcp_needs_a_token(tmp_path: Path) -> None:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"health"}\n')
             assert b"-32011" in sock.recv(4096)
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_client_that_stops_reading_stalls_only_itself(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    with running_daemon(tmp_path, "--tcp", "127.0.0.1:0") as daemon:
+        with RawConnection(daemon.endpoint, timeout=60) as setup:
+            body = "lorem ipsum dolor " * 300  # ~5 KB per record, ~1 MB per listing
+            for i in range(200):
+                rec = {"collection": "big", "id": f"r{i}", "text": f"{i} {body}"}
+                assert "result" in setup.call("insert_text", rec)
+            before = _rss_mb(daemon.proc.pid)
+        stalled = RawConnection(daemon.endpoint, timeout=30)
+        frame = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "list_collection",
+                "params": {"collection": "big"},
+            }
+        ).encode()
+
+        def flood() -> None:  # 2,000 requests (2 GB of replies) and never a read
+            try:
+                for _ in range(2000):
+                    stalled.send_raw(frame + b"\n")
+            except OSError:
+                pass  # the socket buffers filled: the daemon stopped reading
+
+        sender = threading.Thread(target=flood, daemon=True)
+        sender.start()
+        time.sleep(3)
+        with RawConnection(daemon.endpoint, timeout=10) as other:
+            started = time.monotonic()
+            assert "result" in other.call("health")
+            assert (
+                len(other.call("list_collection", {"collection": "big"})["result"]["results"])
+                == 200
+            )
+            assert time.monotonic() - started < 5
+        grown = _rss_mb(daemon.proc.pid) - before
+        # one reply in flight for the stalled client, not 2,000
+        assert grown < 150, f"resident memory grew {grown:.0f} MB"
+        stalled.close()
+        sender.join(10)

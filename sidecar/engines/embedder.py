@@ -31,6 +31,8 @@ import numpy.typing as npt
 import onnxruntime as ort
 import structlog
 
+from sidecar.allocator import tuning_enabled
+
 from . import assets, int8_matmul
 from .batching import MicroBatcher
 from .embedding_spec import SUPPORTED_INPUTS, EmbeddingSpec
@@ -129,7 +131,7 @@ def _session_options(
     # The arena keeps each lane's peak activation memory for good: one ingest of 200 long
     # messages held +900 MB with two lanes. Without it the buffers go back to malloc
     # (sidecar/allocator.py makes them go back to the OS); docs/benchmarks.md § memory.
-    so.enable_cpu_mem_arena = False
+    so.enable_cpu_mem_arena = not tuning_enabled()
     if not spin:
         # onnxruntime's pool threads otherwise busy-wait for tens of milliseconds after each
         # run: on a small machine that takes a core from whatever the daemon does next

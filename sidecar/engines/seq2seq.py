@@ -36,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from sidecar.allocator import tuning_enabled
+
 from . import assets
 from .assets import AssetRef
 from .errors import (
@@ -270,7 +272,7 @@ def _session(ref: AssetRef, threads: int) -> ort.InferenceSession:
     if threads > 0:
         so.intra_op_num_threads = threads
     so.log_severity_level = 3
-    so.enable_cpu_mem_arena = False  # an arena keeps the peak for good (embedder.py)
+    so.enable_cpu_mem_arena = not tuning_enabled()  # an arena keeps its peak (embedder.py)
     try:
         return ort.InferenceSession(str(ref.path), so, providers=["CPUExecutionProvider"])
     except Exception as exc:

@@ -183,8 +183,16 @@ class Dispatcher:
             connection=connection_id,
             duration_ms=round(duration_ms, 3),
             ok=ok,
-            **({} if ok else {"error": response.error.message}),  # type: ignore[union-attr]
+            # the code only: messages quote what the client sent (names, texts)
+            **({} if ok else {"error_code": response.error.code}),  # type: ignore[union-attr]
         )
+        if not ok:
+            log.debug(
+                "rpc_error",
+                request_id=_loggable(request_id),
+                connection=connection_id,
+                message=response.error.message,  # type: ignore[union-attr]
+            )
         return None if is_notification else response
 
     async def _call(

@@ -161,4 +161,6 @@ class StoreService:
             "lifecycleHints": s.count_prefix("_internal:lifecycle_journal"),
             "records": s.total_records(),
             "collections": len(s.collections()),
+            # damaged records skipped since start (each logged once as store.bad_record)
+            "badRecords": len(s.bad_records),
         }

@@ -89,6 +89,7 @@ def test_a_damaged_record_is_skipped_and_reported(tmp_path: Path) -> None:
             assembled = conn.call(
                 "search", {"query": "gardening record", "namespace": "u", "scopes": ["durable"]}
             )
+            status = conn.call("status")["result"]
     finally:
         daemon.stop()
     results = listed["result"]["results"]
@@ -99,6 +100,7 @@ def test_a_damaged_record_is_skipped_and_reported(tmp_path: Path) -> None:
     assert SECRET not in log and SECRET not in str(listed)
     reports = [e for e in daemon.log_events() if e.get("event") == "store.bad_record"]
     assert reports and reports[0]["id"] == "r7" and reports[0]["collection"] == "user:u"
+    assert status["records"]["badRecords"] == 1
 
 
 def test_a_vanished_database_is_refused(tmp_path: Path) -> None:
