@@ -5,7 +5,7 @@ buffers (embedding batches, onnxruntime activations, reply frames) come from the
 where freed space fragments and is never returned: one ingest of 200 messages of 5 KB
 left the daemon 190 MB larger for good. A fixed threshold keeps every block of 128 KiB
 or more in its own mapping (unmapped when freed), and two arenas stop each worker
-thread from growing its own heap. Measured in docs/benchmarks.md § memory.
+thread from growing its own heap. Measured in docs/benchmarks.md § resident.
 
 Variables a user sets (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_ARENA_MAX``) win: glibc read
 them at start, and this module then leaves that setting alone.

@@ -10,6 +10,7 @@ without it they fall back to a read-only chmod, and a full disk is reported as s
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -43,7 +44,18 @@ def _start_refused(tmp: Path, data: Path, config: Path) -> tuple[int, str]:
     """Start the daemon expecting it to refuse: (exit code, stderr)."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
-    proc = subprocess.run(
+    try:
+        proc = _run_daemon_to_exit(home, data, config)
+    except subprocess.TimeoutExpired as exc:  # it is serving: not a refusal
+        return 0, (exc.stderr or b"").decode(errors="replace")
+    if proc.returncode == 0 or proc.stdout.strip():
+        # it started after all (endpoint printed): not a refusal
+        return 0, proc.stderr.decode(errors="replace")
+    return proc.returncode, proc.stderr.decode(errors="replace")
+
+
+def _run_daemon_to_exit(home: Path, data: Path, config: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -57,15 +69,11 @@ def _start_refused(tmp: Path, data: Path, config: Path) -> tuple[int, str]:
             str(config),
         ],
         capture_output=True,
-        timeout=120,
+        timeout=60,
         env=daemon_env(home),
         cwd=REPO,
         stdin=subprocess.DEVNULL,
     )
-    if proc.returncode == 0 or proc.stdout.strip():
-        # it started after all (endpoint printed): not a refusal
-        return 0, proc.stderr.decode(errors="replace")
-    return proc.returncode, proc.stderr.decode(errors="replace")
 
 
 def _can_mount(point: Path) -> bool:
@@ -193,8 +201,9 @@ def _corrupt_sqlite(tmp: Path, config: Path, report: Report) -> str:
     db = data / "store.sqlite3"
     raw = bytearray(db.read_bytes())
     page = 4096
+    rng = random.Random(len(raw))  # the same damage on every run
     for p in range(1, len(raw) // page, 2):  # every other page after the first: garbage
-        raw[p * page + 100 : p * page + 400] = os.urandom(300)
+        raw[p * page : (p + 1) * page] = rng.randbytes(page)
     db.write_bytes(bytes(raw))
     code, err = _start_refused(tmp, data, config)
     last = err.strip().splitlines()[-1] if err.strip() else ""

@@ -130,7 +130,7 @@ def _session_options(
     so.log_severity_level = 3
     # The arena keeps each lane's peak activation memory for good: one ingest of 200 long
     # messages held +900 MB with two lanes. Without it the buffers go back to malloc
-    # (sidecar/allocator.py makes them go back to the OS); docs/benchmarks.md § memory.
+    # (sidecar/allocator.py makes them go back to the OS); docs/benchmarks.md § resident.
     so.enable_cpu_mem_arena = not tuning_enabled()
     if not spin:
         # onnxruntime's pool threads otherwise busy-wait for tens of milliseconds after each
