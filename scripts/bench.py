@@ -13,7 +13,6 @@ import argparse
 import importlib
 import os
 import platform
-import re
 import shlex
 import socket
 import statistics
@@ -29,6 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 DOC = REPO / "docs" / "benchmarks.md"
+
+from scripts.doc_sections import replace_section  # noqa: E402
 
 
 @dataclass
@@ -215,15 +216,6 @@ def _table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def _replace_section(doc: str, name: str, body: str) -> str:
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    block = f"{start}\n{body}\n{end}"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
-    if pattern.search(doc):
-        return pattern.sub(lambda _m: block, doc)
-    return doc.rstrip() + f"\n\n## {name}\n\n{block}\n"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run a section")
@@ -260,7 +252,7 @@ def main() -> int:
             f"Measured {stamp} on {_machine()} by `{command}` "
             f"({time.perf_counter() - started:.0f} s).\n\n{table}"
         )
-        doc = _replace_section(doc, name, body)
+        doc = replace_section(doc, name, body, name)
     if not args.no_write:
         DOC.parent.mkdir(exist_ok=True)
         DOC.write_text(doc)

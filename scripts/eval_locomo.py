@@ -77,6 +77,7 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.doc_sections import write_section  # noqa: E402
 from sidecar.memory.assemble import (  # noqa: E402
     DEFAULT_ASSEMBLY,
     AssemblyConfig,
@@ -546,15 +547,6 @@ def target_verdict(scores: Scores, method: str = "inprocess") -> str:
     )
 
 
-def replace_block(doc: str, body: str, name: str = "eval") -> str:
-    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    block = f"{start}\n{body}\n{end}"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
-    if pattern.search(doc):
-        return pattern.sub(lambda _m: block, doc)
-    return doc.rstrip() + f"\n\n## LoCoMo evidence recall (`make eval`)\n\n{block}\n"
-
-
 # ---------------------------------------------------------------------------- runners
 
 
@@ -690,9 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 *[x for n in notes for x in ("", n.strip("\n"))],
             ]
         )
-        doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-        DOC.parent.mkdir(parents=True, exist_ok=True)
-        DOC.write_text(replace_block(doc, body))
+        write_section(DOC, "eval", body, "LoCoMo evidence recall (`make eval`)")
         print(f"wrote {DOC.relative_to(REPO)}")
     if args.assemble and "assemble" not in methods:
         print("error: the daemon's assemble did not run (see the note above)", file=sys.stderr)

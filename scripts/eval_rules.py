@@ -30,6 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.doc_sections import write_section  # noqa: E402
 from sidecar.config import load_settings  # noqa: E402
 from sidecar.engines import EngineHub  # noqa: E402
 from sidecar.memory.continuity import GUIDANCE_PROTOTYPES, protection_decision  # noqa: E402
@@ -154,14 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Rules in conversation turns (`python scripts/eval_rules.py`, {stamp}): "
             f"`{DATA.relative_to(REPO)}`, user turns written for this project.\n\n{text}\n"
         )
-        doc = DOC.read_text()
-        start, end = "<!-- bench:rules -->", "<!-- /bench:rules -->"
-        if start in doc:
-            head, rest = doc.split(start, 1)
-            doc = head + start + "\n" + block + end + rest.split(end, 1)[1]
-        else:
-            doc = doc.rstrip() + f"\n\n## Rules in conversation\n\n{start}\n{block}{end}\n"
-        DOC.write_text(doc)
+        write_section(DOC, "rules", block, "Rules in conversation")
         print(f"wrote {DOC.relative_to(REPO)}")
     return 0
 

@@ -28,6 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.doc_sections import write_section  # noqa: E402
 from scripts.eval_locomo import (  # noqa: E402
     DEFAULT_DATA,
     CachedEmbedder,
@@ -125,14 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"`{path.name}`): clusters of {CLUSTER} turns per session, density "
             f"{DEFAULT_DENSITY}.\n\n{text}\n"
         )
-        doc = DOC.read_text()
-        start, end = "<!-- bench:summaries -->", "<!-- /bench:summaries -->"
-        if start in doc:
-            head, rest = doc.split(start, 1)
-            doc = head + start + "\n" + block + end + rest.split(end, 1)[1]
-        else:
-            doc = doc.rstrip() + f"\n\n## Summaries keep the evidence\n\n{start}\n{block}{end}\n"
-        DOC.write_text(doc)
+        write_section(DOC, "summaries", block, "Summaries keep the evidence")
         print(f"wrote {DOC.relative_to(REPO)}")
     return 0
 

@@ -59,8 +59,5 @@ def tune_allocator() -> dict[str, int]:
         applied["mmap_threshold"] = MMAP_THRESHOLD
     if "MALLOC_ARENA_MAX" not in os.environ and mallopt(_M_ARENA_MAX, ARENA_MAX):
         applied["arena_max"] = ARENA_MAX
-    return applied
-
-
-def log_allocator(applied: dict[str, int]) -> None:
     log.debug("allocator_tuned", **applied)
+    return applied

@@ -55,9 +55,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
         return 1
     sink = configure_logging(settings.log_level)
-    from sidecar.allocator import log_allocator, tune_allocator
+    from sidecar.allocator import tune_allocator
 
-    log_allocator(tune_allocator())
+    tune_allocator()
     try:
         return asyncio.run(run_daemon(settings))
     except DaemonError as exc:

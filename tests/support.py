@@ -161,6 +161,20 @@ class RawConnection:
             if reply.get("id") == self._next_id:
                 return reply
 
+    def result(self, method: str, params: Any = None) -> Any:
+        """The result of a call; an error reply raises RuntimeError naming it."""
+        reply = self.call(method, params)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def error(self, method: str, params: Any = None) -> dict[str, Any]:
+        """The error object of a call that must fail."""
+        reply = self.call(method, params)
+        assert "error" in reply, reply
+        error: dict[str, Any] = reply["error"]
+        return error
+
     def close(self) -> None:
         self.sock.close()
 

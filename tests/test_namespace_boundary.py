@@ -35,20 +35,9 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
         yield connection
 
 
-def _error(conn: RawConnection, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    reply = conn.call(method, params)
-    assert "error" in reply, reply
-    error: dict[str, Any] = reply["error"]
-    return error
-
-
-def _texts(result: dict[str, Any]) -> str:
-    return repr(result)
-
-
 def test_assemble_in_another_namespace_is_refused_and_shows_nothing(conn: RawConnection) -> None:
     params = {"sessionId": "alice-s1", "namespace": "bob", "tokenBudget": 4000, "prompt": "code?"}
-    error = _error(conn, "assemble", params)
+    error = conn.error("assemble", params)
     assert error["code"] == -32012
     assert "belongs to another namespace" in error["message"]
     assert "alice" not in error["message"].replace("alice-s1", "")  # the owner is not told
@@ -57,12 +46,12 @@ def test_assemble_in_another_namespace_is_refused_and_shows_nothing(conn: RawCon
 
 def test_user_id_naming_another_namespace_is_refused_too(conn: RawConnection) -> None:
     params = {"sessionId": "alice-s1", "userId": "bob", "tokenBudget": 4000, "prompt": "code?"}
-    assert _error(conn, "assemble", params)["code"] == -32012
+    assert conn.error("assemble", params)["code"] == -32012
 
 
 def test_search_with_the_session_of_another_namespace_is_refused(conn: RawConnection) -> None:
     params = {"query": "locker code", "namespace": "bob", "sessionId": "alice-s1"}
-    assert _error(conn, "search", params)["code"] == -32012
+    assert conn.error("search", params)["code"] == -32012
 
 
 def test_ingest_into_the_session_of_another_namespace_is_refused(conn: RawConnection) -> None:
@@ -71,9 +60,9 @@ def test_ingest_into_the_session_of_another_namespace_is_refused(conn: RawConnec
         "namespace": "bob",
         "messages": [{"role": "user", "content": "bob was here"}],
     }
-    assert _error(conn, "ingest", params)["code"] == -32012
+    assert conn.error("ingest", params)["code"] == -32012
     raw = conn.call("list_collection", {"collection": "session_raw:alice-s1"})["result"]
-    assert "bob was here" not in _texts(raw)
+    assert "bob was here" not in repr(raw)
     assert conn.call("list_collection", {"collection": "turns:bob"})["result"]["results"] == []
 
 
@@ -83,7 +72,7 @@ def test_the_owning_namespace_and_no_namespace_both_reach_the_session(
     for extra in ({"namespace": "alice"}, {}):
         params = {"sessionId": "alice-s1", "tokenBudget": 4000, "prompt": "locker code?", **extra}
         result = conn.call("assemble", params)["result"]
-        assert "4417" in _texts(result), extra
+        assert "4417" in repr(result), extra
     # a later ingest without a namespace lands in alice's namespace, not session:alice-s1
     more = [{"role": "user", "content": "The gym closes at ten on Sundays."}]
     assert conn.call("ingest", {"sessionId": "alice-s1", "messages": more})["result"]["ingested"]
@@ -110,7 +99,7 @@ def test_the_owning_namespace_and_no_namespace_both_reach_the_session(
 def test_a_missing_or_empty_collection_is_refused_everywhere(
     conn: RawConnection, method: str, params: dict[str, Any]
 ) -> None:
-    error = _error(conn, method, params)
+    error = conn.error(method, params)
     assert error["code"] == -32009
     assert "collection name is required" in error["message"]
 
@@ -135,7 +124,7 @@ def test_v1_collection_names_are_validated_on_reads_and_writes(
         ("search_text", {"collection": name, "text": "x", "k": 2}),
         ("ensure_collections", {"collections": [name]}),
     ]:
-        error = _error(conn, method, params)
+        error = conn.error(method, params)
         assert error["code"] == -32009, (method, error)
         assert why in error["message"], (method, error)
 
@@ -161,6 +150,6 @@ def test_v2_session_ids_and_namespaces_are_validated(conn: RawConnection, value:
         ("compact_session", {"sessionId": value, "force": True}),
     ]
     for method, params in calls:
-        error = _error(conn, method, params)
+        error = conn.error(method, params)
         assert error["code"] in (-32009, -32602), (method, error)
     assert conn.call("list_collection", {"collection": "turns:fresh"})["result"]["results"] == []

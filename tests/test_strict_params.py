@@ -9,7 +9,6 @@ Regressions: `ingest` with `user_id` answered `ingested: 1` and stored the turn 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -26,16 +25,8 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
         yield connection
 
 
-def _error(conn: RawConnection, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    reply = conn.call(method, params)
-    assert "error" in reply, reply
-    error: dict[str, Any] = reply["error"]
-    return error
-
-
 def test_ingest_with_user_id_is_refused_and_nothing_is_stored(conn: RawConnection) -> None:
-    error = _error(
-        conn,
+    error = conn.error(
         "ingest",
         {
             "sessionId": "s5",
@@ -52,32 +43,32 @@ def test_ingest_with_user_id_is_refused_and_nothing_is_stored(conn: RawConnectio
 
 
 def test_message_with_text_instead_of_content_is_refused(conn: RawConnection) -> None:
-    error = _error(
-        conn, "ingest", {"sessionId": "s5", "messages": [{"role": "user", "text": "I prefer tea"}]}
+    error = conn.error(
+        "ingest", {"sessionId": "s5", "messages": [{"role": "user", "text": "I prefer tea"}]}
     )
     assert error["code"] == -32602
     assert "unknown field `text` at `$.messages[0]`; did you mean `content`?" in error["message"]
 
 
 def test_assemble_with_query_is_refused(conn: RawConnection) -> None:
-    error = _error(conn, "assemble", {"sessionId": "s", "tokenBudget": 4000, "query": "tea?"})
+    error = conn.error("assemble", {"sessionId": "s", "tokenBudget": 4000, "query": "tea?"})
     assert error["code"] == -32602
     assert error["message"].endswith("unknown field `query`; did you mean `prompt`?")
 
 
 def test_search_with_user_id_is_refused(conn: RawConnection) -> None:
-    error = _error(conn, "search", {"query": "tea", "user_id": "me"})
+    error = conn.error("search", {"query": "tea", "user_id": "me"})
     assert error["code"] == -32602
     assert "did you mean `userId`?" in error["message"]
 
 
 def test_nested_filter_typo_is_refused(conn: RawConnection) -> None:
-    error = _error(conn, "search", {"query": "tea", "filters": {"rol": "user"}})
+    error = conn.error("search", {"query": "tea", "filters": {"rol": "user"}})
     assert "unknown field `rol` at `$.filters`; did you mean `role`?" in error["message"]
 
 
 def test_unknown_field_far_from_every_name_lists_the_known_ones(conn: RawConnection) -> None:
-    error = _error(conn, "compact", {"sessionId": "s", "zzz": 1})
+    error = conn.error("compact", {"sessionId": "s", "zzz": 1})
     assert "unknown field `zzz` (known fields: sessionId, force, targetSize)" in error["message"]
 
 

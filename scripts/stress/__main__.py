@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scripts.doc_sections import write_section
 from scripts.stress.common import Report
 from scripts.stress.crash import run_crash
 from scripts.stress.faults import run_faults
@@ -23,7 +24,6 @@ from scripts.stress.soak import run_soak
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "benchmarks.md"
-START, END = "<!-- bench:reliability -->", "<!-- /bench:reliability -->"
 
 
 def _parts(args: argparse.Namespace) -> dict[str, Callable[[Path], Report]]:
@@ -58,16 +58,6 @@ def render(reports: list[Report], command: str) -> str:
         lines += [f"| failure | {_cell(f)} |" for f in r.failures[:10]]
         lines.append("")
     return "\n".join(lines)
-
-
-def write_doc(block: str) -> None:
-    doc = DOC.read_text()
-    if START in doc:
-        head, rest = doc.split(START, 1)
-        doc = head + START + "\n" + block + END + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip() + f"\n\n## Reliability\n\n{START}\n{block}{END}\n"
-    DOC.write_text(doc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     block = render(reports, command)
     print(block)
     if not args.no_write and chosen == list(parts):
-        write_doc(block)
+        write_section(DOC, "reliability", block, "Reliability")
         print(f"wrote {DOC.relative_to(REPO)}", file=sys.stderr)
     return 0 if all(r.ok for r in reports) else 1
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support import DaemonProcess, start_daemon
+from tests.support import DaemonProcess, RawConnection, start_daemon
 
 # Small thresholds so that a few hundred records already live in HNSW graphs and index
 # files are saved between kills: the checks then exercise the persisted indexes.
@@ -62,6 +60,20 @@ def daemon(tmp: Path, data_dir: Path, config: Path | None = None) -> Iterator[Da
         d.stop()
 
 
+@contextmanager
+def connected(
+    tmp: Path, data_dir: Path, config: Path | None = None
+) -> Iterator[tuple[DaemonProcess, Client]]:
+    """A started daemon and one client on it; both closed on exit (a daemon the caller
+    killed stays dead)."""
+    with daemon(tmp, data_dir, config) as d:
+        c = Client(d.endpoint)
+        try:
+            yield d, c
+        finally:
+            c.close()
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -70,46 +82,12 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-class Client:
-    """A blocking JSON-RPC client on one socket that tolerates replies it did not expect."""
+class Client(RawConnection):
+    """:class:`tests.support.RawConnection` with the longer timeout stress work needs (a
+    compaction or a fault recovery can take many seconds)."""
 
     def __init__(self, endpoint: str, timeout: float = 60.0) -> None:
-        host, _, port = endpoint.removeprefix("tcp:").rpartition(":")
-        self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
-        self.buf = b""
-        self.next_id = 0
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def line(self) -> bytes:
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed by the daemon")
-            self.buf += chunk
-        out, self.buf = self.buf.split(b"\n", 1)
-        return out
-
-    def call(self, method: str, params: Any = None) -> dict[str, Any]:
-        self.next_id += 1
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send_raw(json.dumps(msg).encode() + b"\n")
-        while True:
-            reply: dict[str, Any] = json.loads(self.line())
-            if reply.get("id") == self.next_id:
-                return reply
-
-    def result(self, method: str, params: Any = None) -> Any:
-        reply = self.call(method, params)
-        if "error" in reply:
-            raise RuntimeError(f"{method}: {reply['error']}")
-        return reply["result"]
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(endpoint, timeout)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from scripts.stress.common import Client, Report, launch, write_config
+from scripts.stress.common import Client, Report, connected, write_config
 from tests.support import REPO, daemon_env
 
 V1 = "fault:v1"
@@ -31,6 +31,27 @@ def _seed(c: Client, n: int, tag: str) -> dict[str, str]:
         c.result("insert_text", {"collection": V1, "id": rid, "text": text})
         acked[rid] = text
     return acked
+
+
+def _seeded(tmp: Path, data: Path, config: Path, n: int, tag: str) -> dict[str, str]:
+    """Start a daemon on ``data``, acknowledge ``n`` writes, stop it cleanly."""
+    with connected(tmp, data, config) as (_, c):
+        return _seed(c, n, tag)
+
+
+def _lost_after_restart(tmp: Path, data: Path, config: Path, acked: dict[str, str]) -> int:
+    """Start a daemon on ``data`` again: how many acknowledged writes it no longer has."""
+    with connected(tmp, data, config) as (_, c):
+        return len(_missing(c, acked))
+
+
+def _chmod_tree(root: Path, dir_mode: int, file_mode: int) -> None:
+    for p in [root, *root.rglob("*")]:
+        p.chmod(dir_mode if p.is_dir() else file_mode)
+
+
+def _last_line(text: str) -> str:
+    return text.strip().splitlines()[-1] if text.strip() else ""
 
 
 def _missing(c: Client, acked: dict[str, str]) -> list[str]:
@@ -106,16 +127,11 @@ def _read_only(tmp: Path, config: Path, mountable: bool, report: Report) -> str:
     if mountable:
         _mount(data, 64)
     try:
-        d = launch(tmp, data, config)
-        c = Client(d.endpoint)
-        acked = _seed(c, 40, "ro")
-        c.close()
-        d.stop()
+        acked = _seeded(tmp, data, config, 40, "ro")
         if mountable:
             _remount(data, "ro")
         else:
-            for p in [data, *data.rglob("*")]:
-                p.chmod(0o500 if p.is_dir() else 0o400)
+            _chmod_tree(data, 0o500, 0o400)
         code, err = _start_refused(tmp, data, config)
         if code == 0:
             report.fail("read-only data dir: the daemon started; writes would fail later")
@@ -126,18 +142,11 @@ def _read_only(tmp: Path, config: Path, mountable: bool, report: Report) -> str:
         if mountable:
             _remount(data, "rw")
         else:
-            for p in [data, *data.rglob("*")]:
-                p.chmod(0o700 if p.is_dir() else 0o600)
-        d = launch(tmp, data, config)
-        c = Client(d.endpoint)
-        lost = _missing(c, acked)
-        c.close()
-        d.stop()
+            _chmod_tree(data, 0o700, 0o600)
+        lost = _lost_after_restart(tmp, data, config, acked)
         if lost:
-            report.fail(f"read-only data dir: {len(lost)} acknowledged writes lost")
-        return (
-            f"refused (exit {code}): " + err.strip().splitlines()[-1][:160] if err.strip() else ""
-        )
+            report.fail(f"read-only data dir: {lost} acknowledged writes lost")
+        return f"refused (exit {code}): " + _last_line(err)[:160] if err.strip() else ""
     finally:
         if mountable:
             subprocess.run(["umount", str(data)], capture_output=True)
@@ -150,39 +159,34 @@ def _disk_full(tmp: Path, config: Path, mountable: bool, report: Report) -> str:
     data.mkdir()
     _mount(data, 12)
     try:
-        d = launch(tmp, data, config)
-        c = Client(d.endpoint)
         acked: dict[str, str] = {}
         refused = None
-        big = " ".join(["lanterns glaciers"] * 400)
-        for i in range(20_000):
-            rid, text = f"full-{i}", f"full record {i} {big}"
-            reply = c.call("insert_text", {"collection": V1, "id": rid, "text": text})
-            if "error" in reply:
-                refused = reply["error"]
-                break
-            acked[rid] = text
-        if refused is None:
-            report.fail("disk full: the disk never filled")
-        elif refused.get("code") != -32005:
-            report.fail(f"disk full: refused with {refused}, not -32005 storage error")
-        health = c.call("health")
-        if "result" not in health:
-            report.fail(f"disk full: health failed: {health}")
-        if _missing(c, acked):
-            report.fail("disk full: acknowledged writes unreadable while full")
-        c.close()
-        d.proc.send_signal(signal.SIGKILL)
-        d.proc.wait()
+        with connected(tmp, data, config) as (d, c):
+            big = " ".join(["lanterns glaciers"] * 400)
+            for i in range(20_000):
+                rid, text = f"full-{i}", f"full record {i} {big}"
+                reply = c.call("insert_text", {"collection": V1, "id": rid, "text": text})
+                if "error" in reply:
+                    refused = reply["error"]
+                    break
+                acked[rid] = text
+            if refused is None:
+                report.fail("disk full: the disk never filled")
+            elif refused.get("code") != -32005:
+                report.fail(f"disk full: refused with {refused}, not -32005 storage error")
+            health = c.call("health")
+            if "result" not in health:
+                report.fail(f"disk full: health failed: {health}")
+            if _missing(c, acked):
+                report.fail("disk full: acknowledged writes unreadable while full")
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
         _remount(data, "size=256m")
-        d = launch(tmp, data, config)
-        c = Client(d.endpoint)
-        lost = _missing(c, acked)
-        after = c.call("insert_text", {"collection": V1, "id": "after", "text": "room again"})
-        c.close()
-        d.stop()
+        with connected(tmp, data, config) as (_, c):
+            lost = len(_missing(c, acked))
+            after = c.call("insert_text", {"collection": V1, "id": "after", "text": "room again"})
         if lost:
-            report.fail(f"disk full: {len(lost)} of {len(acked)} acknowledged writes lost")
+            report.fail(f"disk full: {lost} of {len(acked)} acknowledged writes lost")
         if "error" in after:
             report.fail(f"disk full: writes still refused after space came back: {after}")
         msg = (refused or {}).get("message", "")[:120]
@@ -193,11 +197,7 @@ def _disk_full(tmp: Path, config: Path, mountable: bool, report: Report) -> str:
 
 def _corrupt_sqlite(tmp: Path, config: Path, report: Report) -> str:
     data = tmp / "sq"
-    d = launch(tmp, data, config)
-    c = Client(d.endpoint)
-    _seed(c, 60, "sq")
-    c.close()
-    d.stop()
+    _seeded(tmp, data, config, 60, "sq")
     db = data / "store.sqlite3"
     raw = bytearray(db.read_bytes())
     page = 4096
@@ -206,7 +206,7 @@ def _corrupt_sqlite(tmp: Path, config: Path, report: Report) -> str:
         raw[p * page : (p + 1) * page] = rng.randbytes(page)
     db.write_bytes(bytes(raw))
     code, err = _start_refused(tmp, data, config)
-    last = err.strip().splitlines()[-1] if err.strip() else ""
+    last = _last_line(err)
     if code == 0:
         report.fail("corrupt SQLite pages: the daemon started on a damaged store")
     elif code != 1 or "store.sqlite3" not in last:
@@ -216,17 +216,15 @@ def _corrupt_sqlite(tmp: Path, config: Path, report: Report) -> str:
 
 def _corrupt_index(tmp: Path, config: Path, report: Report) -> str:
     data = tmp / "ix"
-    d = launch(tmp, data, config)
-    c = Client(d.endpoint)
-    acked = _seed(c, 120, "ix")
-    c.result("flush")
-    c.close()
-    d.stop()
+    with connected(tmp, data, config) as (_, c):
+        acked = _seed(c, 120, "ix")
+        c.result("flush")
     files = sorted(p for p in (data / "index").rglob("*") if p.is_file())
     if not files:
         report.fail("corrupt index: no index files were written")
         return "no index files"
     outcomes = []
+    sample = list(acked)[::10]
     for damage in ("garbage", "truncate", "empty"):
         for f in files:
             if damage == "garbage":
@@ -235,41 +233,32 @@ def _corrupt_index(tmp: Path, config: Path, report: Report) -> str:
                 f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
             else:
                 f.write_bytes(b"")
-        d = launch(tmp, data, config)
-        c = Client(d.endpoint)
-        lost = _missing(c, acked)
-        found = 0
-        for rid in list(acked)[::10]:
-            hits = c.result("search_text", {"collection": V1, "text": acked[rid], "k": 1})
-            found += bool(hits["results"]) and hits["results"][0]["id"] == rid
-        c.result("flush")
-        c.close()
-        d.stop()
+        with connected(tmp, data, config) as (_, c):
+            lost = len(_missing(c, acked))
+            found = 0
+            for rid in sample:
+                hits = c.result("search_text", {"collection": V1, "text": acked[rid], "k": 1})
+                found += bool(hits["results"]) and hits["results"][0]["id"] == rid
+            c.result("flush")
         if lost:
-            report.fail(f"corrupt index ({damage}): {len(lost)} acknowledged writes lost")
-        if found != len(list(acked)[::10]):
-            report.fail(f"corrupt index ({damage}): {found} of {len(acked) // 10} found first")
-        outcomes.append(f"{damage}: rebuilt, {found}/{len(list(acked)[::10])} found first")
+            report.fail(f"corrupt index ({damage}): {lost} acknowledged writes lost")
+        if found != len(sample):
+            report.fail(f"corrupt index ({damage}): {found} of {len(sample)} found first")
+        outcomes.append(f"{damage}: rebuilt, {found}/{len(sample)} found first")
         files = sorted(p for p in (data / "index").rglob("*") if p.is_file())
     return "; ".join(outcomes)
 
 
 def _stale_lock(tmp: Path, config: Path, report: Report) -> str:
     data = tmp / "lk"
-    d = launch(tmp, data, config)
-    c = Client(d.endpoint)
-    acked = _seed(c, 20, "lk")
-    c.close()
-    d.proc.send_signal(signal.SIGKILL)
-    d.proc.wait()
+    with connected(tmp, data, config) as (d, c):
+        acked = _seed(c, 20, "lk")
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
     (data / "LOCK").write_text("999999\n")  # a pid that is not running
-    d = launch(tmp, data, config)
-    c = Client(d.endpoint)
-    lost = _missing(c, acked)
-    c.close()
-    d.stop()
+    lost = _lost_after_restart(tmp, data, config, acked)
     if lost:
-        report.fail(f"stale lock: {len(lost)} acknowledged writes lost")
+        report.fail(f"stale lock: {lost} acknowledged writes lost")
     return "started (the flock died with its process; the pid in LOCK is only a hint)"
 
 

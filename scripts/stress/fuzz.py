@@ -195,7 +195,7 @@ def run_fuzz(tmp: Path, frames: int = 10_000, seed: int = 1) -> Report:
                     json.dumps({"jsonrpc": "2.0", "id": probe, "method": "health"}).encode() + b"\n"
                 )
                 while True:
-                    line = client.line()
+                    line = client.read_line()
                     try:
                         reply = json.loads(line)
                     except ValueError:

@@ -29,7 +29,12 @@ from sidecar.memory import collections as C
 from sidecar.memory.compactor import CompactionOptions
 from sidecar.memory.forget import forget_namespace
 from sidecar.memory.service import MemoryService
-from sidecar.memory.sessions import IngestError, SessionNamespaceError, messages_from_wire
+from sidecar.memory.sessions import (
+    IngestError,
+    SessionNamespaceError,
+    messages_from_wire,
+    named_namespace,
+)
 from sidecar.store import errors as se
 from sidecar.store.names import explicit_ts
 
@@ -153,8 +158,8 @@ def register(registry: Registry) -> None:
     @registry.method("forget")
     async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
         svc = memory_service(ctx)
-        ns = params.namespace if params.namespace and params.namespace.strip() else params.user_id
-        if not ns or not ns.strip():
+        ns = named_namespace(params.namespace, params.user_id)
+        if ns is None:
             raise InvalidInput("namespace or userId is required")
         with memory_errors():
             out = await forget_namespace(svc, ns, include_sessions=params.include_sessions)

@@ -134,10 +134,9 @@ def session_collections(sid: str) -> list[str]:
 # ---- per namespace ----------------------------------------------------------------------
 
 
-def default_namespace(session_id: str, user_id: str | None = None) -> str:
-    """``userId`` when given (non-blank), else ``session:<sid>``."""
-    if user_id is not None and user_id.strip():
-        return user_id
+def default_namespace(session_id: str) -> str:
+    """``session:<sid>``: the namespace of a session whose requests name none
+    (``sidecar.memory.sessions.namespace_of_session`` decides when it applies)."""
     return "session:" + _req(session_id, "session ID")
 
 

@@ -114,11 +114,6 @@ def named_namespace(namespace: str | None, user_id: str | None) -> str | None:
     return None
 
 
-def resolve_namespace(session_id: str, namespace: str | None, user_id: str | None) -> str:
-    """The namespace a request names, or the default of a new session (no owner known)."""
-    return named_namespace(namespace, user_id) or C.default_namespace(session_id)
-
-
 def owner_namespace(state: Record | None) -> str | None:
     """The namespace recorded by the session's first v2 ingest (None: a v1-only or new
     session, which belongs to no namespace yet)."""
