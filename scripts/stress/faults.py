@@ -202,8 +202,8 @@ def _corrupt_sqlite(tmp: Path, config: Path, report: Report) -> str:
     raw = bytearray(db.read_bytes())
     page = 4096
     rng = random.Random(len(raw))  # the same damage on every run
-    for p in range(1, len(raw) // page, 2):  # every other page after the first: garbage
-        raw[p * page : (p + 1) * page] = rng.randbytes(page)
+    for p in range(1, len(raw) // page, 2):  # 300 bytes inside every other page
+        raw[p * page + 100 : p * page + 400] = rng.randbytes(300)
     db.write_bytes(bytes(raw))
     code, err = _start_refused(tmp, data, config)
     last = _last_line(err)

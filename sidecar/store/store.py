@@ -34,6 +34,7 @@ import structlog
 from sidecar.store import names as N
 from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store.errors import (
+    CorruptStore,
     FingerprintMismatch,
     InvalidInput,
     NotFound,
@@ -392,6 +393,16 @@ class Store:
             conn.execute("PRAGMA query_only = ON")
         return conn
 
+    def _check_pages(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database with damaged pages before anything is written to it. Damage
+        in pages that start-up does not read would otherwise surface later, as failing
+        reads of some records; ``quick_check`` reads every page once (0.5 s for 825 MB
+        with a warm page cache: docs/store.md)."""
+        first = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if first is not None and str(first[0]).lower() != "ok":
+            detail = str(first[0]).replace("*** in database main ***", "").strip()
+            raise CorruptStore(str(self.db_path), detail.splitlines()[0][:200])
+
     def _open_db(self, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
         try:
             conn = self._connect(read_only=False)
@@ -402,6 +413,7 @@ class Store:
                 raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             self._wconn = conn
+            self._check_pages(conn)
             applied = migrate(conn)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "open", str(self.db_path)) from exc

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sidecar.store import Store
+from sidecar.store import CorruptStore, Store
 from tests.support import RawConnection, start_daemon
 
 SECRET = "the safe code is 4417"
@@ -53,6 +53,27 @@ def test_corrupt_database_is_one_line_and_exit_1(tmp_path: Path, damage: str) ->
     assert len(lines) == 1, err[-3000:]
     assert str(db) in lines[0] and "damaged" in lines[0] and "backup" in lines[0]
     assert "Traceback" not in err and "terminate called" not in err
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_damaged_pages_that_start_up_does_not_read_are_refused(tmp_path: Path, seed: int) -> None:
+    """Found by make stress: records' pages are not read at start, so the store opened and
+    only later reads failed. Every page is checked before the store is used."""
+    data = tmp_path / "data"
+    rng = np.random.default_rng(seed)
+    with Store.open(data, embed_dims=16) as store:
+        for i in range(60):
+            vec = rng.standard_normal(16).astype(np.float32)
+            store.put("user:u", f"r{i}", text=f"record {i} about lanterns", vector=vec)
+    db = data / "store.sqlite3"
+    raw = bytearray(db.read_bytes())
+    for page in range(1, len(raw) // 4096, 2):  # 300 bytes inside every other page
+        at = page * 4096 + 100
+        raw[at : at + 300] = rng.integers(0, 256, 300, dtype=np.uint8).tobytes()
+    db.write_bytes(bytes(raw))
+    with pytest.raises(CorruptStore) as refused:
+        Store.open(data, embed_dims=16).close()
+    assert str(db) in refused.value.message and "backup" in refused.value.message
 
 
 def test_index_path_that_is_a_file_is_moved_aside(tmp_path: Path) -> None:
