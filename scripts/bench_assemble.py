@@ -521,7 +521,11 @@ async def _seed_offline(data_dir: Path, n_mem: int, n_base: int) -> dict[str, An
 
 
 def _spawn(tmp: Path, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("LIBRAVDB_") or k == "LIBRAVDB_MEMORY_TUNING"
+    }
     env["HOME"] = str(tmp)
     proc = subprocess.Popen(
         [
