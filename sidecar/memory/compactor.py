@@ -617,7 +617,12 @@ async def compact_session(
         ops.append(Patch(state_coll, C.SESSION_STATE_ID, state_meta, if_version=state.version))
     await store.write(ops)
 
-    out.did_compact = bool(confidences or out.condensed_ids)
+    # Turns moved verbatim into elevated guidance leave the active view as surely as
+    # summarized ones: a cluster of rules is compacted too (the reference plugin's
+    # host-flow suite forces compaction of 16 turns the deontic classifier reads as rules).
+    out.did_compact = bool(out.summary_ids or out.condensed_ids)
+    if not out.summary_method and out.guidance_ids:
+        out.summary_method = METHOD_GUIDANCE
     out.mean_confidence = (
         min(1.0, max(0.0, sum(confidences) / len(confidences))) if confidences else 0.0
     )
