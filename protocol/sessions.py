@@ -22,10 +22,16 @@ class IngestMessage(Params):
 
 
 class IngestParams(Params):
+    """``advancementKey`` makes the call a host's accepted-turn commit (OpenClaw
+    ``commitTurn``): the messages and a commit marker for the key are written in one
+    transaction, and a later call with the same key writes nothing and answers
+    ``duplicate: true``."""
+
     session_id: str
     messages: list[IngestMessage]
     namespace: str | None = None
     user_id: str | None = None
+    advancement_key: str | None = None
 
 
 class IngestResult(WireStruct):
@@ -33,13 +39,16 @@ class IngestResult(WireStruct):
 
     ``skipped`` counts messages not stored (already stored, forgotten, repeated in the
     batch, or without text); ``empty`` counts the ones skipped because they carry no text
-    (for example an assistant turn holding only a tool call).
+    (for example an assistant turn holding only a tool call). ``duplicate`` (only with
+    an ``advancementKey``) is true when that key was already committed: nothing was
+    written.
     """
 
     ingested: int
     skipped: int
     ids: list[str]
     empty: int = 0
+    duplicate: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactParams(Params):

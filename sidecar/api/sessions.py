@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import msgspec
+
 from protocol.sessions import (
     CompactParams,
     CompactResult,
@@ -83,9 +85,14 @@ def register(registry: Registry) -> None:
                 namespace=params.namespace,
                 user_id=params.user_id,
                 progress=ctx.progress,
+                advancement_key=params.advancement_key,
             )
         return IngestResult(
-            ingested=out.ingested, skipped=out.skipped, ids=out.ids, empty=out.empty
+            ingested=out.ingested,
+            skipped=out.skipped,
+            ids=out.ids,
+            empty=out.empty,
+            duplicate=out.duplicate if params.advancement_key is not None else msgspec.UNSET,
         )
 
     @registry.method("compact")

@@ -48,6 +48,9 @@ LIFECYCLE_JOURNAL = "_internal:lifecycle_journal"
 SESSION_STATE_ID = "__session_state__"
 # The v2 ingest state record in session_state:<sid> (position counter, namespace).
 INGEST_STATE_ID = "__ingest_state__"
+# Commit markers of accepted host turns (ingest with an advancementKey) share the
+# session's state collection, so forgetting the session forgets them too.
+COMMIT_MARKER_PREFIX = "__commit__:"
 
 # ---- prefixes ---------------------------------------------------------------------------
 
@@ -70,6 +73,7 @@ TYPE_SUMMARY = "summary"
 TYPE_EDGE = "coverage_edge"
 TYPE_GUIDANCE = "guidance_shard"
 TYPE_SESSION_STATE = "session_state"
+TYPE_COMMIT_MARKER = "commit_marker"
 PROVENANCE_SESSION_TURN = "session_turn"
 PROVENANCE_TURN_INDEX = "turn_index"
 PROVENANCE_DURABLE = "durable_user_memory"

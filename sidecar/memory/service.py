@@ -35,7 +35,7 @@ from sidecar.memory.autocompact import (
 )
 from sidecar.memory.gate import GatingConfig
 from sidecar.memory.listeners import Listeners
-from sidecar.memory.progress import Progress
+from sidecar.memory.progress import Progress, no_progress
 from sidecar.store.aio import AsyncStore
 from sidecar.store.service import StoreService
 
@@ -222,13 +222,18 @@ class MemoryService:
         namespace: str | None = None,
         user_id: str | None = None,
         progress: Progress | None = None,
+        advancement_key: str | None = None,
     ) -> IngestOutcome:
         from sidecar.memory.sessions import ingest
 
-        if progress is None:
-            return await ingest(self, session_id, messages, namespace=namespace, user_id=user_id)
         return await ingest(
-            self, session_id, messages, namespace=namespace, user_id=user_id, progress=progress
+            self,
+            session_id,
+            messages,
+            namespace=namespace,
+            user_id=user_id,
+            progress=progress or no_progress,
+            advancement_key=advancement_key,
         )
 
     async def compact(

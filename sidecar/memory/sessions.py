@@ -18,6 +18,11 @@ One ``ingest`` call stores a batch of messages of one session:
    (every role; id ``<sid>:<turnId>``), ``user:<ns>`` (admitted user turns) and the
    session's ingest state (position counter, CAS).
 
+With an ``advancement_key`` (a host's accepted-turn commit, OpenClaw ``commitTurn``) the
+same transaction also writes a commit marker in ``session_state:<sid>``: a retry with a
+key already committed writes nothing and reports ``duplicate``. Marker and turns land
+together or not at all, so a crash between them cannot commit a turn twice or lose it.
+
 Afterwards the token count goes to the auto-compaction accumulator, which may start a
 background compaction; ingest never waits for it.
 """
@@ -25,6 +30,7 @@ background compaction; ingest never waits for it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -89,6 +95,7 @@ class IngestOutcome:
     admitted: list[str] = field(default_factory=list)
     gating: dict[str, GatingSignals] = field(default_factory=dict)
     empty: int = 0
+    duplicate: bool = False
 
 
 @dataclass(slots=True)
@@ -182,6 +189,27 @@ def _validate(
             raise IngestError(f"messages[{i}].ts must be epoch milliseconds (>= 0)")
         out.append((role, text, mid, ts))
     return out
+
+
+MAX_ADVANCEMENT_KEY_BYTES = 1024
+
+
+def commit_marker_id(advancement_key: str) -> str:
+    """Record id of a commit marker: a digest, so any key the host sends is a valid id."""
+    digest = hashlib.sha256(advancement_key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{C.COMMIT_MARKER_PREFIX}{digest[:40]}"
+
+
+def _validate_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key.strip():
+        raise IngestError("advancementKey must be a non-empty string when given")
+    if len(key.encode("utf-8", "surrogatepass")) > MAX_ADVANCEMENT_KEY_BYTES or "\x00" in key:
+        raise IngestError(
+            f"advancementKey is longer than {MAX_ADVANCEMENT_KEY_BYTES} bytes or contains NUL"
+        )
+    return key
 
 
 def _turn_metadata(p: _Prepared, session_id: str, ns: str, gating: GatingSignals) -> dict[str, Any]:
@@ -319,14 +347,31 @@ async def ingest(
     namespace: str | None = None,
     user_id: str | None = None,
     progress: Progress = no_progress,
+    advancement_key: str | None = None,
 ) -> IngestOutcome:
     checked = _validate(session_id, messages)
+    key = _validate_key(advancement_key)
     raw_coll = C.session_raw(session_id)
     state_coll = C.session_state(session_id)
     store = svc.store
     async with svc.ingest_lock(session_id):
         state = await store.get(state_coll, INGEST_STATE_ID)
         ns = namespace_of_session(session_id, owner_namespace(state), namespace, user_id)
+        marker: Put | None = None
+        if key is not None:
+            marker_id = commit_marker_id(key)
+            if await store.get(state_coll, marker_id) is not None:
+                given = [m.id or "" for m in messages]
+                return IngestOutcome(0, len(checked), given, ns, duplicate=True)
+            marker_meta = {
+                "type": C.TYPE_COMMIT_MARKER,
+                "sessionId": session_id,
+                "advancementKey": key,
+                "messages": len(checked),
+                "committed_at": int(time.time() * 1000),
+            }
+            # if_version=0: two racing commits of one key cannot both succeed.
+            marker = Put(state_coll, marker_id, "", marker_meta, None, if_version=0)
         base = _int(state.metadata.get("next_position")) if state is not None else 0
         now = int(time.time() * 1000)
         prepared: list[_Prepared] = []
@@ -351,6 +396,8 @@ async def ingest(
             new.append(p)
         skipped = len(checked) - len(new)
         if not new:
+            if marker is not None:
+                await store.write([marker])
             return IngestOutcome(0, skipped, ids, ns, empty=empty)
 
         vecs = await _embed_reporting(svc, [p.text for p in new], progress)
@@ -392,6 +439,8 @@ async def ingest(
                 if_version=state.version if state is not None else 0,
             )
         )
+        if marker is not None:
+            puts.append(marker)
         await store.write(puts)
         written: dict[str, list[str]] = {}
         for put in puts:

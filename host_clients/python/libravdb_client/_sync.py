@@ -545,15 +545,21 @@ class Client:
         *,
         namespace: str | None = None,
         user_id: str | None = None,
+        advancement_key: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         on_progress: ProgressCallback | None = None,
     ) -> IngestResult:
-        """Store a batch of messages of one session (``{role, content, id?, ts?}``)."""
+        """Store a batch of messages of one session (``{role, content, id?, ts?}``).
+
+        With ``advancement_key`` the batch is an accepted-turn commit: written once, and
+        a retry with the same key answers ``duplicate=True`` without writing."""
         params: dict[str, Any] = {"sessionId": session_id, "messages": ingest_messages(messages)}
         if namespace is not None:
             params["namespace"] = namespace
         if user_id is not None:
             params["userId"] = user_id
+        if advancement_key is not None:
+            params["advancementKey"] = advancement_key
         return self.call_typed(
             "ingest", params, IngestResult, timeout=timeout, on_progress=on_progress
         )

@@ -31,6 +31,11 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
         assert stored.ingested == 3 and stored.ids == ["f1", "f2", "f3"] and stored.empty == 0
         again = c.ingest("typed-s1", [IngestMessage(role="user", content="hi", id="f4")])
         assert again.ingested == 1
+        turn = [{"id": "t5", "role": "user", "content": "I collect vinyl records."}]
+        committed = c.ingest("typed-s1", turn, advancement_key="turn-5")
+        assert committed.ingested == 1 and committed.duplicate is False
+        retried = c.ingest("typed-s1", turn, advancement_key="turn-5")
+        assert retried.duplicate is True and retried.ingested == 0
 
         ctx = c.assemble(
             "fresh", prompt="Where does Lena study?", token_budget=4000, user_id="typed"
@@ -77,8 +82,9 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
 
 async def test_async_typed_methods(tcp_daemon: DaemonProcess) -> None:
     async with AsyncClient(tcp_daemon.endpoint, timeout=120) as c:
-        stored = await c.ingest("atyped", FACTS, user_id="atyped")
-        assert stored.ingested == 3
+        stored = await c.ingest("atyped", FACTS, user_id="atyped", advancement_key="k")
+        assert stored.ingested == 3 and stored.duplicate is False
+        assert (await c.ingest("atyped", FACTS, advancement_key="k")).duplicate is True
         ctx = await c.assemble(
             "fresh", prompt="Which city did Lena move to?", token_budget=4000, user_id="atyped"
         )
