@@ -92,6 +92,34 @@ class SearchResult(WireStruct):
     hits: list[SearchHitOut] = msgspec.field(default_factory=list)
 
 
+class MemoryGetParams(Params):
+    """One record by the ``collection`` and ``id`` a ``search`` hit named. Only a collection
+    that a search in the same namespace reads is served (the namespace's turns, durable,
+    dream and elevated memory, ``global``, ``authored:*``, and the summaries, raw turns and
+    guidance of sessions that belong to it)."""
+
+    collection: str
+    id: str
+    namespace: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+
+
+class MemoryRecord(WireStruct):
+    collection: str
+    id: str
+    text: str
+    kind: str
+    role: str
+    session_id: str
+    ts: int | None
+    metadata: dict[str, Any]
+
+
+class MemoryGetResult(WireStruct):
+    record: MemoryRecord
+
+
 METHODS: dict[str, MethodSchema] = {
     "assemble": MethodSchema(
         AssembleParams,
@@ -103,5 +131,10 @@ METHODS: dict[str, MethodSchema] = {
         SearchParams,
         SearchResult,
         "hybrid (dense + BM25) search over a namespace's memory scopes, with filters",
+    ),
+    "memory.get": MethodSchema(
+        MemoryGetParams,
+        MemoryGetResult,
+        "read one record that a search in the same namespace can return",
     ),
 }

@@ -1,0 +1,84 @@
+"""v2 ``memory.get``: one record by collection and id, within the caller's namespace.
+
+A host's ``memory_get`` tool reads what ``search`` found. The collection must be one that
+a search in the same namespace reads, so a request cannot reach another namespace's
+memory by naming its collection: the namespace comes from ``namespace``/``userId`` or from
+the session, and a session collection is served only when that session belongs to it.
+"""
+
+from __future__ import annotations
+
+from protocol.assemble import MemoryGetParams, MemoryGetResult, MemoryRecord
+from sidecar.api.context import CallContext
+from sidecar.api.registry import Registry
+from sidecar.api.sessions import memory_errors, memory_service
+from sidecar.errors import InvalidInput, NotFound
+from sidecar.memory import collections as C
+from sidecar.memory.retrieval import scope_of
+from sidecar.memory.sessions import named_namespace, owner_namespace, session_namespace
+from sidecar.store.aio import AsyncStore
+from sidecar.store.names import validate_name_part
+
+_SESSION_PREFIXES = (C.SESSION_SUMMARY_PREFIX, C.SESSION_RAW_PREFIX, C.ELEVATED_SESSION_PREFIX)
+
+
+def _namespace_collections(ns: str) -> set[str]:
+    return {
+        C.turns(ns),
+        C.user(ns),
+        C.dream(ns),
+        C.elevated_user(ns),
+        C.GLOBAL,
+        C.AUTHORED_HARD,
+        C.AUTHORED_SOFT,
+        C.AUTHORED_VARIANT,
+    }
+
+
+async def _readable(store: AsyncStore, ns: str, collection: str) -> bool:
+    if collection in _namespace_collections(ns):
+        return True
+    for prefix in _SESSION_PREFIXES:
+        if collection.startswith(prefix):
+            sid = collection[len(prefix) :]
+            state = await store.get(C.session_state(sid), C.INGEST_STATE_ID)
+            owner = owner_namespace(state) or C.default_namespace(sid)
+            return owner == ns
+    return False
+
+
+def register(registry: Registry) -> None:
+    @registry.method("memory.get")
+    async def memory_get(ctx: CallContext, params: MemoryGetParams) -> MemoryGetResult:
+        if not params.collection.strip() or not params.id.strip():
+            raise InvalidInput("collection and id are required")
+        svc = memory_service(ctx)
+        named = named_namespace(params.namespace, params.user_id)
+        sid = params.session_id.strip() if params.session_id else ""
+        if named is None and not sid:
+            raise InvalidInput("namespace, userId or sessionId is required")
+        with memory_errors():
+            if sid:
+                ns = await session_namespace(svc.store, sid, params.namespace, params.user_id)
+            else:
+                ns = validate_name_part(named, "namespace")
+            allowed = await _readable(svc.store, ns, params.collection)
+            record = await svc.store.get(params.collection, params.id) if allowed else None
+        if record is None:
+            # The same answer for "not yours" and "absent": existence is not revealed.
+            raise NotFound(f"no record {params.id!r} in {params.collection!r} for this namespace")
+        meta = record.metadata
+        scope, kind = scope_of(record.collection)
+        ts = meta.get("ts")
+        return MemoryGetResult(
+            record=MemoryRecord(
+                collection=record.collection,
+                id=record.id,
+                text=record.text,
+                kind=kind if kind else scope,
+                role=str(meta.get("role") or ""),
+                session_id=str(meta.get("sessionId") or ""),
+                ts=int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+                metadata=dict(meta),
+            )
+        )
