@@ -23,6 +23,10 @@ class AssembleParams(Params):
     # <recent_session_tail> and left out of the returned messages). Without messages the
     # stored tail is always rendered in the addition.
     tail_placement: Literal["messages", "addition"] | None = None
+    # For hosts that let the engine own compaction: keep only the newest messages that fit
+    # what the memory budget leaves, from a user message on; older ones are left to memory.
+    # The result's windowStart says where the kept messages begin.
+    window_messages: bool = False
 
 
 class AssembleBudget(WireStruct):
@@ -57,6 +61,8 @@ class AssembleResult(WireStruct, omit_defaults=True):
     selected: list[AssembleSelected]
     degraded: list[str] | None = None
     timings: dict[str, float] | None = None
+    # index of the first host message kept (windowMessages); the returned messages start there
+    window_start: int = 0
 
 
 class SearchFilters(Params):

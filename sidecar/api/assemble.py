@@ -25,6 +25,7 @@ from sidecar.errors import InvalidInput
 from sidecar.memory.retrieval import SEARCH_SCOPES, retrieval_for
 from sidecar.memory.sessions import named_namespace, session_namespace
 from sidecar.memory.tokens import message_text
+from sidecar.memory.window import window_start
 from sidecar.store.names import validate_name_part
 
 MAX_K = 200
@@ -64,6 +65,16 @@ def register(registry: Registry) -> None:
                 raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
         if params.tail_placement == "messages" and messages is None:
             raise InvalidInput('tailPlacement "messages" needs the host\'s messages')
+        start = 0
+        if params.window_messages:
+            if messages is None:
+                raise InvalidInput("windowMessages needs the host's messages")
+            if params.tail_placement == "addition":
+                raise InvalidInput(
+                    'windowMessages keeps the tail in the messages: drop tailPlacement "addition"'
+                )
+            start = window_start(messages, params.token_budget, frac)
+            messages = messages[start:]
         with memory_errors("embed query"):
             ns = await session_namespace(
                 memory_service(ctx).store, params.session_id, params.namespace, params.user_id
@@ -84,6 +95,7 @@ def register(registry: Registry) -> None:
         if "totalMs" in planned:
             planned["planMs"] = planned.pop("totalMs")
         wire["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, **planned}
+        wire["windowStart"] = start
         return msgspec.convert(wire, AssembleResult)
 
     @registry.method("search")
