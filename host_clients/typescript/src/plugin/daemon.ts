@@ -1,0 +1,211 @@
+// The plugin's one link to the daemon, shared by every engine instance (the host builds an
+// engine per turn). It connects lazily, starts the daemon when nothing answers at its
+// socket, gives every call a deadline, and after a failure fails fast (no waiting) until
+// its backoff has passed, then tries again: the host never stalls on a dead daemon, and
+// the plugin recovers by itself when the daemon is back.
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+import { LibravdbClient, type CallOptions } from "../client/client.js";
+import { defaultEndpoint, parseEndpoint, formatEndpoint, type Endpoint } from "../client/endpoint.js";
+import { ConnectError, LibravdbError, ProtocolError, RpcTimeout, ShuttingDown, TransportError } from "../client/errors.js";
+import type { MethodName, ParamsOf, ResultOf } from "../generated/protocol.js";
+import type { PluginConfig } from "./config.js";
+import type { PluginLogger } from "./host-types.js";
+
+/** The daemon is not reachable now; the call was not sent. */
+export class DaemonUnavailable extends LibravdbError {
+  override name = "DaemonUnavailable";
+}
+
+/** Errors after which the connection is not trusted: reconnect after a backoff. */
+export function isLinkFailure(err: unknown): boolean {
+  return err instanceof TransportError || err instanceof RpcTimeout || err instanceof ProtocolError || err instanceof ShuttingDown || err instanceof DaemonUnavailable;
+}
+
+const RESPAWN_AFTER_MS = 60_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class DaemonLink {
+  private client: LibravdbClient | null = null;
+  private connecting: Promise<LibravdbClient> | null = null;
+  private retryAt = 0;
+  private backoffMs: number;
+  private down: string | null = null; // the reason, while degraded
+  private lastSpawnAt = -Infinity;
+  private closedForGood = false;
+  private readonly connectListeners: ((client: LibravdbClient) => Promise<void>)[] = [];
+  readonly endpoint: Endpoint;
+
+  constructor(
+    private readonly cfg: PluginConfig,
+    private readonly log: PluginLogger,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.backoffMs = cfg.reconnectInitialMs;
+    this.endpoint = parseEndpoint(cfg.endpoint === "auto" ? defaultEndpoint(env) : cfg.endpoint);
+  }
+
+  /** True while connected and no call has failed since. */
+  get healthy(): boolean {
+    return this.client !== null && !this.client.closed && this.down === null;
+  }
+
+  /** Why the link is degraded, or null. */
+  get degradedReason(): string | null {
+    return this.down;
+  }
+
+  /**
+   * Awaited after every (re)connection, before any call goes out on it: the outbox sends
+   * the turns that waited, so the first assemble after an outage already sees them.
+   */
+  onConnect(listener: (client: LibravdbClient) => Promise<void>): void {
+    this.connectListeners.push(listener);
+  }
+
+  /** A typed call with its own deadline. Link failures degrade the link, then rethrow. */
+  async call<M extends MethodName>(method: M, params: ParamsOf<M>, timeoutMs: number, options: Omit<CallOptions, "timeoutMs"> = {}): Promise<ResultOf<M>> {
+    const client = await this.connected();
+    try {
+      return await client.call(method, params, { ...options, timeoutMs });
+    } catch (err) {
+      if (isLinkFailure(err)) this.fail(err as Error);
+      throw err;
+    }
+  }
+
+  private connected(): Promise<LibravdbClient> {
+    if (this.closedForGood) return Promise.reject(new DaemonUnavailable("the plugin has shut down its daemon link"));
+    if (this.client && !this.client.closed) return Promise.resolve(this.client);
+    if (this.connecting) return this.connecting;
+    const now = Date.now();
+    if (now < this.retryAt) {
+      return Promise.reject(new DaemonUnavailable(`libravdbd unavailable (${this.down ?? "not connected"}); retrying in ${this.retryAt - now} ms`));
+    }
+    this.connecting = this.open().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<LibravdbClient> {
+    let client: LibravdbClient;
+    try {
+      client = await this.connectOrSpawn();
+    } catch (err) {
+      this.fail(err as Error);
+      throw err instanceof LibravdbError ? err : new DaemonUnavailable(String(err));
+    }
+    for (const listener of this.connectListeners) {
+      try {
+        await listener(client);
+      } catch (err) {
+        this.log.warn(`libravdb: after connecting: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (client.closed) {
+      const err = new DaemonUnavailable(`libravdbd at ${formatEndpoint(this.endpoint)} closed the connection`);
+      this.fail(err);
+      throw err;
+    }
+    this.client = client;
+    client.onClose((error) => {
+      if (this.client === client && !this.closedForGood) this.fail(error);
+    });
+    this.backoffMs = this.cfg.reconnectInitialMs;
+    this.retryAt = 0;
+    if (this.down !== null) this.log.info(`libravdb: daemon back at ${formatEndpoint(this.endpoint)}; memory is on again`);
+    this.down = null;
+    return client;
+  }
+
+  private clientOptions() {
+    const authToken = this.cfg.authTokenFile ? readFileSync(this.cfg.authTokenFile, "utf8").trim() : undefined;
+    return {
+      endpoint: formatEndpoint(this.endpoint),
+      connectTimeoutMs: this.cfg.connectTimeoutMs,
+      timeoutMs: this.cfg.callTimeoutMs,
+      closeOnTimeout: true,
+      clientName: "openclaw-libravdb-memory",
+      ...(authToken ? { authToken } : {}),
+    };
+  }
+
+  private async connectOrSpawn(): Promise<LibravdbClient> {
+    try {
+      return await LibravdbClient.connect(this.clientOptions());
+    } catch (err) {
+      const recently = Date.now() - this.lastSpawnAt < RESPAWN_AFTER_MS;
+      if (!(err instanceof ConnectError) || !this.cfg.spawnDaemon || this.endpoint.kind !== "unix" || recently) throw err;
+    }
+    // At most one start a minute: a daemon that keeps dying is reported, not restarted in a loop.
+    this.lastSpawnAt = Date.now();
+    const exited = this.spawnDaemon(this.endpoint.path);
+    const deadline = Date.now() + this.cfg.spawnTimeoutMs;
+    let last: unknown = null;
+    while (Date.now() < deadline) {
+      const exit = exited.value;
+      if (exit !== null) {
+        // Another process may have won the race for the store's lock and be serving.
+        try {
+          return await LibravdbClient.connect(this.clientOptions());
+        } catch {
+          throw new ConnectError(`libravdbd exited while starting (${exit}); see ${this.cfg.daemonLogFile || "its stderr (set daemonLogFile)"}`);
+        }
+      }
+      try {
+        return await LibravdbClient.connect(this.clientOptions());
+      } catch (err) {
+        last = err;
+        await sleep(100);
+      }
+    }
+    throw new ConnectError(`libravdbd did not answer within ${this.cfg.spawnTimeoutMs} ms of starting: ${String(last)}`);
+  }
+
+  /** Start `<daemonCommand> serve --socket PATH`, detached: it outlives this process. */
+  private spawnDaemon(socketPath: string): { value: string | null } {
+    const [cmd, ...pre] = this.cfg.daemonCommand;
+    const args = [...pre, "serve", "--socket", socketPath, ...(this.cfg.dataDir ? ["--data-dir", this.cfg.dataDir] : [])];
+    let logFd: number | "ignore" = "ignore";
+    if (this.cfg.daemonLogFile) {
+      mkdirSync(dirname(this.cfg.daemonLogFile), { recursive: true });
+      logFd = openSync(this.cfg.daemonLogFile, "a", 0o600);
+    }
+    const exited: { value: string | null } = { value: null };
+    this.log.info(`libravdb: starting ${[cmd, ...args].join(" ")}`);
+    const child = spawn(cmd as string, args, { detached: true, stdio: ["ignore", "ignore", logFd] });
+    child.on("error", (err) => {
+      exited.value = err.message;
+    });
+    child.on("exit", (code, signal) => {
+      exited.value = signal ?? `exit code ${code}`;
+    });
+    child.unref();
+    if (typeof logFd === "number") closeSync(logFd);
+    return exited;
+  }
+
+  private fail(err: Error): void {
+    const client = this.client;
+    this.client = null;
+    if (client && !client.closed) void client.close();
+    if (this.closedForGood) return;
+    const reason = err.message.split("\n")[0] ?? String(err);
+    this.retryAt = Date.now() + this.backoffMs;
+    if (this.down === null) {
+      this.log.warn(`libravdb: daemon unavailable at ${formatEndpoint(this.endpoint)} (${reason}); turns go on without memory, retrying in ${this.backoffMs} ms`);
+    }
+    this.down = reason;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.cfg.reconnectMaxMs);
+  }
+
+  async close(): Promise<void> {
+    this.closedForGood = true;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.close();
+  }
+}

@@ -1,0 +1,135 @@
+// The client against the real daemon, over a Unix socket, loopback TCP and stdio.
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { LibravdbClient } from "../src/client/client.js";
+import { CallAborted, ConnectError, ConnectionClosed, InvalidParams, MethodNotFound, NotFound, RpcTimeout } from "../src/client/errors.js";
+import type { ProgressParams } from "../src/generated/protocol.js";
+import { daemonCommand, removeDir, startDaemon, tempDir, type Daemon } from "./support.js";
+
+for (const transport of ["unix", "tcp"] as const) {
+  describe(`client over ${transport}`, () => {
+    let daemon: Daemon;
+    let client: LibravdbClient;
+    before(async () => {
+      daemon = await startDaemon({ transport, env: { LIBRAVDB_DEBUG_METHODS: "1" } });
+      client = await LibravdbClient.connect({ endpoint: daemon.endpoint, timeoutMs: 60_000 });
+    });
+    after(async () => {
+      await client.close();
+      await daemon.stop();
+      removeDir(daemon.dir);
+    });
+
+    test("initialize is answered and typed calls return typed results", async () => {
+      assert.equal(client.server?.protocolVersion, "2.0");
+      assert.ok(client.server?.methods.includes("assemble"));
+      const stored = await client.ingest({
+        sessionId: "c1",
+        userId: "ana",
+        messages: [
+          { id: "m1", role: "user", content: "My sister Ines lives in Porto." },
+          { id: "m2", role: "assistant", content: "Noted." },
+        ],
+      });
+      assert.equal(stored.ingested, 2);
+      const ctx = await client.assemble({ sessionId: "fresh", userId: "ana", tokenBudget: 4000, prompt: "Where does Ines live?" });
+      assert.match(ctx.systemPromptAddition, /Porto/);
+      const hits = await client.search({ query: "Porto", userId: "ana", k: 3 });
+      assert.ok((hits.hits ?? []).some((h) => h.text.includes("Porto")));
+    });
+
+    test("many calls in flight on one connection all get their own reply", async () => {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => client.call("embed", { texts: [`text ${i}`], kind: "query" })));
+      assert.equal(results.length, 20);
+      for (const r of results) assert.equal(r.vectors.length, 1);
+    });
+
+    test("daemon errors become typed errors", async () => {
+      await assert.rejects(client.request("ingest", { sessionId: "x", messages: [], user_id: "a" }), (e: Error) => e instanceof InvalidParams && /did you mean `userId`/.test(e.message));
+      await assert.rejects(client.compact({ sessionId: "never-seen" }), NotFound);
+      await assert.rejects(client.request("no.such.method", {}), MethodNotFound);
+    });
+
+    test("a call past its deadline times out; the connection keeps serving", async () => {
+      await assert.rejects(client.call("debug.sleep", { seconds: 1 }, { timeoutMs: 100 }), RpcTimeout);
+      assert.equal((await client.health()).ok, true);
+    });
+
+    test("an aborted call rejects at once", async () => {
+      const ac = new AbortController();
+      const pending = client.call("debug.sleep", { seconds: 0.5 }, { signal: ac.signal });
+      ac.abort();
+      await assert.rejects(pending, CallAborted);
+      await assert.rejects(client.health({ signal: AbortSignal.abort() }), CallAborted);
+    });
+
+    test("$/progress notifications reach their call", async () => {
+      const messages = Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Point ${i} about the boat trip to Hydra.` }));
+      await client.ingest({ sessionId: "p1", userId: "pp", messages });
+      const seen: ProgressParams[] = [];
+      const out = await client.compact({ sessionId: "p1", force: true }, { onProgress: (p) => seen.push(p) });
+      assert.equal(out.didCompact, true);
+      assert.ok(seen.length >= 1);
+      for (let i = 1; i < seen.length; i++) assert.ok(seen[i]!.done >= seen[i - 1]!.done);
+    });
+  });
+}
+
+describe("client edge cases", () => {
+  test("stdio: the client spawns the daemon and stops it on close", async () => {
+    const dir = tempDir();
+    try {
+      const client = await LibravdbClient.connect({
+        endpoint: "stdio",
+        timeoutMs: 60_000,
+        spawn: { command: daemonCommand(), dataDir: join(dir, "data"), env: { ...process.env, HOME: dir } },
+      });
+      assert.equal((await client.status()).ok, true);
+      await client.close();
+      await assert.rejects(client.health(), ConnectionClosed);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  test("nothing listening: ConnectError names the endpoint", async () => {
+    const dir = tempDir();
+    try {
+      await assert.rejects(LibravdbClient.connect({ endpoint: `unix:${join(dir, "none.sock")}` }), (e: Error) => e instanceof ConnectError && /none\.sock/.test(e.message));
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  test("a reply that is not JSON retires the connection with a ProtocolError", async () => {
+    // Not a daemon stand-in: the daemon never sends garbage, so a socket that does is the
+    // only way to see what the client does with it.
+    const server = createServer((sock) => {
+      sock.once("data", () => sock.write("this is not json\n"));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as { port: number }).port;
+    try {
+      await assert.rejects(LibravdbClient.connect({ endpoint: `tcp:127.0.0.1:${port}`, timeoutMs: 2000 }), (e: Error) => e instanceof ConnectionClosed && /not JSON/.test(e.message));
+    } finally {
+      server.close();
+    }
+  });
+
+  test("a daemon that dies fails the calls in flight", async () => {
+    const daemon = await startDaemon({ env: { LIBRAVDB_DEBUG_METHODS: "1" } });
+    try {
+      const client = await LibravdbClient.connect({ endpoint: daemon.endpoint });
+      const failed = assert.rejects(client.call("debug.sleep", { seconds: 5 }), ConnectionClosed);
+      await daemon.kill();
+      await failed;
+      assert.equal(client.closed, true);
+    } finally {
+      removeDir(daemon.dir);
+    }
+  });
+});
+

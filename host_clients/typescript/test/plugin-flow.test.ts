@@ -1,0 +1,182 @@
+// The plugin's engine, tools, memory runtime and CLI driven through a whole host flow
+// against the real daemon, over a Unix socket and over TCP.
+import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { runForget, runStatus, type CliIo } from "../src/plugin/cli.js";
+import { pluginState } from "../src/plugin/entry.js";
+import { resolveConfig } from "../src/plugin/config.js";
+import type { AgentMessage } from "../src/plugin/host-types.js";
+import { LibravdbClient } from "../src/client/client.js";
+import { closeAll, engine, register, tools } from "./host.js";
+import { RecordingLogger, removeDir, startDaemon, type Daemon } from "./support.js";
+
+const KEY = "agent:main:main";
+const FACT = "My sister Ines lives in Porto and teaches physics.";
+
+function turn(user: string, assistant: string, ts: number): AgentMessage[] {
+  return [
+    { role: "user", content: [{ type: "text", text: user }], timestamp: ts },
+    { role: "assistant", content: [{ type: "text", text: assistant }], timestamp: ts + 1 },
+  ];
+}
+
+function captureIo(): CliIo & { out: (t: string) => void; lines: string[]; code: number } {
+  const io = { lines: [] as string[], code: 0, out: (t: string) => void io.lines.push(t), err: (t: string) => void io.lines.push(t), setExitCode: (c: number) => void (io.code = c) };
+  return io;
+}
+
+for (const transport of ["unix", "tcp"] as const) {
+  describe(`host flow over ${transport}`, () => {
+    let daemon: Daemon;
+    let stats: LibravdbClient;
+    let config: Record<string, unknown>;
+    before(async () => {
+      daemon = await startDaemon({ transport });
+      stats = await LibravdbClient.connect({ endpoint: daemon.endpoint });
+      config = { endpoint: daemon.endpoint, spawnDaemon: false, outboxDir: join(daemon.dir, "outbox"), assembleTimeoutMs: 60_000, callTimeoutMs: 60_000 };
+    });
+    after(async () => {
+      await closeAll();
+      await stats.close();
+      await daemon.stop();
+      removeDir(daemon.dir);
+    });
+
+    const calls = async (method: string): Promise<number> => ((await stats.status()).methods?.[method]?.calls ?? 0);
+
+    test("metadata registrations open no connection; full registration owns both slots", async () => {
+      const connections = (await stats.status()).connections;
+      const meta = register(config, "cli-metadata");
+      assert.equal(meta.engines.size, 0);
+      assert.deepEqual(meta.cliOptions, [{ parentPath: ["memory"], commands: ["libravdb"], descriptors: [{ name: "libravdb", description: "LibraVDB memory: status, search, forget, compact, export", hasSubcommands: true }] }]);
+      const reg = register(config, "discovery");
+      assert.ok(reg.engines.has("libravdb-memory") && reg.capability?.runtime);
+      assert.equal((await stats.status()).connections, connections);
+      const e = await engine(reg);
+      assert.deepEqual(e.info.transcriptSemantics, { currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" });
+      assert.equal(e.info.ownsCompaction, true);
+    });
+
+    test("commitTurn writes once; a retry with the key is a duplicate", async () => {
+      const reg = register(config);
+      const e = await engine(reg);
+      assert.deepEqual(await e.bootstrap({ sessionId: "s1", sessionKey: KEY }), { bootstrapped: true, importedMessages: 0 });
+      const messages = turn(FACT, "Noted: Ines lives in Porto.", 1_700_000_000_000);
+      const first = await e.commitTurn({ advancementKey: "adv-1", sessionId: "s1", sessionKey: KEY, messages });
+      assert.equal(first.status, "committed");
+      const again = await (await engine(reg)).commitTurn({ advancementKey: "adv-1", sessionId: "s1", sessionKey: KEY, messages });
+      assert.equal(again.status, "duplicate");
+      const raw = await stats.request("list_collection", { collection: "session_raw:s1" });
+      assert.equal((raw as { results: unknown[] }).results.length, 2);
+    });
+
+    test("a new session recalls the fact with one assemble call", async () => {
+      const reg = register(config);
+      const e = await engine(reg);
+      const before = await calls("assemble");
+      const hostMessages = turn("Hi again", "Hello!", 1_700_000_100_000);
+      const out = await e.assemble({ sessionId: "s2", sessionKey: KEY, messages: hostMessages, prompt: "Where does my sister live?", tokenBudget: 8000 });
+      assert.match(out.systemPromptAddition ?? "", /Porto/);
+      assert.equal(out.messages[0], hostMessages[0]); // the host's own objects, unchanged
+      assert.equal(out.messages.length, 2);
+      assert.equal((await calls("assemble")) - before, 1);
+    });
+
+    test("an owning engine gets a window of its transcript; older turns come back as memory", async () => {
+      const e = await engine(register(config));
+      const history: AgentMessage[] = [{ role: "user", content: "My passport number ends in 7781.", timestamp: 1 }];
+      for (let i = 1; i < 80; i++) history.push({ role: i % 2 ? "assistant" : "user", content: `small talk ${i} ` + "la ".repeat(60), timestamp: 1 + i });
+      await e.commitTurn({ advancementKey: "w-1", sessionId: "w1", sessionKey: KEY, messages: history });
+      const out = await e.assemble({ sessionId: "w1", sessionKey: KEY, messages: history, prompt: "What does my passport number end in?", tokenBudget: 3000 });
+      assert.ok(out.messages.length < history.length && out.messages.length > 0);
+      assert.equal(out.messages[0]!.role, "user");
+      assert.equal(out.messages.at(-1), history.at(-1));
+      assert.match(out.systemPromptAddition ?? "", /7781/);
+      assert.ok(out.estimatedTokens <= 3000);
+    });
+
+    test("compact: forced compaction of a long session", async () => {
+      const e = await engine(register(config));
+      const messages: AgentMessage[] = [];
+      for (let i = 0; i < 24; i++) messages.push(...turn(`Update ${i}: the Lisbon flat viewing moved to slot ${i}.`, `Thanks, noted ${i}.`, 2_000 + 2 * i));
+      await e.commitTurn({ advancementKey: "c-1", sessionId: "c1", sessionKey: KEY, messages });
+      const out = await e.compact({ sessionId: "c1", sessionKey: KEY, force: true, currentTokenCount: 900 });
+      assert.equal(out.ok, true);
+      assert.equal(out.compacted, true);
+      const none = await e.compact({ sessionId: "never", sessionKey: KEY });
+      assert.deepEqual([none.ok, none.compacted], [true, false]);
+    });
+
+    test("a forked subagent shares its parent's memory; an isolated one does not", async () => {
+      const reg = register(config);
+      const e = await engine(reg);
+      const child = "agent:main:subagent:fork-1";
+      const prep = await e.prepareSubagentSpawn({ parentSessionKey: KEY, childSessionKey: child, contextMode: "fork" });
+      assert.ok(prep);
+      const inFork = await (await engine(reg)).assemble({ sessionId: "fork-1", sessionKey: child, messages: [], prompt: "Where does my sister live?", tokenBudget: 8000 });
+      assert.match(inFork.systemPromptAddition ?? "", /Porto/);
+      await prep.rollback();
+      assert.equal(await e.prepareSubagentSpawn({ parentSessionKey: KEY, childSessionKey: "agent:main:subagent:iso", contextMode: "isolated" }), undefined);
+      const isolated = await e.assemble({ sessionId: "iso-1", sessionKey: "agent:main:subagent:iso", messages: [], prompt: "Where does my sister live?", tokenBudget: 8000 });
+      assert.doesNotMatch(isolated.systemPromptAddition ?? "", /Porto/);
+      await e.onSubagentEnded({ childSessionKey: child, reason: "completed" });
+    });
+
+    test("memory_search and memory_get tools, within the caller's namespace", async () => {
+      const reg = register(config);
+      const t = tools(reg, { sessionKey: KEY });
+      const found = await t.get("memory_search")!.execute("call-1", { query: "Where does Ines live?" });
+      const text = found.content[0]!.text;
+      assert.match(text, /Porto/, JSON.stringify(await stats.search({ query: "Where does Ines live?", namespace: `session-key:${KEY}` })));
+      const lines = text.split("\n");
+      const path = /path: (libravdb:\S+)/.exec(lines[lines.findIndex((l) => l.includes(FACT)) + 1] ?? "")?.[1];
+      assert.ok(path, text);
+      const got = await t.get("memory_get")!.execute("call-2", { path });
+      assert.equal(got.content[0]!.text, FACT);
+      const other = tools(reg, { sessionKey: "agent:other:main" });
+      const denied = await other.get("memory_get")!.execute("call-3", { path });
+      assert.match(denied.content[0]!.text, /No memory at/);
+      const empty = await t.get("memory_search")!.execute("call-4", { query: " " });
+      assert.match(empty.content[0]!.text, /query is required/);
+    });
+
+    test("memory runtime: manager search and hit authorization", async () => {
+      const reg = register(config);
+      const runtime = reg.capability!.runtime!;
+      const { manager } = await runtime.getMemorySearchManager({ agentId: "main" });
+      const hits = await manager!.search("Ines Porto", { maxResults: 5, sessionKey: KEY });
+      assert.ok(hits.some((h) => h.snippet.includes("Porto")));
+      const mine = await runtime.authorizeSearchHits!({ agentId: "main", requesterSessionKey: KEY, sandboxed: false, hits });
+      assert.equal(mine.length, hits.length);
+      const theirs = await runtime.authorizeSearchHits!({ agentId: "main", requesterSessionKey: "agent:other:main", sandboxed: false, hits });
+      assert.equal(theirs.length, 0);
+      assert.deepEqual(reg.capability!.promptBuilder!({ availableTools: new Set(["memory_search", "memory_get"]) }).slice(0, 1), ["## Memory"]);
+      assert.deepEqual(reg.capability!.promptBuilder!({ availableTools: new Set() }), []);
+    });
+
+    test("CLI: status, then forget a session key's memory", async () => {
+      const deps = pluginState(resolveConfig(config), new RecordingLogger());
+      const status = captureIo();
+      await runStatus(deps, status, false);
+      assert.match(status.lines.join("\n"), /daemon\s+running/);
+      const refused = captureIo();
+      await runForget(deps, refused, { sessionKey: KEY });
+      assert.equal(refused.code, 1);
+      assert.match(refused.lines.join("\n"), /--yes/);
+      const io = captureIo();
+      await runForget(deps, io, { sessionKey: KEY, yes: true, includeSessions: true });
+      assert.match(io.lines.join("\n"), /forgot \d+ record/);
+      const after = await (await engine(register(config))).assemble({ sessionId: "s9", sessionKey: KEY, messages: [], prompt: "Where does my sister live?", tokenBudget: 8000 });
+      assert.doesNotMatch(after.systemPromptAddition ?? "", /Porto/);
+      assert.deepEqual(readdirSync(join(daemon.dir)).includes("outbox"), false); // nothing ever waited
+    });
+  });
+}
+
+test("a bad config is refused at load, naming the key", () => {
+  assert.throws(() => register({ endpoint: "unix:/tmp/x", assembleTimeoutMs: "5s" }), /libravdb-memory config: assembleTimeoutMs must be an integer/);
+  assert.throws(() => register({ endpiont: "auto" }), /unknown config key "endpiont"/);
+});
