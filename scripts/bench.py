@@ -191,6 +191,7 @@ SECTIONS: dict[str, Section] = {
     "memory": _module_section("scripts.bench_memory"),
     "assemble": _module_section("scripts.bench_assemble"),
     "resident": _module_section("scripts.bench_resident"),
+    "typescript": _module_section("scripts.bench_typescript"),
 }
 
 
