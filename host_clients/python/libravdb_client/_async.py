@@ -49,6 +49,8 @@ from libravdb_client.errors import (
 from protocol.assemble import (
     AssembleParams,
     AssembleResult,
+    MemoryGetParams,
+    MemoryGetResult,
     SearchFilters,
     SearchParams,
     SearchResult,
@@ -538,6 +540,7 @@ class AsyncClient:
         user_id: str | None = None,
         memory_budget_fraction: float = 0.25,
         tail_placement: Literal["messages", "addition"] | None = None,
+        window_messages: bool = False,
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> AssembleResult:
         """The memory for one model call under ``token_budget`` (docs/protocol.md)."""
@@ -550,6 +553,7 @@ class AsyncClient:
             prompt=prompt,
             memory_budget_fraction=memory_budget_fraction,
             tail_placement=tail_placement,
+            window_messages=window_messages,
         )
         return await self.call_typed("assemble", params, AssembleResult, timeout=timeout)
 
@@ -575,6 +579,27 @@ class AsyncClient:
             filters=filters,
         )
         return await self.call_typed("search", params, SearchResult, timeout=timeout)
+
+    async def memory_get(
+        self,
+        collection: str,
+        id: str,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> MemoryGetResult:
+        """One record by the ``collection`` and ``id`` of a search hit, within the namespace
+        (``NotFound`` for a record of another namespace, as for a missing one)."""
+        params = MemoryGetParams(
+            collection=collection,
+            id=id,
+            namespace=namespace,
+            user_id=user_id,
+            session_id=session_id,
+        )
+        return await self.call_typed("memory.get", params, MemoryGetResult, timeout=timeout)
 
     async def compact(
         self,

@@ -49,6 +49,8 @@ from libravdb_client.errors import (
 from protocol.assemble import (
     AssembleParams,
     AssembleResult,
+    MemoryGetParams,
+    MemoryGetResult,
     SearchFilters,
     SearchParams,
     SearchResult,
@@ -575,6 +577,7 @@ class Client:
         user_id: str | None = None,
         memory_budget_fraction: float = 0.25,
         tail_placement: Literal["messages", "addition"] | None = None,
+        window_messages: bool = False,
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> AssembleResult:
         """The memory for one model call under ``token_budget`` (docs/protocol.md)."""
@@ -587,6 +590,7 @@ class Client:
             prompt=prompt,
             memory_budget_fraction=memory_budget_fraction,
             tail_placement=tail_placement,
+            window_messages=window_messages,
         )
         return self.call_typed("assemble", params, AssembleResult, timeout=timeout)
 
@@ -612,6 +616,27 @@ class Client:
             filters=filters,
         )
         return self.call_typed("search", params, SearchResult, timeout=timeout)
+
+    def memory_get(
+        self,
+        collection: str,
+        id: str,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> MemoryGetResult:
+        """One record by the ``collection`` and ``id`` of a search hit, within the namespace
+        (``NotFound`` for a record of another namespace, as for a missing one)."""
+        params = MemoryGetParams(
+            collection=collection,
+            id=id,
+            namespace=namespace,
+            user_id=user_id,
+            session_id=session_id,
+        )
+        return self.call_typed("memory.get", params, MemoryGetResult, timeout=timeout)
 
     def compact(
         self,

@@ -45,6 +45,10 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
 
         hits = c.search("marine biology", user_id="typed", k=3, filters=SearchFilters(role="user"))
         assert hits.hits and all(h.role == "user" for h in hits.hits)
+        got = c.memory_get(hits.hits[0].collection, hits.hits[0].id, user_id="typed")
+        assert got.record.text == hits.hits[0].text
+        with pytest.raises(NotFound):
+            c.memory_get(hits.hits[0].collection, hits.hits[0].id, user_id="someone-else")
 
         seen: list[ProgressParams] = []
         many = [{"role": "user", "content": f"Point {i} about the boat trip."} for i in range(30)]
@@ -91,6 +95,8 @@ async def test_async_typed_methods(tcp_daemon: DaemonProcess) -> None:
         assert "Aberdeen" in ctx.system_prompt_addition
         hits = await c.search("Aberdeen", user_id="atyped")
         assert hits.hits[0].text == "She moved to Aberdeen for the degree."
+        got = await c.memory_get(hits.hits[0].collection, hits.hits[0].id, user_id="atyped")
+        assert got.record.role == "user" and got.record.session_id == "atyped"
         listed = await c.authored_list()
         assert listed.documents == [] or all(d.source_doc for d in listed.documents)
         assert (await c.forget(user_id="atyped")).deleted > 0
