@@ -5,8 +5,9 @@ side in one run (host_clients/typescript/bench/typescript-bench.ts does the meas
   p50 for the same calls (its dispatcher's timing, request decoded to reply encoded), and a
   bare client round trip; target: plugin within 1.2x of the daemon's own.
 * one host turn (recall, then commit the turn) through the plugin, and through the
-  reference plugin's v1 call sequence (host-behaviour.md §3.1 and §3.4, replayed with the
-  same client: the reference package is not installable here): RPCs and ms per turn.
+  reference plugin's v1 call sequence (history, five searches, access counts; then
+  insert, index, gating and durable insert of the user turn, insert of the reply), replayed
+  with the same client: the reference package is not installable here: RPCs and ms per turn.
 
 ``run(quick)`` returns ``{metric, value, unit?, target?, verdict?}`` rows.
 """

@@ -4,7 +4,8 @@ It holds what the ingest, compaction and forget code share across calls:
 
 * per-session locks: ``ingest_lock(sid)`` serializes ingests of one session (position
   counter, duplicate check); ``compaction_lock(sid)`` serializes compactions. They are
-  separate, so a running (background) compaction never blocks ingest;
+  separate, so a running (background) compaction never blocks ingest, and they exist only
+  while held or awaited (:class:`KeyedLocks`), so idle sessions cost nothing;
 * the auto-compaction :class:`TokenAccumulator` and the background tasks it starts;
 * the :class:`CompactionBarrier` (per-session compaction epoch) and the invalidation hook
   (:meth:`subscribe`) that assemblers and caches use.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,7 @@ from sidecar.memory.autocompact import (
     TokenAccumulator,
 )
 from sidecar.memory.gate import GatingConfig
+from sidecar.memory.keyed_locks import KeyedLocks
 from sidecar.memory.listeners import Listeners
 from sidecar.memory.progress import Progress, no_progress
 from sidecar.store.aio import AsyncStore
@@ -105,8 +108,8 @@ class MemoryService:
             centroid_k=g.centroid_k,
             memory_k=int(getattr(g, "memory_k", 5)),
         )
-        self._ingest_locks: dict[str, asyncio.Lock] = {}
-        self._compaction_locks: dict[str, asyncio.Lock] = {}
+        self._ingest_locks = KeyedLocks()
+        self._compaction_locks = KeyedLocks()
         self._listeners: Listeners[InvalidationEvent] = Listeners("memory.listener_failed")
         self._write_listeners: Listeners[Written] = Listeners("memory.write_listener_failed")
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -163,11 +166,17 @@ class MemoryService:
             self._prototypes = await self.embed(list(GUIDANCE_PROTOTYPES), "document")
         return self._prototypes
 
-    def ingest_lock(self, session_id: str) -> asyncio.Lock:
-        return self._ingest_locks.setdefault(session_id, asyncio.Lock())
+    def ingest_lock(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while one ingest of the session runs (``async with``)."""
+        return self._ingest_locks.hold(session_id)
 
-    def compaction_lock(self, session_id: str) -> asyncio.Lock:
-        return self._compaction_locks.setdefault(session_id, asyncio.Lock())
+    def compaction_lock(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while one compaction of the session runs (``async with``)."""
+        return self._compaction_locks.hold(session_id)
+
+    def held_session_locks(self) -> int:
+        """Session locks with a holder or a waiter (idle sessions keep none)."""
+        return len(self._ingest_locks) + len(self._compaction_locks)
 
     # ---- epoch and invalidation --------------------------------------------------------
 

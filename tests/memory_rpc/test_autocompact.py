@@ -109,12 +109,20 @@ async def test_forget_waits_for_a_running_compaction(tmp_path: Path) -> None:
     h, close = await make_harness(tmp_path, **{"compaction.auto": False})
     try:
         await h.memory.ingest("s", _msgs(0, 12), user_id="u")
-        lock = h.memory.compaction_lock("s")
-        await lock.acquire()  # stands for a compaction that is running
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def running_compaction() -> None:  # holds the lock as a compaction does
+            async with h.memory.compaction_lock("s"):
+                holding.set()
+                await release.wait()
+
+        compaction = asyncio.ensure_future(running_compaction())
+        await holding.wait()
         forget = asyncio.ensure_future(h.call("forget", {"userId": "u", "includeSessions": True}))
         await asyncio.sleep(0.05)
         assert not forget.done()
-        lock.release()
+        release.set()
+        await compaction
         res = await asyncio.wait_for(forget, 10)
         assert res["deleted"] >= 12
         assert (await h.call("list_collection", {"collection": "session_raw:s"}))["results"] == []
@@ -153,5 +161,19 @@ async def test_at_most_max_concurrent_compactions_run_at_once(
         outs = await asyncio.gather(*(h.memory.compact(sid, opts) for sid in sessions))
         assert peak == 2
         assert all(o.did_compact for o in outs)
+    finally:
+        await close()
+
+
+async def test_idle_sessions_keep_no_locks(tmp_path: Path) -> None:
+    # Regression: one ingest lock and one compaction lock per session id, kept forever (a
+    # slow leak in a long-running daemon).
+    h, close = await make_harness(tmp_path, **{"compaction.auto": False})
+    try:
+        for i in range(50):
+            await h.memory.ingest(f"s{i}", _msgs(0, 6))
+            await h.memory.compact(f"s{i}", CompactionOptions(target_size=3))
+        await h.call("forget", {"namespace": "session:s0", "includeSessions": True})
+        assert h.memory.held_session_locks() == 0
     finally:
         await close()

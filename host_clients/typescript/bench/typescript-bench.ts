@@ -3,8 +3,8 @@
 //   1. assemble: the daemon's own time (timings it reports), a bare client round trip,
 //      and the plugin's engine.assemble round trip, with the same inputs;
 //   2. a host turn (recall then commit) through the plugin, and through the reference
-//      plugin's v1 call sequence (host-behaviour.md §3.1, §3.4; the reference package is
-//      not installable here, so its calls are replayed with this client): RPCs and time.
+//      plugin's v1 call sequence (the reference package is not installable here, so its
+//      documented calls are replayed with this client): RPCs and time.
 import { LibravdbClient } from "../src/client/client.js";
 import { closeAll, engine, register } from "../test/host.js";
 import type { AgentMessage } from "../src/plugin/host-types.js";
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     for (let t = 0; t < turns; t++) {
       const user = sentence(7000 + t);
       const t0 = performance.now();
-      // assemble (§3.4): history, five searches, access counts
+      // the reference's assemble: history, five searches, access counts
       await client.request("list_by_meta", { collection: `session:${sid}`, key: "sessionId", value: sid });
       await client.request("search_text", { collection: `session:${sid}`, text: user, k: 8, excludeIds: [] });
       await client.request("search_text", { collection: `user:${NS}`, text: user, k: 4 });
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
       await client.request("search_text", { collection: "authored:variant", text: user, k: 16 });
       await client.request("search_text_collections", { collections: [`elevated:user:${NS}`, `elevated:session:${sid}`], text: user, k: 16, excludeByCollection: {} });
       await client.request("bump_access_counts", { updates: [{ collection: `user:${NS}`, ids: [] }] });
-      // afterTurn (§3.1): the user turn (session, turn index, gating, durable), the reply
+      // the reference's afterTurn: the user turn (session, turn index, gating, durable), the reply
       const ts = 1_800_000_000_000 + 2 * t;
       const meta = { role: "user", ts, userId: NS, sessionId: sid, type: "turn", provenance_class: "session_turn", stability_weight: 0.5, source_turn_id: `u${t}` };
       await client.request("insert_session_turn", { sessionId: sid, id: `${sid}:u${t}`, text: user, metadata: meta });

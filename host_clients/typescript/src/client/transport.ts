@@ -26,14 +26,32 @@ export interface SpawnOptions {
   stderr?: "inherit" | "ignore";
 }
 
-class SocketPipe implements Pipe {
+/** The close bookkeeping both pipes share: handlers run once, late ones at once. */
+abstract class ClosingPipe {
   private closeHandlers: ((reason: string) => void)[] = [];
-  private closedReason: string | null = null;
+  protected closedReason: string | null = null;
 
+  protected finish(reason: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    this.onFinish();
+    for (const h of this.closeHandlers) h(reason);
+  }
+
+  protected onFinish(): void {}
+
+  onClose(handler: (reason: string) => void): void {
+    if (this.closedReason !== null) handler(this.closedReason);
+    else this.closeHandlers.push(handler);
+  }
+}
+
+class SocketPipe extends ClosingPipe implements Pipe {
   constructor(
     private readonly socket: Socket,
     readonly description: string,
   ) {
+    super();
     socket.on("error", (err) => this.finish(err.message));
     socket.on("close", () => this.finish("connection closed"));
     socket.on("end", () => this.finish("connection closed by the daemon"));
@@ -42,11 +60,8 @@ class SocketPipe implements Pipe {
     socket.unref();
   }
 
-  private finish(reason: string): void {
-    if (this.closedReason !== null) return;
-    this.closedReason = reason;
+  protected override onFinish(): void {
     this.socket.destroy();
-    for (const h of this.closeHandlers) h(reason);
   }
 
   write(data: string): void {
@@ -54,10 +69,6 @@ class SocketPipe implements Pipe {
   }
   onData(handler: (chunk: Buffer) => void): void {
     this.socket.on("data", handler);
-  }
-  onClose(handler: (reason: string) => void): void {
-    if (this.closedReason !== null) handler(this.closedReason);
-    else this.closeHandlers.push(handler);
   }
   async close(): Promise<void> {
     this.finish("closed by the client");
@@ -90,23 +101,15 @@ function openSocket(endpoint: Endpoint & { kind: "unix" | "tcp" }, timeoutMs: nu
   });
 }
 
-class ChildPipe implements Pipe {
-  private closeHandlers: ((reason: string) => void)[] = [];
-  private closedReason: string | null = null;
-
+class ChildPipe extends ClosingPipe implements Pipe {
   constructor(
     private readonly child: ChildProcess,
     readonly description: string,
   ) {
+    super();
     child.on("exit", (code, signal) => this.finish(`daemon exited (${signal ?? `code ${code}`})`));
     child.on("error", (err) => this.finish(err.message));
     child.stdin?.on("error", () => undefined); // EPIPE after exit: reported by "exit"
-  }
-
-  private finish(reason: string): void {
-    if (this.closedReason !== null) return;
-    this.closedReason = reason;
-    for (const h of this.closeHandlers) h(reason);
   }
 
   write(data: string): void {
@@ -114,10 +117,6 @@ class ChildPipe implements Pipe {
   }
   onData(handler: (chunk: Buffer) => void): void {
     this.child.stdout?.on("data", handler);
-  }
-  onClose(handler: (reason: string) => void): void {
-    if (this.closedReason !== null) handler(this.closedReason);
-    else this.closeHandlers.push(handler);
   }
   async close(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
