@@ -60,11 +60,14 @@ class NeedScan(Exception):
 
 @dataclass(frozen=True, slots=True)
 class AnnParams:
-    m: int = 16
-    ef_construction: int = 200
-    ef_search: int = 64
-    threads: int = 1
-    oversample: int = 4
+    """Graph parameters; the values come from ``StoreSettings`` (config.py), the one place
+    that holds their defaults."""
+
+    m: int
+    ef_construction: int
+    ef_search: int
+    threads: int
+    oversample: int
 
 
 @dataclass(slots=True)

@@ -25,12 +25,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import msgspec
 import numpy as np
 import structlog
 
+from sidecar.config import StoreSettings
 from sidecar.store import names as N
 from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store.errors import (
@@ -64,9 +65,6 @@ from sidecar.store.types import (
     TimeRange,
 )
 from sidecar.store.writer import Effect, Tx, Writer, map_sqlite_error
-
-if TYPE_CHECKING:
-    from sidecar.config import StoreSettings
 
 log = structlog.get_logger(__name__)
 
@@ -294,23 +292,20 @@ class Store:
         self.model = model
         self.tiers = tiers
         self.ann_dims = ann_dims
-        m = settings.hnsw_m if settings else 16
-        efc = settings.hnsw_ef_construction if settings else 200
-        efs = settings.hnsw_ef_search if settings else 64
-        over = settings.oversample if settings else 4
-        self.exact_threshold = (
-            exact_threshold
-            if exact_threshold is not None
-            else (settings.exact_threshold if settings else 20_000)
-        )
-        self.rebuild_fraction = settings.rebuild_deleted_fraction if settings else 0.2
+        # One source of defaults: a store opened without settings (benchmarks, tests,
+        # tools) builds the same graph as the daemon's.
+        s = settings if settings is not None else StoreSettings()
+        self.exact_threshold = exact_threshold if exact_threshold is not None else s.exact_threshold
+        self.rebuild_fraction = s.rebuild_deleted_fraction
         self.checkpoint_idle_s = (
-            checkpoint_idle_s
-            if checkpoint_idle_s is not None
-            else (settings.checkpoint_idle_s if settings else 30.0)
+            checkpoint_idle_s if checkpoint_idle_s is not None else s.checkpoint_idle_s
         )
         self.params = AnnParams(
-            m=m, ef_construction=efc, ef_search=efs, threads=index_threads, oversample=over
+            m=s.hnsw_m,
+            ef_construction=s.hnsw_ef_construction,
+            ef_search=s.hnsw_ef_search,
+            threads=index_threads,
+            oversample=s.oversample,
         )
         self._synchronous = synchronous.upper()
         self._collections: dict[str, CollectionInfo] = {}

@@ -351,3 +351,21 @@ def test_delete_then_reinsert_and_reads_during_writes(store: Store) -> None:
     hits = store.search("user:u1", [1, 0, 0, 0], 10)
     assert [h.id for h in hits] == [f"r{i:03d}" for i in range(0, 20, 2)]
     assert store.count("user:u1") == 110
+
+
+def test_defaults_come_from_the_settings(data_dir: Path) -> None:
+    # Regression: a Store opened without settings (benchmarks, tests, tools) used
+    # ef_construction 200 while the daemon's settings say 100: a different graph.
+    from sidecar.config import StoreSettings
+
+    defaults = StoreSettings()
+    s = Store.open(data_dir, embed_dims=4, fingerprint="fp-test")
+    try:
+        assert s.params.m == defaults.hnsw_m
+        assert s.params.ef_construction == defaults.hnsw_ef_construction
+        assert s.params.ef_search == defaults.hnsw_ef_search
+        assert s.params.oversample == defaults.oversample
+        assert s.exact_threshold == defaults.exact_threshold
+        assert s.checkpoint_idle_s == defaults.checkpoint_idle_s
+    finally:
+        s.close()
