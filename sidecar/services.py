@@ -7,11 +7,9 @@ engine hub is provided (and started) first, and closed last.
 
 from __future__ import annotations
 
-from sidecar.app import App
+from sidecar.app import App, StartupError
 
-
-class StartupError(Exception):
-    """A service could not start; the daemon exits 1 with this message."""
+__all__ = ["StartupError", "install_services"]
 
 
 def install_services(app: App) -> None:
