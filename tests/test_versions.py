@@ -9,8 +9,9 @@ import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
-import sidecar
 from libravdb_client import __version__ as client_version
+
+import sidecar
 
 REPO = Path(__file__).resolve().parent.parent
 TS = REPO / "host_clients" / "typescript"
