@@ -44,3 +44,16 @@ def test_every_package_carries_the_license() -> None:
     for where in (REPO / "host_clients" / "python", TS):
         assert (where / "LICENSE").read_text() == text
     assert json.loads((TS / "package.json").read_text())["license"] == "MIT"
+
+
+def test_pre_commit_runs_the_lint_gates() -> None:
+    config = (REPO / ".pre-commit-config.yaml").read_text()
+    makefile = (REPO / "Makefile").read_text()
+    for hook, command in (
+        ("ruff", "ruff check"),
+        ("ruff-format", "ruff format"),
+        ("mypy", "mypy --strict sidecar protocol host_clients/python/libravdb_client"),
+        ("typescript", "node scripts/gen-types.mjs --check && npx tsc -p tsconfig.json --noEmit"),
+    ):
+        assert f"- id: {hook}\n" in config, hook
+        assert command in config and command in makefile, command
