@@ -49,7 +49,7 @@ e2e: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check sidecar protocol host_clients/python scripts tests
-	$(VENV)/bin/mypy --strict sidecar protocol host_clients/python/libravdb_client
+	$(VENV)/bin/mypy --strict sidecar protocol host_clients/python/libravdb_client scripts
 	cd $(TS) && node scripts/gen-types.mjs --check && npx tsc -p tsconfig.json --noEmit
 
 fmt: setup

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,7 +121,7 @@ def bench_transport(args: argparse.Namespace) -> list[Row]:
             proc, endpoint, _ = _spawn(tmp / kind, *flags)
             try:
                 conn = _LineSocket(endpoint)
-                p50, p95 = _percentiles(_health_samples(lambda c=conn: c.roundtrip(payload), n))
+                p50, p95 = _percentiles(_health_samples(partial(conn.roundtrip, payload), n))
             finally:
                 proc.terminate()
                 proc.wait(10)

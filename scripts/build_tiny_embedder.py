@@ -99,8 +99,8 @@ def build_tokenizer(out: Path) -> int:
     chars = list(string.ascii_lowercase + string.digits)
     punct = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
     vocab: dict[str, int] = {}
-    for tok in [*specials, *chars, *punct, *(f"##{c}" for c in chars), *WORDS]:
-        vocab.setdefault(tok, len(vocab))
+    for piece in [*specials, *chars, *punct, *(f"##{c}" for c in chars), *WORDS]:
+        vocab.setdefault(piece, len(vocab))
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

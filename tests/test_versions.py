@@ -52,7 +52,7 @@ def test_pre_commit_runs_the_lint_gates() -> None:
     for hook, command in (
         ("ruff", "ruff check"),
         ("ruff-format", "ruff format"),
-        ("mypy", "mypy --strict sidecar protocol host_clients/python/libravdb_client"),
+        ("mypy", "mypy --strict sidecar protocol host_clients/python/libravdb_client scripts"),
         ("typescript", "node scripts/gen-types.mjs --check && npx tsc -p tsconfig.json --noEmit"),
     ):
         assert f"- id: {hook}\n" in config, hook
