@@ -26,13 +26,13 @@ from sidecar.api.context import CallContext
 from sidecar.api.registry import Registry
 from sidecar.api.v1_store import _engine_error, store_rpc_error
 from sidecar.engines import EngineError
-from sidecar.errors import InvalidInput, ModelUnavailable, NotFound, RpcError, WrongNamespace
+from sidecar.errors import InvalidInput, NotFound, RpcError, WrongNamespace
 from sidecar.memory import collections as C
 from sidecar.memory.compactor import CompactionOptions
+from sidecar.memory.errors import MemoryInputError
 from sidecar.memory.forget import forget_namespace
 from sidecar.memory.service import MemoryService
 from sidecar.memory.sessions import (
-    IngestError,
     SessionNamespaceError,
     messages_from_wire,
     named_namespace,
@@ -47,7 +47,8 @@ def memory_service(ctx: CallContext) -> MemoryService:
 
 @contextmanager
 def memory_errors(what: str = "embed document") -> Iterator[None]:
-    """Map memory, store and engine exceptions onto RPC errors."""
+    """Map the memory layer's refusals (MemoryInputError), store errors and engine errors
+    onto RPC errors."""
     try:
         yield
     except RpcError:
@@ -56,12 +57,12 @@ def memory_errors(what: str = "embed document") -> Iterator[None]:
         raise WrongNamespace(str(exc)) from exc
     except se.StoreError as exc:  # before ValueError: an invalid name is both
         raise store_rpc_error(exc) from exc
-    except (IngestError, ValueError) as exc:
+    except MemoryInputError as exc:
         raise InvalidInput(str(exc)) from exc
     except EngineError as exc:
         raise _engine_error(exc, what) from exc
-    except RuntimeError as exc:  # e.g. the store service is not started
-        raise ModelUnavailable(str(exc)) from exc
+    # Anything else is a fault in the daemon: the dispatcher answers -32603 and logs the
+    # stack trace (a plain ValueError or RuntimeError is not the client's mistake).
 
 
 async def session_exists(svc: MemoryService, session_id: str) -> bool:

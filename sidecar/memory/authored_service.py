@@ -45,6 +45,7 @@ from sidecar.memory.collections import (
     AUTHORED_VARIANT,
     tombstone_keys,
 )
+from sidecar.memory.errors import MemoryInputError
 from sidecar.memory.listeners import Listeners
 from sidecar.memory.markdown import DEFAULT_TOKENIZER_ID, AuthoredDocument, Tier, parse_document
 from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
@@ -66,7 +67,7 @@ SOURCE_KINDS = ("generic", "obsidian")
 _VOLATILE = frozenset({"access_count"})
 
 
-class AuthoredInputError(ValueError):
+class AuthoredInputError(MemoryInputError):
     """Unacceptable input (e.g. a blank sourceDoc); nothing was written."""
 
 

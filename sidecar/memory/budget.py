@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
+from sidecar.memory.errors import MemoryInputError
+
 DEFAULT_MEMORY_FRACTION = 0.25
 DEFAULT_SOFT_FRACTION = 0.30
 DEFAULT_ELEVATED_FRACTION = 0.15
@@ -57,7 +59,7 @@ PARTS: tuple[Part, ...] = ("hard", "tail", "soft", "elevated", "retrieval", "rec
 T = TypeVar("T")
 
 
-class BudgetError(ValueError):
+class BudgetError(MemoryInputError):
     pass
 
 

@@ -34,6 +34,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 
+from sidecar.memory.errors import MemoryInputError
 from sidecar.store.names import MAX_NAME_PART_BYTES, validate_name_part
 
 # ---- fixed names ------------------------------------------------------------------------
@@ -172,7 +173,9 @@ def authored(tier: str) -> str:
     try:
         return AUTHORED_TIERS[tier]
     except KeyError:
-        raise ValueError(f"authored tier must be hard, soft or variant, not {tier!r}") from None
+        raise MemoryInputError(
+            f"authored tier must be hard, soft or variant, not {tier!r}"
+        ) from None
 
 
 def session_id_of(collection: str) -> str | None:

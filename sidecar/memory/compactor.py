@@ -44,6 +44,7 @@ from sidecar.memory import collections as C
 from sidecar.memory import continuity as K
 from sidecar.memory import lineage as L
 from sidecar.memory import quality as Q
+from sidecar.memory.errors import MemoryInputError
 from sidecar.memory.progress import Progress, no_progress
 from sidecar.memory.sanitize import summary_view
 from sidecar.memory.tokens import estimate_tokens, sum_tokens
@@ -355,7 +356,7 @@ async def compact_session(
     once more when the result is written (a summarizer takes up to seconds per cluster).
     """
     if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("session ID is required")
+        raise MemoryInputError("session ID is required")
     store = svc.store
     state_coll = C.session_state(session_id)
     state = await store.get(state_coll, C.SESSION_STATE_ID)

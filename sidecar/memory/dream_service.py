@@ -37,6 +37,7 @@ import numpy as np
 
 from sidecar.memory import collections
 from sidecar.memory.dream import DreamEntry, RejectedEntry, dream_entry_id, gate_entries
+from sidecar.memory.errors import MemoryInputError
 from sidecar.store.types import Delete, Put
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from sidecar.store.service import StoreService
 
 
-class DreamInputError(ValueError):
+class DreamInputError(MemoryInputError):
     """Unacceptable input (blank userId/sourceDoc); nothing was written."""
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.memory import collections as C
 from sidecar.memory import scope
+from sidecar.memory.errors import MemoryInputError
 from sidecar.store.aio import AsyncStore
 from sidecar.store.types import DropCollection
 
@@ -59,7 +60,7 @@ async def forget_namespace(
     svc: MemoryService, namespace: str, *, include_sessions: bool = False
 ) -> ForgetOutcome:
     if not isinstance(namespace, str) or not namespace.strip():
-        raise ValueError("namespace or userId is required")
+        raise MemoryInputError("namespace or userId is required")
     store = svc.store
     known = sorted(await sessions_of_namespace(store, namespace))
     # Hold the sessions' compaction and ingest locks (in one global order: no deadlock), so

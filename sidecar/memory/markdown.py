@@ -65,6 +65,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sidecar.memory.deontic import evaluate_text
+from sidecar.memory.errors import MemoryInputError
 from sidecar.memory.tokens import estimate_tokens
 
 DEFAULT_TOKENIZER_ID = "markdown-ingest:v1"
@@ -567,7 +568,7 @@ def parse_document(
     ``source_doc`` must be non-blank (``ValueError`` otherwise).
     """
     if not source_doc.strip():
-        raise ValueError("sourceDoc is required")
+        raise MemoryInputError("sourceDoc is required")
     fm, body_start = split_frontmatter(raw)
     values: Mapping[str, FrontmatterValue] = fm.values if fm else {}
     fm_core = is_truthy(values.get("core"))

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.memory import collections as C
+from sidecar.memory.errors import MemoryInputError
 from sidecar.memory.gate import GatingSignals, compute_gating
 from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.tokens import estimate_tokens, message_text
@@ -74,7 +75,7 @@ MAX_BATCH = 10_000
 _TS_MAX = 2**63 - 1
 
 
-class IngestError(ValueError):
+class IngestError(MemoryInputError):
     """Invalid ingest input; nothing was written."""
 
 

@@ -6,6 +6,8 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sidecar.memory.errors import MemoryInputError
+
 ROLES = ("user", "assistant", "system", "tool")
 ROLE_STABILITY = {"user": 0.5, "assistant": 0.25}
 DEFAULT_STABILITY = 0.2
@@ -47,7 +49,7 @@ def normalize_role(role: str) -> str:
     """Lowercased, trimmed role; ``ValueError`` unless user / assistant / system / tool."""
     r = role.strip().lower()
     if r not in ROLES:
-        raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        raise MemoryInputError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     return r
 
 
