@@ -1,5 +1,7 @@
 // Pure parts: framing, endpoints, errors, config, messages, namespaces.
 import assert from "node:assert/strict";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import { defaultEndpoint, formatEndpoint, parseEndpoint } from "../src/client/endpoint.js";
@@ -57,6 +59,10 @@ test("config: defaults, and a bad key is named", () => {
   assert.throws(() => resolveConfig({ reconnectInitialMs: 500, reconnectMaxMs: 100 }), /reconnectMaxMs/);
   assert.throws(() => resolveConfig("x"), /must be an object/);
   assert.deepEqual(Object.keys(RULES).sort(), Object.keys(DEFAULT_CONFIG).sort());
+  const paths = resolveConfig({ daemonLogFile: "~/.clawdb/daemon.log", outboxDir: "~", dataDir: "/abs" });
+  assert.equal(paths.daemonLogFile, join(homedir(), ".clawdb", "daemon.log"));
+  assert.equal(paths.outboxDir, homedir());
+  assert.equal(paths.dataDir, "/abs");
 });
 
 test("host messages become daemon messages: user and assistant text, stable ids", () => {

@@ -1,3 +1,6 @@
+import { homedir } from "node:os";
+import { join } from "node:path";
+
 // The plugin's configuration (plugins.entries["libravdb-memory"].config). Every key read
 // here is in openclaw.plugin.json's configSchema, and a test keeps the two equal.
 
@@ -67,6 +70,12 @@ const str: Rule = (v, key) => {
   if (typeof v !== "string") throw new ConfigError(`${key} must be a string, got ${JSON.stringify(v)}`);
   return v;
 };
+/** A path: "~/" is the user's home (JSON config has no shell to expand it). */
+const pathRule: Rule = (v, key) => {
+  const text = str(v, key) as string;
+  if (text === "~") return homedir();
+  return text.startsWith("~/") ? join(homedir(), text.slice(2)) : text;
+};
 const bool: Rule = (v, key) => {
   if (typeof v !== "boolean") throw new ConfigError(`${key} must be true or false, got ${JSON.stringify(v)}`);
   return v;
@@ -109,9 +118,9 @@ export const RULES: Readonly<Record<keyof PluginConfig, Rule>> = {
   endpoint,
   spawnDaemon: bool,
   daemonCommand: argv,
-  dataDir: str,
-  daemonLogFile: str,
-  authTokenFile: str,
+  dataDir: pathRule,
+  daemonLogFile: pathRule,
+  authTokenFile: pathRule,
   namespace: str,
   connectTimeoutMs: ms(50, 60_000),
   spawnTimeoutMs: ms(1_000, 600_000),
@@ -123,7 +132,7 @@ export const RULES: Readonly<Record<keyof PluginConfig, Rule>> = {
   memoryBudgetFraction: fraction,
   defaultTokenBudget: int(256, 10_000_000),
   searchResults: int(1, 200),
-  outboxDir: str,
+  outboxDir: pathRule,
 };
 
 /** The config with defaults filled in; a ConfigError names the first bad key. */
