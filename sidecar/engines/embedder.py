@@ -22,7 +22,8 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -161,6 +162,7 @@ class Embedder:
         int8_matmul: bool = True,
         max_batch_tokens: int = 8192,
         retry_after_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec
         self.max_batch = max(1, int(max_batch))
@@ -176,6 +178,7 @@ class Embedder:
             self._load,
             idle_unload_s=idle_unload_s,
             retry_after_s=retry_after_s,
+            clock=clock,
         )
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.lanes, thread_name_prefix="embedder"

@@ -168,8 +168,16 @@ async def test_concurrent_requests_are_coalesced(minilm: Embedder) -> None:
 
 async def test_requests_arriving_during_a_run_form_the_next_batch(minilm: Embedder) -> None:
     long_texts = [" ".join(f"w{j}" for j in range(120))] * 32
+    dispatched = minilm.batcher.stats.batches
     first = asyncio.ensure_future(minilm.embed(long_texts))
-    await asyncio.sleep(0.005)  # the first batch is running now
+
+    async def first_batch_running() -> None:
+        # The batcher has no event for "a batch started"; its counter is polled, under a
+        # deadline, instead of sleeping a fixed time and hoping the batch runs by then.
+        while minilm.batcher.stats.batches == dispatched:  # noqa: ASYNC110
+            await asyncio.sleep(0.0005)
+
+    await asyncio.wait_for(first_batch_running(), 5)
     before = minilm.batcher.stats.batches
     rest = [asyncio.ensure_future(minilm.embed([f"late {i}"])) for i in range(6)]
     await asyncio.gather(first, *rest)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -106,10 +105,12 @@ def test_idle_unload_disabled_by_zero() -> None:
 
 def test_concurrent_first_use_loads_once() -> None:
     gate = threading.Event()
+    started = threading.Event()
     loads: list[int] = []
 
     def loader() -> str:
         loads.append(1)
+        started.set()
         gate.wait(5)
         return "model"
 
@@ -123,7 +124,7 @@ def test_concurrent_first_use_loads_once() -> None:
     threads = [threading.Thread(target=use) for _ in range(5)]
     for t in threads:
         t.start()
-    time.sleep(0.05)
+    assert started.wait(5)  # the load is under way (and held at the gate)
     assert slot.state is ModelState.LOADING
     gate.set()
     for t in threads:
@@ -138,11 +139,13 @@ def test_background_preload() -> None:
 
 
 def test_embedder_idle_unload_and_reload(minilm_spec: EmbeddingSpec) -> None:
-    emb = Embedder(minilm_spec, idle_unload_s=0.05)
+    now = [1000.0]
+    emb = Embedder(minilm_spec, idle_unload_s=0.05, clock=lambda: now[0])
     try:
         emb.embed_sync(["warm up"])
         assert emb.status()["state"] == "ready"
-        time.sleep(0.1)
+        assert not emb.slot.unload_if_idle()  # used just now
+        now[0] += 0.1
         assert emb.slot.unload_if_idle()
         assert emb.status()["state"] == "unloaded"
         assert emb.embed_sync(["again"]).vectors.shape == (1, 384)
