@@ -44,7 +44,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -319,7 +319,12 @@ class AuthoredWatcher:
         service_factory: Any = None,
         poll_interval_s: float = 2.0,
         retry_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
+        # Injectable clocks: the debounce is tested by moving time, not by sleeping.
+        self._clock = clock
+        self._wall_ns = wall_clock_ns
         self.roots = [parse_root(r) for r in settings.roots if r.strip()]
         self.include = list(settings.include)
         self.exclude = list(settings.exclude)
@@ -452,8 +457,8 @@ class AuthoredWatcher:
 
     def _plan(self, seen: dict[str, Seen], missing_roots: set[str], *, force: bool) -> _Plan:
         plan = _Plan()
-        now = time.monotonic()
-        wall_ns = time.time_ns()
+        now = self._clock()
+        wall_ns = self._wall_ns()
         for doc, s in seen.items():
             st = self.files.get(doc)
             core = bool(self._core(s.rel))
@@ -541,7 +546,7 @@ class AuthoredWatcher:
             self.stats.errors += 1
             p = self._pending.get(doc)
             if p is not None:
-                p.retry_at = time.monotonic() + self.retry_s
+                p.retry_at = self._clock() + self.retry_s
             log.warning("authored.ingest_failed", source_doc=doc, error=str(exc))
             return
         self.files[doc] = new_state

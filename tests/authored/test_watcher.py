@@ -33,8 +33,11 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Rpc, Path]]:
 
 
 def _watcher(rpc: Rpc, tmp: Path, roots: list[str], **kw: Any) -> AuthoredWatcher:
+    clocks = {k: kw.pop(k) for k in ("clock", "wall_clock_ns") if k in kw}
     settings = AuthoredSettings(roots=roots, debounce_ms=kw.pop("debounce_ms", 0), **kw)
-    return AuthoredWatcher(settings, tmp / "data", authored_for(rpc.app), poll_interval_s=3600)
+    return AuthoredWatcher(
+        settings, tmp / "data", authored_for(rpc.app), poll_interval_s=3600, **clocks
+    )
 
 
 async def _docs(rpc: Rpc) -> dict[str, set[str]]:
@@ -137,11 +140,23 @@ async def test_debounce(env: tuple[Rpc, Path]) -> None:
     rpc, tmp = env
     root = tmp / "notes"
     root.mkdir()
-    w = _watcher(rpc, tmp, [str(root)], debounce_ms=300)
+    now = [100.0]
     (root / "a.md").write_text("being written\n")
+    written_ns = (root / "a.md").stat().st_mtime_ns
+    w = _watcher(
+        rpc,
+        tmp,
+        [str(root)],
+        debounce_ms=300,
+        clock=lambda: now[0],
+        wall_clock_ns=lambda: written_ns + 1,  # the first poll sees it 1 ns old
+    )
     await w.scan_once()
     assert w.stats.ingested == 0  # just written: wait until it is stable
-    await asyncio.sleep(0.35)
+    now[0] += 0.2
+    await w.scan_once()
+    assert w.stats.ingested == 0  # unchanged, but not for long enough yet
+    now[0] += 0.15
     await w.scan_once()
     assert w.stats.ingested == 1
 
