@@ -129,6 +129,8 @@ class StatusResult(WireStruct):
     data_dir: str = ""
     endpoint: str = ""
     connections: int = 0
+    # requests executing now on every connection, this status call not counted
+    inflight: int = 0
     records: dict[str, int] = msgspec.field(default_factory=dict)
     models: dict[str, ComponentState] = msgspec.field(default_factory=dict)
     methods: dict[str, MethodStats] = msgspec.field(default_factory=dict)

@@ -207,16 +207,19 @@ def test_twenty_concurrent_connections(endpoint: str) -> None:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(20)]
-    started = time.monotonic()
-    for t in threads:
-        t.start()
+    peak = 0
+    with RawConnection(endpoint) as watcher:
+        for t in threads:
+            t.start()
+        # Served concurrently: the daemon reports several sleeps executing at once (a
+        # structural check; "20 sleeps finish in under N seconds" depended on the machine).
+        while any(t.is_alive() for t in threads) and peak < 10:
+            peak = max(peak, watcher.call("status")["result"]["inflight"])
     for t in threads:
         t.join(30)
-    elapsed = time.monotonic() - started
     assert not errors, errors
     assert len(durations) == 20
-    # Served concurrently: 20 sleeps of 0.3 s take far less than 6 s in sequence.
-    assert elapsed < 4.0
+    assert peak >= 10, peak
 
 
 def test_logs_are_json_with_method_id_and_duration(unix_daemon: DaemonProcess) -> None:
@@ -336,8 +339,10 @@ def test_shutdown_finishes_request_in_flight(tmp_path: Path) -> None:
     daemon = start_daemon(tmp_path, "--socket", str(tmp_path / "d.sock"), env_extra=DEBUG)
     slow = RawConnection(daemon.endpoint)
     slow.send({"jsonrpc": "2.0", "id": "slow", "method": "debug.sleep", "params": {"seconds": 1.0}})
-    time.sleep(0.2)  # the sleep is in flight
     with RawConnection(daemon.endpoint) as conn:
+        deadline = time.monotonic() + 10
+        while conn.call("status")["result"]["inflight"] < 1:  # the sleep is in flight
+            assert time.monotonic() < deadline
         assert conn.call("shutdown")["result"] == {"ok": True}
     # The in-flight request still gets its answer before the daemon exits.
     assert slow.read() == {"jsonrpc": "2.0", "id": "slow", "result": {"slept": 1.0}}

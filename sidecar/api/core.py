@@ -115,6 +115,7 @@ def register(registry: Registry) -> None:
             data_dir=str(app.settings.data_path),
             endpoint=app.endpoint,
             connections=app.open_connections,
+            inflight=max(0, app.inflight_requests - 1),
             records=counts,
             models=states,
             methods={

@@ -136,6 +136,7 @@ class Dispatcher:
         started = time.perf_counter()
         ok = True
         self.inflight += 1
+        self.app.inflight_requests = self.inflight
         try:
             if (
                 self.inflight > self.app.settings.server.max_inflight
@@ -172,6 +173,7 @@ class Dispatcher:
             )
         finally:
             self.inflight -= 1
+            self.app.inflight_requests = self.inflight
         duration_ms = (time.perf_counter() - started) * 1000.0
         # Unknown names share one bucket so a client cannot grow the stats table at will.
         known = self.registry.get(method_name) is not None

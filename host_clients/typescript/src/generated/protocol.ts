@@ -723,6 +723,7 @@ export interface StatusResult {
   dataDir?: string;
   endpoint?: string;
   connections?: number;
+  inflight?: number;
   records?: { [key: string]: number };
   models?: { [key: string]: ComponentState };
   methods?: { [key: string]: MethodStats };
