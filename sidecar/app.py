@@ -55,7 +55,7 @@ class App:
         self.transports: list[str] = []
         self.stats = MethodStats()
         self.open_connections = 0
-        self.inflight_requests = 0  # kept by the dispatcher
+        self.inflight_requests = 0  # executing now, all connections (the dispatcher counts)
         self._services: dict[type, object] = {}
         self._components: list[Component] = []
         self._closing = False

@@ -23,10 +23,9 @@ from sidecar.api.registry import Registry
 from sidecar.api.sessions import memory_errors, memory_service
 from sidecar.errors import InvalidInput
 from sidecar.memory.retrieval import SEARCH_SCOPES, retrieval_for
-from sidecar.memory.sessions import named_namespace, session_namespace
+from sidecar.memory.sessions import named_namespace, request_namespace, session_namespace
 from sidecar.memory.tokens import message_text
 from sidecar.memory.window import window_start
-from sidecar.store.names import validate_name_part
 
 MAX_K = 200
 
@@ -118,12 +117,9 @@ def register(registry: Registry) -> None:
         if f is not None and f.since is not None and f.until is not None and f.since > f.until:
             raise InvalidInput("filters.since must be <= filters.until")
         with memory_errors("embed query"):
-            if params.session_id and params.session_id.strip():
-                ns = await session_namespace(
-                    memory_service(ctx).store, params.session_id, params.namespace, params.user_id
-                )
-            else:
-                ns = validate_name_part(named, "namespace")
+            ns = await request_namespace(
+                memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+            )
             hits = await retrieval_for(ctx.app).search(
                 query=params.query,
                 namespace=ns,

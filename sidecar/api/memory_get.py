@@ -15,36 +15,18 @@ from sidecar.api.sessions import memory_errors, memory_service
 from sidecar.errors import InvalidInput, NotFound
 from sidecar.memory import collections as C
 from sidecar.memory.retrieval import scope_of
-from sidecar.memory.sessions import named_namespace, owner_namespace, session_namespace
+from sidecar.memory.sessions import named_namespace, request_namespace, session_namespace
 from sidecar.store.aio import AsyncStore
-from sidecar.store.names import validate_name_part
 
+# Per-session collections a search reads (not the state, edges or v1 active view).
 _SESSION_PREFIXES = (C.SESSION_SUMMARY_PREFIX, C.SESSION_RAW_PREFIX, C.ELEVATED_SESSION_PREFIX)
 
 
-def _namespace_collections(ns: str) -> set[str]:
-    return {
-        C.turns(ns),
-        C.user(ns),
-        C.dream(ns),
-        C.elevated_user(ns),
-        C.GLOBAL,
-        C.AUTHORED_HARD,
-        C.AUTHORED_SOFT,
-        C.AUTHORED_VARIANT,
-    }
-
-
 async def _readable(store: AsyncStore, ns: str, collection: str) -> bool:
-    if collection in _namespace_collections(ns):
+    if collection in (*C.namespace_collections(ns), C.GLOBAL, *C.AUTHORED_COLLECTIONS):
         return True
-    for prefix in _SESSION_PREFIXES:
-        if collection.startswith(prefix):
-            sid = collection[len(prefix) :]
-            state = await store.get(C.session_state(sid), C.INGEST_STATE_ID)
-            owner = owner_namespace(state) or C.default_namespace(sid)
-            return owner == ns
-    return False
+    sid = C.session_id_of(collection) if collection.startswith(_SESSION_PREFIXES) else None
+    return sid is not None and await session_namespace(store, sid, None, None) == ns
 
 
 def register(registry: Registry) -> None:
@@ -58,10 +40,7 @@ def register(registry: Registry) -> None:
         if named is None and not sid:
             raise InvalidInput("namespace, userId or sessionId is required")
         with memory_errors():
-            if sid:
-                ns = await session_namespace(svc.store, sid, params.namespace, params.user_id)
-            else:
-                ns = validate_name_part(named, "namespace")
+            ns = await request_namespace(svc.store, sid, params.namespace, params.user_id)
             allowed = await _readable(svc.store, ns, params.collection)
             record = await svc.store.get(params.collection, params.id) if allowed else None
         if record is None:

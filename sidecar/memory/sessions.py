@@ -45,7 +45,7 @@ from sidecar.memory.gate import GatingSignals, compute_gating
 from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.tokens import estimate_tokens, message_text
 from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
-from sidecar.store.names import metadata_matches
+from sidecar.store.names import metadata_matches, validate_name_part
 from sidecar.store.store import Store
 from sidecar.store.types import Put
 
@@ -144,6 +144,16 @@ def namespace_of_session(
         f"session {session_id[:200]!r} belongs to another namespace than {named[:200]!r}: "
         "name the namespace it was created with (or none), or use a new session id"
     )
+
+
+async def request_namespace(
+    store: AsyncStore, session_id: str | None, namespace: str | None, user_id: str | None
+) -> str:
+    """The namespace a read request works in: the session's (:func:`session_namespace`)
+    when it names a session, else the one it names (validated as a name part)."""
+    if session_id and session_id.strip():
+        return await session_namespace(store, session_id, namespace, user_id)
+    return validate_name_part(named_namespace(namespace, user_id), "namespace")
 
 
 async def session_namespace(

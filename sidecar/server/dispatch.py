@@ -53,7 +53,6 @@ class Dispatcher:
     def __init__(self, app: App, registry: Registry) -> None:
         self.app = app
         self.registry = registry
-        self.inflight = 0  # requests executing now, all connections together
 
     async def handle_frame(self, frame: Frame, connection_id: int, send: Sender) -> bytes | None:
         message, error = self.decode(frame)
@@ -135,16 +134,16 @@ class Dispatcher:
 
         started = time.perf_counter()
         ok = True
-        self.inflight += 1
-        self.app.inflight_requests = self.inflight
+        app = self.app
+        app.inflight_requests += 1
         try:
             if (
-                self.inflight > self.app.settings.server.max_inflight
+                app.inflight_requests > app.settings.server.max_inflight
                 and method_name not in self.ALWAYS_ALLOWED
             ):
                 raise Busy(
-                    f"busy: {self.inflight - 1} requests are executing (server.max_inflight); "
-                    "retry later",
+                    f"busy: {app.inflight_requests - 1} requests are executing "
+                    "(server.max_inflight); retry later",
                     data={"maxInflight": self.app.settings.server.max_inflight},
                 )
             result = await self._call(
@@ -172,8 +171,7 @@ class Dispatcher:
                 f"internal error in {clip(method_name)}: {type(exc).__name__}: {exc}",
             )
         finally:
-            self.inflight -= 1
-            self.app.inflight_requests = self.inflight
+            self.app.inflight_requests -= 1
         duration_ms = (time.perf_counter() - started) * 1000.0
         # Unknown names share one bucket so a client cannot grow the stats table at will.
         known = self.registry.get(method_name) is not None

@@ -1,6 +1,6 @@
 // `make bench` section "typescript" (scripts/bench_typescript.py runs this and writes the
 // table). Side by side in one run, against one real daemon on a Unix socket:
-//   1. assemble: the daemon's own time (timings it reports), a bare client round trip,
+//   1. assemble: the daemon's own time (its dispatcher's p50), a bare client round trip,
 //      and the plugin's engine.assemble round trip, with the same inputs;
 //   2. a host turn (recall then commit) through the plugin, and through the reference
 //      plugin's v1 call sequence (the reference package is not installable here, so its
@@ -43,16 +43,14 @@ async function main(): Promise<void> {
       await e.assemble({ sessionId: "live", sessionKey: KEY, messages: host, prompt: "warm up", tokenBudget: 8000 });
       await client.assemble({ sessionId: "live", namespace: NS, tokenBudget: 8000, messages: wire, prompt: "warm up", windowMessages: true, memoryBudgetFraction: 0.25 });
     }
-    const own: number[] = [];
     const bare: number[] = [];
     const plugin: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const prompt = `What did we say about the ${TOPICS[r % TOPICS.length]} on day ${r % 28}?`;
       const viaClient = async () => {
         const t0 = performance.now();
-        const out = await client.assemble({ sessionId: "live", namespace: NS, tokenBudget: 8000, messages: wire, prompt, windowMessages: true, memoryBudgetFraction: 0.25 });
+        await client.assemble({ sessionId: "live", namespace: NS, tokenBudget: 8000, messages: wire, prompt, windowMessages: true, memoryBudgetFraction: 0.25 });
         bare.push(performance.now() - t0);
-        own.push((out.timings?.["waitMs"] ?? 0) + (out.timings?.["planMs"] ?? 0));
       };
       const viaPlugin = async () => {
         const t0 = performance.now();
@@ -118,8 +116,7 @@ async function main(): Promise<void> {
     const refCalls = ((await totalCalls()) - c0) / turns;
     const embed: number[] = [];
     for (let r = 0; r < rounds; r++) {
-      const out = await client.call("embed", { texts: [`What about the ${TOPICS[r % TOPICS.length]} ${r}?`], kind: "query" });
-      void out;
+      await client.call("embed", { texts: [`What about the ${TOPICS[r % TOPICS.length]} ${r}?`], kind: "query" }); // warm
     }
     for (let r = 0; r < Math.min(rounds, 100); r++) {
       const t0 = performance.now();
@@ -131,7 +128,6 @@ async function main(): Promise<void> {
         rounds,
         turns,
         servedP50: served,
-        ownP50: pct(own, 50),
         bareP50: pct(bare, 50),
         pluginP50: pct(plugin, 50),
         pluginP95: pct(plugin, 95),

@@ -134,8 +134,9 @@ export class DaemonLink {
   }
 
   private async connectOrSpawn(): Promise<LibravdbClient> {
+    const options = this.clientOptions(); // reads the token file once per attempt
     try {
-      return await LibravdbClient.connect(this.clientOptions());
+      return await LibravdbClient.connect(options);
     } catch (err) {
       const recently = Date.now() - this.lastSpawnAt < RESPAWN_AFTER_MS;
       if (!(err instanceof ConnectError) || !this.cfg.spawnDaemon || this.endpoint.kind !== "unix" || recently) throw err;
@@ -150,13 +151,13 @@ export class DaemonLink {
       if (exit !== null) {
         // Another process may have won the race for the store's lock and be serving.
         try {
-          return await LibravdbClient.connect(this.clientOptions());
+          return await LibravdbClient.connect(options);
         } catch {
           throw new ConnectError(`libravdbd exited while starting (${exit}); see ${this.cfg.daemonLogFile || "its stderr (set daemonLogFile)"}`);
         }
       }
       try {
-        return await LibravdbClient.connect(this.clientOptions());
+        return await LibravdbClient.connect(options);
       } catch (err) {
         last = err;
         await sleep(100);

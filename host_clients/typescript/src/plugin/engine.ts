@@ -2,7 +2,7 @@
 // ranks, budgets, windows, compacts and renders; this file only translates, gives every
 // call its deadline, and degrades to the host's own messages when the daemon is away.
 import { NotFound, WrongNamespace } from "../client/errors.js";
-import type { IngestParams } from "../generated/protocol.js";
+import type { IngestParams, ParamsOf, ResultOf } from "../generated/protocol.js";
 import type { PluginConfig } from "./config.js";
 import type { DaemonLink } from "./daemon.js";
 import type {
@@ -63,16 +63,22 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     turnMaintenanceMode: "background",
   };
 
-  /** An ingest that tolerates a session created under another namespace (the config changed). */
-  async function ingest(params: IngestParams, timeoutMs = cfg.callTimeoutMs) {
+  /**
+   * A session-scoped call that tolerates a session created under another namespace (the
+   * config changed since): on WrongNamespace it runs once more without one, in the
+   * session's own namespace.
+   */
+  async function inOwnNamespace<M extends "ingest" | "assemble">(method: M, params: ParamsOf<M>, timeoutMs: number): Promise<ResultOf<M>> {
     try {
-      return await link.call("ingest", params, timeoutMs);
+      return await link.call(method, params, timeoutMs);
     } catch (err) {
       if (!(err instanceof WrongNamespace)) throw err;
       const { namespace: _ignored, ...own } = params;
-      return await link.call("ingest", own, timeoutMs);
+      return await link.call(method, own as ParamsOf<M>, timeoutMs);
     }
   }
+
+  const ingest = (params: IngestParams) => inOwnNamespace("ingest", params, cfg.callTimeoutMs);
 
   async function store(params: SessionParams, messages: readonly AgentMessage[], what: string): Promise<number> {
     const items = toIngestMessages(messages);
@@ -157,14 +163,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         ...(typeof params.prompt === "string" && params.prompt.trim() ? { prompt: params.prompt } : {}),
       };
       try {
-        let out;
-        try {
-          out = await link.call("assemble", request, cfg.assembleTimeoutMs);
-        } catch (err) {
-          if (!(err instanceof WrongNamespace)) throw err;
-          const { namespace: _ignored, ...own } = request;
-          out = await link.call("assemble", own, cfg.assembleTimeoutMs);
-        }
+        const out = await inOwnNamespace("assemble", request, cfg.assembleTimeoutMs);
         const start = out.windowStart ?? 0;
         const kept = start > 0 ? messages.slice(start) : messages;
         return {
