@@ -386,7 +386,7 @@ def live_session(count: int, seed: int = 3) -> list[tuple[str, str]]:
 
 def authored_docs(total_nodes: int) -> list[tuple[str, str, bool]]:
     """``(sourceDoc, markdown, core)`` documents with exactly ``total_nodes`` nodes."""
-    from sidecar.memory.markdown import parse_document
+    from sidecar.memory.authored.markdown import parse_document
 
     rng = random.Random(11)
     docs: list[tuple[str, str, bool]] = []
@@ -449,11 +449,11 @@ async def _seed_offline(data_dir: Path, n_mem: int, n_base: int) -> dict[str, An
 
     from sidecar.app import App
     from sidecar.config import load_settings
-    from sidecar.memory import collections as C
-    from sidecar.memory.gate import compute_gating
+    from sidecar.memory.core import layout as C
+    from sidecar.memory.core.turns import stability_weight
+    from sidecar.memory.ingest.gate import compute_gating
+    from sidecar.memory.ingest.sessions import _INDEX_KEYS, _Prepared, _turn_metadata
     from sidecar.memory.service import MemoryService
-    from sidecar.memory.sessions import _INDEX_KEYS, _Prepared, _turn_metadata
-    from sidecar.memory.turns import stability_weight
     from sidecar.services import install_services
     from sidecar.store.types import Put
 

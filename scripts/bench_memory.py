@@ -39,9 +39,9 @@ async def _bench(quick: bool) -> list[dict[str, str]]:
     from sidecar.app import App
     from sidecar.config import load_settings
     from sidecar.engines import EngineHub
-    from sidecar.memory.compactor import CompactionOptions
+    from sidecar.memory.compaction.compactor import CompactionOptions
+    from sidecar.memory.ingest.sessions import MessageIn
     from sidecar.memory.service import MemoryService
-    from sidecar.memory.sessions import MessageIn
     from sidecar.services import install_services
 
     rows: list[dict[str, str]] = []

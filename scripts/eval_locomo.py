@@ -20,15 +20,15 @@ read as UTC) with turn ``i`` at ``+i`` seconds.
 For every question of categories 1-4 that has evidence, a 1,000-token memory budget
 (``tokenBudget`` 4,000 x the default fraction 0.25) is filled and scored by evidence
 recall = the share of the question's evidence ids found in what was selected. A turn
-costs :func:`sidecar.memory.tokens.estimate_tokens` of its content.
+costs :func:`sidecar.memory.core.tokens.estimate_tokens` of its content.
 
 Modes (the baselines always run; they need no daemon):
 
 * **baselines**: the budget is filled in rank order (an item that does not fit is
   skipped, the fill continues) from (a) cosine top-k over the turn embeddings, (b) BM25
-  top-k (:class:`sidecar.memory.lexical.BM25Index`), (c) their reciprocal-rank fusion
+  top-k (:class:`sidecar.memory.core.lexical.BM25Index`), (c) their reciprocal-rank fusion
   (k = 60), over the conversation's raw turns.
-* ``--inprocess``: the pure assembly (``sidecar.memory.assemble.plan_assembly``) applied
+* ``--inprocess``: the pure assembly (``sidecar.assembly.plan.plan_assembly``) applied
   in-process over the same raw turns, simulating ``assemble`` from a fresh session: no
   session messages, the namespace's raw history of earlier sessions as the retrieval
   pool, the same embedder and BM25, the same 1,000-token budget.
@@ -78,16 +78,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.doc_sections import write_section  # noqa: E402
-from sidecar.memory.assemble import (  # noqa: E402
+from sidecar.assembly.plan import (  # noqa: E402
     DEFAULT_ASSEMBLY,
     AssemblyConfig,
     AssemblyPlan,
     plan_assembly,
 )
-from sidecar.memory.lexical import BM25Index  # noqa: E402
-from sidecar.memory.scoring import Candidate, ScoringConfig  # noqa: E402
-from sidecar.memory.temporal import plan_temporal  # noqa: E402
-from sidecar.memory.tokens import estimate_tokens  # noqa: E402
+from sidecar.assembly.scoring import Candidate, ScoringConfig  # noqa: E402
+from sidecar.assembly.temporal import plan_temporal  # noqa: E402
+from sidecar.memory.core.lexical import BM25Index  # noqa: E402
+from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
@@ -663,7 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "plain analyzer (lowercased word tokens, no stemming, no stop words), `rrf` "
                 "fuses the two rankings with k = 60.",
                 "* `bm25*`, `rrf*`: the same with the project's analyzer "
-                "(`sidecar.memory.lexical`: stop words, light stemming), for reference.",
+                "(`sidecar.memory.core.lexical`: stop words, light stemming), for reference.",
                 "* `inprocess`: `plan_assembly` from a fresh session, in-process: the pool is "
                 f"the dense top-{POOL_DENSE_K} and BM25 top-{POOL_LEXICAL_K} of the "
                 "namespace's raw turns, neighbour turns fetched through the hook; one set of "

@@ -6,8 +6,8 @@
 Reads ``tests/memory/data/conversation_rules.json`` (user turns written for this project,
 labelled rule / not a rule) and measures, per split:
 
-* ``classifier``: :func:`sidecar.memory.deontic.evaluate_text` says the turn is a rule;
-* ``promotion``: :func:`sidecar.memory.continuity.protection_decision`, what compaction
+* ``classifier``: :func:`sidecar.memory.authored.deontic.evaluate_text` says the turn is a rule;
+* ``promotion``: :func:`sidecar.memory.compaction.continuity.protection_decision`, what compaction
   uses to move a user turn verbatim into elevated guidance (the classifier, or a surface
   hint plus similarity to the guidance prototypes with the bundled embedder).
 
@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO))
 from scripts.doc_sections import write_section  # noqa: E402
 from sidecar.config import load_settings  # noqa: E402
 from sidecar.engines import EngineHub  # noqa: E402
-from sidecar.memory.continuity import GUIDANCE_PROTOTYPES, protection_decision  # noqa: E402
-from sidecar.memory.deontic import evaluate_text  # noqa: E402
-from sidecar.memory.turns import stability_weight  # noqa: E402
+from sidecar.memory.authored.deontic import evaluate_text  # noqa: E402
+from sidecar.memory.compaction.continuity import GUIDANCE_PROTOTYPES, protection_decision  # noqa: E402
+from sidecar.memory.core.turns import stability_weight  # noqa: E402
 
 DATA = REPO / "tests" / "memory" / "data" / "conversation_rules.json"
 DOC = REPO / "docs" / "benchmarks.md"

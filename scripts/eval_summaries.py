@@ -5,7 +5,7 @@
 
 Each LoCoMo session is cut into chronological clusters of ``compaction.target_size`` (20)
 turns, and each cluster is summarized as compaction's extractive step does
-(:func:`sidecar.memory.quality.extractive_select` over the turns' embeddings, at the
+(:func:`sidecar.memory.compaction.quality.extractive_select` over the turns' embeddings, at the
 default density). For every turn that a question of categories 1-4 names as evidence,
 its key terms (the lexical analyzer's terms: stop words out, light stemming) are looked
 up in the summary of its cluster. Reported for the selection compaction uses (term
@@ -37,9 +37,9 @@ from scripts.eval_locomo import (  # noqa: E402
     make_embedder,
 )
 from sidecar.config import CompactionSettings  # noqa: E402
-from sidecar.memory.lexical import analyze  # noqa: E402
-from sidecar.memory.quality import DEFAULT_DENSITY, extractive_select  # noqa: E402
-from sidecar.memory.tokens import estimate_tokens  # noqa: E402
+from sidecar.memory.compaction.quality import DEFAULT_DENSITY, extractive_select  # noqa: E402
+from sidecar.memory.core.lexical import analyze  # noqa: E402
+from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 CLUSTER = CompactionSettings().target_size

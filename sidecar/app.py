@@ -18,11 +18,6 @@ from sidecar.config import Settings
 from sidecar.errors import RpcError
 from sidecar.stats import MethodStats
 
-
-class StartupError(Exception):
-    """A service could not start; the daemon exits 1 with this message."""
-
-
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 

@@ -7,6 +7,10 @@ from typing import Any
 from protocol.codes import ErrorCode
 
 
+class StartupError(Exception):
+    """A service could not start; the daemon exits 1 with this message."""
+
+
 class RpcError(Exception):
     """An error with a JSON-RPC code. ``data`` carries structured detail for the client."""
 

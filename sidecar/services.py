@@ -1,22 +1,37 @@
-"""Which services the daemon runs: the model engines, then the store.
+"""The daemon's wiring: every service built here, in dependency order.
 
-Kept apart from the server so tests and tools can build an App with the same wiring.
-Order matters: the store opens with the embedder's dimension and fingerprint, so the
-engine hub is provided (and started) first, and closed last.
+``App.start`` starts the components in the order they are provided and ``App.close``
+closes them in reverse, so the order below is the shutdown order read backwards:
+
+1. the engine hub (the store opens with the embedder's dimension and fingerprint);
+2. the store;
+3. the memory service (sessions: ingest, compaction, change notices);
+4. the authored-document, dream and lifecycle-journal services (store only);
+5. retrieval (``assemble`` / ``search``), which reads the memory and follows authored
+   changes; it closes before the store so its pending access counts are flushed;
+6. the authored-folder watcher, when folders are configured (or were, to retire their
+   documents); it stops first.
+
+Kept apart from the server so tests and tools build an App with the same wiring.
 """
 
 from __future__ import annotations
 
-from sidecar.app import App, StartupError
+from sidecar.app import App
+from sidecar.assembly.service import Retrieval
+from sidecar.engines import EngineHub
+from sidecar.memory.authored.service import AuthoredService
+from sidecar.memory.authored.watcher import STATE_FILE, AuthoredWatcher
+from sidecar.memory.lifecycle.dreams import DreamService
+from sidecar.memory.lifecycle.journal import LifecycleJournal
+from sidecar.memory.service import MemoryService
+from sidecar.store.service import StoreService
 
-__all__ = ["StartupError", "install_services"]
+__all__ = ["install_memory", "install_services"]
 
 
 def install_services(app: App) -> None:
-    """Register the daemon's services on ``app`` (started later by ``app.start``)."""
-    from sidecar.engines import EngineHub
-    from sidecar.store.service import StoreService
-
+    """Build the daemon's services on ``app`` (started later by ``app.start``)."""
     settings = app.settings
     # Local asset profiles may live in ~/.clawdb/models/<profile> beside the data directory.
     hub = EngineHub.from_settings(
@@ -25,23 +40,34 @@ def install_services(app: App) -> None:
         search_roots=[settings.data_path.parent / "models"],
     )
     app.provide(EngineHub, hub)
-    app.provide(
-        StoreService,
-        StoreService(
-            settings,
-            hub=hub,
-            index_threads=settings.store.index_threads,
-            store_kwargs={"synchronous": settings.store.synchronous.upper()},
-        ),
+    store = StoreService(
+        settings,
+        hub=hub,
+        index_threads=settings.store.index_threads,
+        store_kwargs={"synchronous": settings.store.synchronous.upper()},
     )
-    from sidecar.memory.service import MemoryService  # sessions: ingest/compact/forget
+    app.provide(StoreService, store)
+    install_memory(app, store, hub)
 
-    app.provide(MemoryService, MemoryService(settings, app.service(StoreService), hub))
-    # the daemon-owned markdown watcher (docs/authored.md); also without roots when an
-    # earlier configuration had some, to retire their documents
-    from sidecar.memory.watcher import STATE_FILE
 
+def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) -> None:
+    """Build the services above the store (steps 3 to 6). Tests that stand a hash embedder
+    in for the models wire their own store, then call this."""
+    settings = app.settings
+    memory = MemoryService(settings, store, hub)
+    app.provide(MemoryService, memory)
+    authored = AuthoredService(store)
+    app.provide(AuthoredService, authored)
+    app.provide(DreamService, DreamService(store))
+    app.provide(LifecycleJournal, LifecycleJournal(store, settings.journal.max_entries))
+    retrieval = Retrieval(memory)
+    retrieval.watch_authored(authored)
+    app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():
-        from sidecar.memory.watcher import AuthoredWatcher, watcher_for_app
-
-        app.provide(AuthoredWatcher, watcher_for_app(app))
+        watcher = AuthoredWatcher(
+            settings.authored,
+            settings.data_path,
+            authored,
+            poll_interval_s=settings.authored.poll_interval_ms / 1000.0,
+        )
+        app.provide(AuthoredWatcher, watcher)

@@ -21,8 +21,8 @@ from typing import Any, TextIO
 from sidecar.config import Settings
 from sidecar.engines import EngineHub
 from sidecar.engines.embedder import Embedder
-from sidecar.memory import collections as C
-from sidecar.memory import scope
+from sidecar.memory.core import layout as C
+from sidecar.memory.core import scope
 from sidecar.store import Store, StoreError, StoreLocked
 from sidecar.store.reembed import reembed
 
@@ -243,7 +243,7 @@ def run_import(settings: Settings, source: Path) -> str:
             _open_store(settings, embedder, "import") as store,
             source.open(encoding="utf-8") as src,
         ):
-            from sidecar.memory.forget import resurrection_guard
+            from sidecar.memory.lifecycle.forget import resurrection_guard
 
             bar = ProgressBar("importing")
             stats = store.import_ndjson(

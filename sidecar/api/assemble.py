@@ -2,7 +2,7 @@
 
 The handlers validate, resolve the namespace like ``ingest`` (``namespace``, else
 ``userId``, else ``session:<sessionId>``) and delegate to
-:class:`sidecar.memory.retrieval.Retrieval`.
+:class:`sidecar.assembly.service.Retrieval`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from protocol.assemble import (
     SearchResult,
 )
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
-from sidecar.api.sessions import memory_errors, memory_service
+from sidecar.api.registry import MethodTable
+from sidecar.api.sessions import memory_service
+from sidecar.assembly.service import SEARCH_SCOPES, Retrieval
+from sidecar.assembly.window import window_start
 from sidecar.errors import InvalidInput
-from sidecar.memory.retrieval import SEARCH_SCOPES, retrieval_for
-from sidecar.memory.sessions import named_namespace, request_namespace, session_namespace
-from sidecar.memory.tokens import message_text
-from sidecar.memory.window import window_start
+from sidecar.memory.core.tokens import message_text
+from sidecar.memory.ingest.sessions import named_namespace, request_namespace, session_namespace
 
 MAX_K = 200
 
@@ -41,94 +41,98 @@ def _query_of(params: AssembleParams) -> str:
     return ""
 
 
-def register(registry: Registry) -> None:
-    @registry.method("assemble")
-    async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
-        if not params.session_id.strip():
-            raise InvalidInput("sessionId is required")
-        if not math.isfinite(params.token_budget) or params.token_budget <= 0:
-            raise InvalidInput("tokenBudget must be a positive number")
-        frac = params.memory_budget_fraction
-        if not math.isfinite(frac) or not 0 < frac <= 1:
-            raise InvalidInput("memoryBudgetFraction must be in (0, 1]")
-        messages = params.messages
-        for i, m in enumerate(messages or ()):
-            if not isinstance(m.get("role"), str):
-                raise InvalidInput(f"messages[{i}].role must be a string")
-            try:
-                message_text(m.get("content"))
-            except TypeError as exc:
-                raise InvalidInput(f"messages[{i}].content: {exc}") from None
-            ts = m.get("ts")
-            if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
-                raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
-        if params.tail_placement == "messages" and messages is None:
-            raise InvalidInput('tailPlacement "messages" needs the host\'s messages')
-        start = 0
-        if params.window_messages:
-            if messages is None:
-                raise InvalidInput("windowMessages needs the host's messages")
-            if params.tail_placement == "addition":
-                raise InvalidInput(
-                    'windowMessages keeps the tail in the messages: drop tailPlacement "addition"'
-                )
-            start = window_start(messages, params.token_budget, frac)
-            messages = messages[start:]
-        with memory_errors("embed query"):
-            ns = await session_namespace(
-                memory_service(ctx).store, params.session_id, params.namespace, params.user_id
-            )
-            plan, timings = await retrieval_for(ctx.app).assemble(
-                session_id=params.session_id,
-                namespace=ns,
-                query=_query_of(params),
-                token_budget=params.token_budget,
-                memory_fraction=frac,
-                messages=messages,
-                tail_in_messages=None
-                if params.tail_placement is None
-                else params.tail_placement == "messages",
-            )
-        wire = plan.to_wire()
-        planned = wire.get("timings", {})
-        if "totalMs" in planned:
-            planned["planMs"] = planned.pop("totalMs")
-        wire["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, **planned}
-        wire["windowStart"] = start
-        return msgspec.convert(wire, AssembleResult)
+methods = MethodTable()
 
-    @registry.method("search")
-    async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
-        if not params.query.strip():
-            raise InvalidInput("query is required")
-        if params.k <= 0 or params.k > MAX_K:
-            raise InvalidInput(f"k must be in 1..{MAX_K}")
-        named = named_namespace(params.namespace, params.user_id)
-        if named is None and (not params.session_id or not params.session_id.strip()):
-            raise InvalidInput("namespace, userId or sessionId is required")
-        scopes = params.scopes
-        if scopes is not None:
-            bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]
-            if bad:
-                raise InvalidInput(
-                    f"unknown scope(s) {bad}; known: {', '.join((*SEARCH_SCOPES, 'session'))}"
-                )
-        f = params.filters
-        if f is not None and f.since is not None and f.until is not None and f.since > f.until:
-            raise InvalidInput("filters.since must be <= filters.until")
-        with memory_errors("embed query"):
-            ns = await request_namespace(
-                memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+
+@methods.method("assemble")
+async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
+    if not params.session_id.strip():
+        raise InvalidInput("sessionId is required")
+    if not math.isfinite(params.token_budget) or params.token_budget <= 0:
+        raise InvalidInput("tokenBudget must be a positive number")
+    frac = params.memory_budget_fraction
+    if not math.isfinite(frac) or not 0 < frac <= 1:
+        raise InvalidInput("memoryBudgetFraction must be in (0, 1]")
+    messages = params.messages
+    for i, m in enumerate(messages or ()):
+        if not isinstance(m.get("role"), str):
+            raise InvalidInput(f"messages[{i}].role must be a string")
+        try:
+            message_text(m.get("content"))
+        except TypeError as exc:
+            raise InvalidInput(f"messages[{i}].content: {exc}") from None
+        ts = m.get("ts")
+        if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int)):
+            raise InvalidInput(f"messages[{i}].ts must be epoch milliseconds")
+    if params.tail_placement == "messages" and messages is None:
+        raise InvalidInput('tailPlacement "messages" needs the host\'s messages')
+    start = 0
+    if params.window_messages:
+        if messages is None:
+            raise InvalidInput("windowMessages needs the host's messages")
+        if params.tail_placement == "addition":
+            raise InvalidInput(
+                'windowMessages keeps the tail in the messages: drop tailPlacement "addition"'
             )
-            hits = await retrieval_for(ctx.app).search(
-                query=params.query,
-                namespace=ns,
-                session_id=params.session_id,
-                scopes=scopes,
-                k=params.k,
-                role=f.role if f else None,
-                since=f.since if f else None,
-                until=f.until if f else None,
-                kind=f.kind if f else None,
+        start = window_start(messages, params.token_budget, frac)
+        messages = messages[start:]
+    ns = await session_namespace(
+        memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+    )
+    plan, timings = await ctx.app.service(Retrieval).assemble(
+        session_id=params.session_id,
+        namespace=ns,
+        query=_query_of(params),
+        token_budget=params.token_budget,
+        memory_fraction=frac,
+        messages=messages,
+        tail_in_messages=None
+        if params.tail_placement is None
+        else params.tail_placement == "messages",
+    )
+    wire = plan.to_wire()
+    planned = wire.get("timings", {})
+    if "totalMs" in planned:
+        planned["planMs"] = planned.pop("totalMs")
+    wire["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, **planned}
+    wire["windowStart"] = start
+    return msgspec.convert(wire, AssembleResult)
+
+
+@methods.method("search")
+async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
+    if not params.query.strip():
+        raise InvalidInput("query is required")
+    if params.k <= 0 or params.k > MAX_K:
+        raise InvalidInput(f"k must be in 1..{MAX_K}")
+    named = named_namespace(params.namespace, params.user_id)
+    if named is None and (not params.session_id or not params.session_id.strip()):
+        raise InvalidInput("namespace, userId or sessionId is required")
+    scopes = params.scopes
+    if scopes is not None:
+        bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]
+        if bad:
+            raise InvalidInput(
+                f"unknown scope(s) {bad}; known: {', '.join((*SEARCH_SCOPES, 'session'))}"
             )
-        return SearchResult(hits=[msgspec.convert(h.to_wire(), SearchHitOut) for h in hits])
+    f = params.filters
+    if f is not None and f.since is not None and f.until is not None and f.since > f.until:
+        raise InvalidInput("filters.since must be <= filters.until")
+    ns = await request_namespace(
+        memory_service(ctx).store, params.session_id, params.namespace, params.user_id
+    )
+    hits = await ctx.app.service(Retrieval).search(
+        query=params.query,
+        namespace=ns,
+        session_id=params.session_id,
+        scopes=scopes,
+        k=params.k,
+        role=f.role if f else None,
+        since=f.since if f else None,
+        until=f.until if f else None,
+        kind=f.kind if f else None,
+    )
+    return SearchResult(hits=[msgspec.convert(h.to_wire(), SearchHitOut) for h in hits])
+
+
+register = methods.register

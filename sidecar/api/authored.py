@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from protocol.authored import (
@@ -25,30 +24,15 @@ from protocol.authored import (
     SourceInfo,
 )
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
-from sidecar.api.v1_store import _engine_error, store_rpc_error
-from sidecar.engines import EngineError
+from sidecar.api.registry import MethodTable
 from sidecar.errors import InvalidInput
-from sidecar.memory.authored_service import AuthoredInputError, SourceMeta, authored_for
-from sidecar.memory.dream import DreamEntry, parse_dream_diary
-from sidecar.memory.dream_service import DreamInputError, DreamProvenance, dream_for
-from sidecar.memory.journal import journal_for
-from sidecar.memory.watcher import AuthoredWatcher
-from sidecar.store import errors as se
+from sidecar.memory.authored.service import AuthoredService, SourceMeta
+from sidecar.memory.authored.watcher import AuthoredWatcher
+from sidecar.memory.lifecycle.dream import DreamEntry, parse_dream_diary
+from sidecar.memory.lifecycle.dreams import DreamProvenance, DreamService
+from sidecar.memory.lifecycle.journal import LifecycleJournal
 
 T = TypeVar("T")
-
-
-async def guarded(call: Awaitable[T], what: str = "embed document") -> T:
-    """Await ``call``, mapping input/store/engine failures to JSON-RPC errors."""
-    try:
-        return await call
-    except (AuthoredInputError, DreamInputError) as exc:
-        raise InvalidInput(str(exc)) from exc
-    except se.StoreError as exc:
-        raise store_rpc_error(exc) from exc
-    except EngineError as exc:
-        raise _engine_error(exc, what) from exc
 
 
 def _source(info: SourceInfo | None) -> SourceMeta:
@@ -78,145 +62,145 @@ def _journal_entry(rid: str, meta: dict[str, Any]) -> JournalEntry:
     )
 
 
-def register(registry: Registry) -> None:
-    @registry.method("authored.ingest")
-    async def authored_ingest(
-        ctx: CallContext, params: AuthoredIngestParams
-    ) -> AuthoredIngestResult:
-        rep = await guarded(
-            authored_for(ctx.app).ingest(
-                params.source_doc,
-                params.text,
-                core=params.core,
-                tokenizer_id=params.tokenizer_id,
-                source=_source(params.source),
-                dry_run=params.dry_run,
-                progress=ctx.progress,
+methods = MethodTable()
+
+
+@methods.method("authored.ingest")
+async def authored_ingest(ctx: CallContext, params: AuthoredIngestParams) -> AuthoredIngestResult:
+    rep = await ctx.app.service(AuthoredService).ingest(
+        params.source_doc,
+        params.text,
+        core=params.core,
+        tokenizer_id=params.tokenizer_id,
+        source=_source(params.source),
+        dry_run=params.dry_run,
+        progress=ctx.progress,
+    )
+    return AuthoredIngestResult(
+        source_doc=rep.source_doc,
+        core=rep.core,
+        nodes=rep.nodes,
+        hard=rep.hard,
+        soft=rep.soft,
+        variant=rep.variant,
+        removed=rep.removed,
+        unchanged=rep.unchanged,
+        suppressed=rep.suppressed,
+        hop_targets=rep.hop_targets,
+        cache_key=rep.cache_key,
+    )
+
+
+@methods.method("authored.delete")
+async def authored_delete(ctx: CallContext, params: AuthoredDeleteParams) -> AuthoredDeleteResult:
+    n = await ctx.app.service(AuthoredService).delete(params.source_doc)
+    return AuthoredDeleteResult(source_doc=params.source_doc.strip(), deleted=n)
+
+
+@methods.method("authored.list")
+async def authored_list(ctx: CallContext, params: AuthoredListParams) -> AuthoredListResult:
+    watcher = ctx.app.maybe_service(AuthoredWatcher)
+    watched = set(watcher.files) if watcher is not None else set()
+    docs = await ctx.app.service(AuthoredService).documents(watched)
+    wanted = params.source_doc.strip()
+    return AuthoredListResult(
+        documents=[AuthoredDocument(**d) for d in docs if not wanted or d["source_doc"] == wanted]
+    )
+
+
+@methods.method("dream.promote")
+async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPromoteResult:
+    if (params.text is None) == (params.entries is None):
+        raise InvalidInput("exactly one of text or entries is required")
+    if params.text is not None:
+        entries = parse_dream_diary(params.text)
+    else:
+        entries = [
+            DreamEntry(
+                text=e.text,
+                score=e.score,
+                recall_count=e.recall_count,
+                unique_queries=e.unique_queries,
+                section=e.section,
+                line=max(0, e.line),
+                index=i + 1,
+                metadata=e.metadata or {},
             )
-        )
-        return AuthoredIngestResult(
-            source_doc=rep.source_doc,
-            core=rep.core,
-            nodes=rep.nodes,
-            hard=rep.hard,
-            soft=rep.soft,
-            variant=rep.variant,
-            removed=rep.removed,
-            unchanged=rep.unchanged,
-            suppressed=rep.suppressed,
-            hop_targets=rep.hop_targets,
-            cache_key=rep.cache_key,
-        )
+            for i, e in enumerate(params.entries or [])
+        ]
+    s = params.source or SourceInfo()
+    prov = DreamProvenance(
+        root=s.root,
+        path=s.path,
+        kind=s.kind,
+        file_hash=s.file_hash,
+        size=s.size,
+        mtime_ms=s.mtime_ms,
+        ingest_version=s.ingest_version,
+        hash_backend=s.hash_backend,
+    )
+    ns = params.namespace.strip() or params.user_id.strip()
+    if not ns:
+        raise InvalidInput("userId or namespace is required")
+    rep = await ctx.app.service(DreamService).promote(ns, params.source_doc, entries, prov)
+    return DreamPromoteResult(
+        promoted=rep.promoted,
+        rejected=rep.rejected,
+        removed=rep.removed,
+        suppressed=rep.suppressed,
+        collection=rep.collection,
+        ids=rep.ids,
+        rejections=[
+            DreamRejection(text=r.entry.text, line=r.entry.line, reasons=list(r.reasons))
+            for r in rep.rejections
+        ],
+    )
 
-    @registry.method("authored.delete")
-    async def authored_delete(
-        ctx: CallContext, params: AuthoredDeleteParams
-    ) -> AuthoredDeleteResult:
-        n = await guarded(authored_for(ctx.app).delete(params.source_doc))
-        return AuthoredDeleteResult(source_doc=params.source_doc.strip(), deleted=n)
 
-    @registry.method("authored.list")
-    async def authored_list(ctx: CallContext, params: AuthoredListParams) -> AuthoredListResult:
-        watcher = ctx.app.maybe_service(AuthoredWatcher)
-        watched = set(watcher.files) if watcher is not None else set()
-        docs = await guarded(authored_for(ctx.app).documents(watched))
-        wanted = params.source_doc.strip()
-        return AuthoredListResult(
-            documents=[
-                AuthoredDocument(**d) for d in docs if not wanted or d["source_doc"] == wanted
-            ]
-        )
+@methods.method("lifecycle.hint")
+async def lifecycle_hint(ctx: CallContext, params: LifecycleHintParams) -> LifecycleHintResult:
+    hook = params.hook.strip()
+    if not hook:
+        raise InvalidInput("hook is required")
+    fields: dict[str, Any] = {"hook": hook}
+    for key, value in (
+        ("sessionId", params.session_id),
+        ("reason", params.reason),
+        ("sessionKey", params.session_key),
+        ("sessionFile", params.session_file),
+        ("agentId", params.agent_id),
+        ("workspaceDir", params.workspace_dir),
+        ("nextSessionId", params.next_session_id),
+        ("nextSessionKey", params.next_session_key),
+        ("messageCount", params.message_count),
+        ("durationMs", params.duration_ms),
+        ("transcriptArchived", params.transcript_archived),
+    ):
+        if value is not None and value != "":
+            fields[key] = value
+    if params.extra:
+        fields["extra"] = params.extra
+    res = await ctx.app.service(LifecycleJournal).append(hook, params.session_id, fields)
+    return LifecycleHintResult(
+        id=res.id,
+        hook=hook,
+        session_id=params.session_id,
+        reason=params.reason,
+        ts=res.ts,
+        pruned=res.pruned,
+    )
 
-    @registry.method("dream.promote")
-    async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPromoteResult:
-        if (params.text is None) == (params.entries is None):
-            raise InvalidInput("exactly one of text or entries is required")
-        if params.text is not None:
-            entries = parse_dream_diary(params.text)
-        else:
-            entries = [
-                DreamEntry(
-                    text=e.text,
-                    score=e.score,
-                    recall_count=e.recall_count,
-                    unique_queries=e.unique_queries,
-                    section=e.section,
-                    line=max(0, e.line),
-                    index=i + 1,
-                    metadata=e.metadata or {},
-                )
-                for i, e in enumerate(params.entries or [])
-            ]
-        s = params.source or SourceInfo()
-        prov = DreamProvenance(
-            root=s.root,
-            path=s.path,
-            kind=s.kind,
-            file_hash=s.file_hash,
-            size=s.size,
-            mtime_ms=s.mtime_ms,
-            ingest_version=s.ingest_version,
-            hash_backend=s.hash_backend,
-        )
-        ns = params.namespace.strip() or params.user_id.strip()
-        if not ns:
-            raise InvalidInput("userId or namespace is required")
-        rep = await guarded(dream_for(ctx.app).promote(ns, params.source_doc, entries, prov))
-        return DreamPromoteResult(
-            promoted=rep.promoted,
-            rejected=rep.rejected,
-            removed=rep.removed,
-            suppressed=rep.suppressed,
-            collection=rep.collection,
-            ids=rep.ids,
-            rejections=[
-                DreamRejection(text=r.entry.text, line=r.entry.line, reasons=list(r.reasons))
-                for r in rep.rejections
-            ],
-        )
 
-    @registry.method("lifecycle.hint")
-    async def lifecycle_hint(ctx: CallContext, params: LifecycleHintParams) -> LifecycleHintResult:
-        hook = params.hook.strip()
-        if not hook:
-            raise InvalidInput("hook is required")
-        fields: dict[str, Any] = {"hook": hook}
-        for key, value in (
-            ("sessionId", params.session_id),
-            ("reason", params.reason),
-            ("sessionKey", params.session_key),
-            ("sessionFile", params.session_file),
-            ("agentId", params.agent_id),
-            ("workspaceDir", params.workspace_dir),
-            ("nextSessionId", params.next_session_id),
-            ("nextSessionKey", params.next_session_key),
-            ("messageCount", params.message_count),
-            ("durationMs", params.duration_ms),
-            ("transcriptArchived", params.transcript_archived),
-        ):
-            if value is not None and value != "":
-                fields[key] = value
-        if params.extra:
-            fields["extra"] = params.extra
-        res = await guarded(journal_for(ctx.app).append(hook, params.session_id, fields))
-        return LifecycleHintResult(
-            id=res.id,
-            hook=hook,
-            session_id=params.session_id,
-            reason=params.reason,
-            ts=res.ts,
-            pruned=res.pruned,
-        )
+@methods.method("lifecycle.journal")
+async def lifecycle_journal(
+    ctx: CallContext, params: LifecycleJournalParams
+) -> LifecycleJournalResult:
+    recs, total = await ctx.app.service(LifecycleJournal).entries(
+        session_id=params.session_id, hook=params.hook, limit=params.limit
+    )
+    return LifecycleJournalResult(
+        entries=[_journal_entry(r.id, r.metadata) for r in recs], total=total
+    )
 
-    @registry.method("lifecycle.journal")
-    async def lifecycle_journal(
-        ctx: CallContext, params: LifecycleJournalParams
-    ) -> LifecycleJournalResult:
-        recs, total = await guarded(
-            journal_for(ctx.app).entries(
-                session_id=params.session_id, hook=params.hook, limit=params.limit
-            )
-        )
-        return LifecycleJournalResult(
-            entries=[_journal_entry(r.id, r.metadata) for r in recs], total=total
-        )
+
+register = methods.register

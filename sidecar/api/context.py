@@ -26,3 +26,5 @@ class CallContext:
     connection_id: int
     # Sends a `$/progress` notification to the caller's connection (no-op for notifications).
     progress: ProgressSink = field(default=_no_progress)
+    # Every method the daemon serves (``initialize`` lists them).
+    method_names: tuple[str, ...] = ()

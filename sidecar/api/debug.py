@@ -7,7 +7,7 @@ import asyncio
 from protocol.codes import ErrorCode
 from protocol.debug import SleepParams, SleepResult
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
+from sidecar.api.registry import MethodTable
 from sidecar.errors import InvalidParams, RpcError
 
 MAX_SLEEP_S = 60.0
@@ -18,11 +18,16 @@ def require_debug(ctx: CallContext) -> None:
         raise RpcError(f"unknown method: {ctx.method}", code=ErrorCode.METHOD_NOT_FOUND)
 
 
-def register(registry: Registry) -> None:
-    @registry.method("debug.sleep")
-    async def sleep(ctx: CallContext, params: SleepParams) -> SleepResult:
-        require_debug(ctx)
-        if not 0 <= params.seconds <= MAX_SLEEP_S:
-            raise InvalidParams(f"seconds must be between 0 and {MAX_SLEEP_S}")
-        await asyncio.sleep(params.seconds)
-        return SleepResult(slept=params.seconds)
+methods = MethodTable()
+
+
+@methods.method("debug.sleep")
+async def sleep(ctx: CallContext, params: SleepParams) -> SleepResult:
+    require_debug(ctx)
+    if not 0 <= params.seconds <= MAX_SLEEP_S:
+        raise InvalidParams(f"seconds must be between 0 and {MAX_SLEEP_S}")
+    await asyncio.sleep(params.seconds)
+    return SleepResult(slept=params.seconds)
+
+
+register = methods.register

@@ -48,3 +48,27 @@ class Registry:
 
     def names(self) -> list[str]:
         return sorted(self._methods)
+
+
+class MethodTable:
+    """The handlers one ``api`` module serves, declared at module level.
+
+    Handlers stay top-level functions (importable and testable alone); the module's
+    ``register`` adds them to the daemon's :class:`Registry`.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+
+    def method(self, name: str) -> Callable[[H], H]:
+        def decorate(handler: H) -> H:
+            if name in self._handlers:
+                raise KeyError(f"method {name!r} is declared twice")
+            self._handlers[name] = handler
+            return handler
+
+        return decorate
+
+    def register(self, registry: Registry) -> None:
+        for name, handler in self._handlers.items():
+            registry.add(name, handler)

@@ -6,9 +6,6 @@ map errors and shape results.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import msgspec
 
 from protocol.sessions import (
@@ -23,46 +20,21 @@ from protocol.sessions import (
     IngestResult,
 )
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
-from sidecar.api.v1_store import _engine_error, store_rpc_error
-from sidecar.engines import EngineError
-from sidecar.errors import InvalidInput, NotFound, RpcError, WrongNamespace
-from sidecar.memory import collections as C
-from sidecar.memory.compactor import CompactionOptions
-from sidecar.memory.errors import MemoryInputError
-from sidecar.memory.forget import forget_namespace
-from sidecar.memory.service import MemoryService
-from sidecar.memory.sessions import (
-    SessionNamespaceError,
+from sidecar.api.registry import MethodTable
+from sidecar.errors import InvalidInput, NotFound
+from sidecar.memory.compaction.compactor import CompactionOptions
+from sidecar.memory.core import layout as C
+from sidecar.memory.ingest.sessions import (
     messages_from_wire,
     named_namespace,
 )
-from sidecar.store import errors as se
+from sidecar.memory.lifecycle.forget import forget_namespace
+from sidecar.memory.service import MemoryService
 from sidecar.store.names import explicit_ts
 
 
 def memory_service(ctx: CallContext) -> MemoryService:
     return ctx.app.service(MemoryService)
-
-
-@contextmanager
-def memory_errors(what: str = "embed document") -> Iterator[None]:
-    """Map the memory layer's refusals (MemoryInputError), store errors and engine errors
-    onto RPC errors."""
-    try:
-        yield
-    except RpcError:
-        raise
-    except SessionNamespaceError as exc:
-        raise WrongNamespace(str(exc)) from exc
-    except se.StoreError as exc:  # before ValueError: an invalid name is both
-        raise store_rpc_error(exc) from exc
-    except MemoryInputError as exc:
-        raise InvalidInput(str(exc)) from exc
-    except EngineError as exc:
-        raise _engine_error(exc, what) from exc
-    # Anything else is a fault in the daemon: the dispatcher answers -32603 and logs the
-    # stack trace (a plain ValueError or RuntimeError is not the client's mistake).
 
 
 async def session_exists(svc: MemoryService, session_id: str) -> bool:
@@ -75,100 +47,100 @@ async def session_exists(svc: MemoryService, session_id: str) -> bool:
     )
 
 
-def register(registry: Registry) -> None:
-    @registry.method("ingest")
-    async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
-        svc = memory_service(ctx)
-        with memory_errors():
-            out = await svc.ingest(
-                params.session_id,
-                messages_from_wire(params.messages),
-                namespace=params.namespace,
-                user_id=params.user_id,
-                progress=ctx.progress,
-                advancement_key=params.advancement_key,
-            )
-        return IngestResult(
-            ingested=out.ingested,
-            skipped=out.skipped,
-            ids=out.ids,
-            empty=out.empty,
-            duplicate=out.duplicate if params.advancement_key is not None else msgspec.UNSET,
-        )
+methods = MethodTable()
 
-    @registry.method("compact")
-    async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
-        svc = memory_service(ctx)
-        if not params.session_id.strip():
-            raise InvalidInput("sessionId is required")
-        if params.target_size is not None and params.target_size < 0:
-            raise InvalidInput("targetSize must be >= 0")
-        opts = CompactionOptions.from_settings(
-            svc.settings, target_size=params.target_size or None, force=params.force
-        )
-        if not await session_exists(svc, params.session_id):
-            raise NotFound(f"unknown session {params.session_id!r}: nothing was ingested for it")
-        with memory_errors():
-            out = await svc.compact(params.session_id, opts, ctx.progress)
-        return CompactResult(
-            did_compact=out.did_compact,
-            clusters_formed=out.clusters_formed,
-            clusters_declined=out.clusters_declined,
-            turns_covered=out.turns_covered,
-            summary_method=out.summary_method,
-            mean_confidence=out.mean_confidence,
-            summary_ids=out.summary_ids + out.condensed_ids,
-        )
 
-    @registry.method("expand")
-    async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
-        from sidecar.memory.compactor import expand_summary
+@methods.method("ingest")
+async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
+    svc = memory_service(ctx)
+    out = await svc.ingest(
+        params.session_id,
+        messages_from_wire(params.messages),
+        namespace=params.namespace,
+        user_id=params.user_id,
+        progress=ctx.progress,
+        advancement_key=params.advancement_key,
+    )
+    return IngestResult(
+        ingested=out.ingested,
+        skipped=out.skipped,
+        ids=out.ids,
+        empty=out.empty,
+        duplicate=out.duplicate if params.advancement_key is not None else msgspec.UNSET,
+    )
 
-        svc = memory_service(ctx)
-        if not params.session_id.strip():
-            raise InvalidInput("sessionId is required")
-        if not params.summary_id.strip():
-            raise InvalidInput("summaryId is required")
-        with memory_errors():
-            items = await expand_summary(
-                svc, params.session_id, params.summary_id, params.max_depth
-            )
-        if items is None:
-            raise NotFound(
-                f"summary {params.summary_id!r} not found in session {params.session_id!r}"
-            )
-        turns: list[ExpandedTurn] = []
-        for it in items:
-            meta = it.record.metadata
-            if it.kind == "summary":
-                ts = meta.get("source_ts_min")
-                turns.append(
-                    ExpandedTurn(
-                        id=it.id,
-                        role="summary",
-                        ts=ts if isinstance(ts, int) else it.record.ts_ms,
-                        text=it.record.text,
-                    )
+
+@methods.method("compact")
+async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
+    svc = memory_service(ctx)
+    if not params.session_id.strip():
+        raise InvalidInput("sessionId is required")
+    if params.target_size is not None and params.target_size < 0:
+        raise InvalidInput("targetSize must be >= 0")
+    opts = CompactionOptions.from_settings(
+        svc.settings, target_size=params.target_size or None, force=params.force
+    )
+    if not await session_exists(svc, params.session_id):
+        raise NotFound(f"unknown session {params.session_id!r}: nothing was ingested for it")
+    out = await svc.compact(params.session_id, opts, ctx.progress)
+    return CompactResult(
+        did_compact=out.did_compact,
+        clusters_formed=out.clusters_formed,
+        clusters_declined=out.clusters_declined,
+        turns_covered=out.turns_covered,
+        summary_method=out.summary_method,
+        mean_confidence=out.mean_confidence,
+        summary_ids=out.summary_ids + out.condensed_ids,
+    )
+
+
+@methods.method("expand")
+async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
+    from sidecar.memory.compaction.compactor import expand_summary
+
+    svc = memory_service(ctx)
+    if not params.session_id.strip():
+        raise InvalidInput("sessionId is required")
+    if not params.summary_id.strip():
+        raise InvalidInput("summaryId is required")
+    items = await expand_summary(svc, params.session_id, params.summary_id, params.max_depth)
+    if items is None:
+        raise NotFound(f"summary {params.summary_id!r} not found in session {params.session_id!r}")
+    turns: list[ExpandedTurn] = []
+    for it in items:
+        meta = it.record.metadata
+        if it.kind == "summary":
+            ts = meta.get("source_ts_min")
+            turns.append(
+                ExpandedTurn(
+                    id=it.id,
+                    role="summary",
+                    ts=ts if isinstance(ts, int) else it.record.ts_ms,
+                    text=it.record.text,
                 )
-            else:
-                role = meta.get("role")
-                ts_val = explicit_ts(meta)
-                turns.append(
-                    ExpandedTurn(
-                        id=it.id,
-                        role=role if isinstance(role, str) else "",
-                        ts=it.record.created_ms if ts_val is None else ts_val,
-                        text=it.record.text,
-                    )
+            )
+        else:
+            role = meta.get("role")
+            ts_val = explicit_ts(meta)
+            turns.append(
+                ExpandedTurn(
+                    id=it.id,
+                    role=role if isinstance(role, str) else "",
+                    ts=it.record.created_ms if ts_val is None else ts_val,
+                    text=it.record.text,
                 )
-        return ExpandResult(turns=turns)
+            )
+    return ExpandResult(turns=turns)
 
-    @registry.method("forget")
-    async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
-        svc = memory_service(ctx)
-        ns = named_namespace(params.namespace, params.user_id)
-        if ns is None:
-            raise InvalidInput("namespace or userId is required")
-        with memory_errors():
-            out = await forget_namespace(svc, ns, include_sessions=params.include_sessions)
-        return ForgetResult(deleted=out.deleted)
+
+@methods.method("forget")
+async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
+    svc = memory_service(ctx)
+    ns = named_namespace(params.namespace, params.user_id)
+    if ns is None:
+        raise InvalidInput("namespace or userId is required")
+    out = await forget_namespace(svc, ns, include_sessions=params.include_sessions)
+    return ForgetResult(deleted=out.deleted)
+
+
+register = methods.register

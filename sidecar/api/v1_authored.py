@@ -21,15 +21,14 @@ from protocol.v1_authored import (
     SessionLifecycleHintResult,
 )
 from protocol.v1_store import OkResult, ResultsResult
-from sidecar.api.authored import guarded
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
+from sidecar.api.registry import MethodTable
 from sidecar.api.v1_store import _result
-from sidecar.memory.authored_service import SourceMeta, authored_for
-from sidecar.memory.dream import DreamEntry, resolve_source_line
-from sidecar.memory.dream_service import DreamProvenance, dream_for
-from sidecar.memory.journal import journal_for
-from sidecar.memory.watcher import glob_match
+from sidecar.memory.authored.service import AuthoredService, SourceMeta
+from sidecar.memory.authored.watcher import glob_match
+from sidecar.memory.lifecycle.dream import DreamEntry, resolve_source_line
+from sidecar.memory.lifecycle.dreams import DreamProvenance, DreamService
+from sidecar.memory.lifecycle.journal import LifecycleJournal
 
 
 def _v1_core(ctx: CallContext, core_doc: bool, source_path: str) -> bool | None:
@@ -42,104 +41,111 @@ def _v1_core(ctx: CallContext, core_doc: bool, source_path: str) -> bool | None:
     return None
 
 
-def register(registry: Registry) -> None:
-    @registry.method("ingest_markdown_document")
-    async def ingest_markdown_document(
-        ctx: CallContext, params: IngestMarkdownDocumentParams
-    ) -> OkResult:
-        m = params.source_meta
-        source = (
-            SourceMeta(
-                root=m.source_root,
-                path=m.source_path,
-                kind=m.source_kind,
-                file_hash=m.file_hash,
-                size=m.source_size,
-                mtime_ms=m.source_mtime_ms,
-                ingest_version=m.ingest_version,
-                hash_backend=m.hash_backend,
-            )
-            if m is not None
-            else None
-        )
-        await guarded(
-            authored_for(ctx.app).ingest(
-                params.source_doc,
-                params.text,
-                core=_v1_core(ctx, params.core_doc, m.source_path if m is not None else ""),
-                tokenizer_id=params.tokenizer_id,
-                source=source,
-            )
-        )
-        return OkResult(ok=True)
+methods = MethodTable()
 
-    @registry.method("delete_authored_document")
-    async def delete_authored_document(
-        ctx: CallContext, params: DeleteAuthoredDocumentParams
-    ) -> OkResult:
-        await guarded(authored_for(ctx.app).delete(params.source_doc))
-        return OkResult(ok=True)
 
-    @registry.method("promote_dream_entries")
-    async def promote_dream_entries(
-        ctx: CallContext, params: PromoteDreamEntriesParams
-    ) -> PromoteDreamEntriesResult:
-        entries = [
-            DreamEntry(
-                text=e.text,
-                score=e.score,
-                recall_count=e.recall_count,
-                unique_queries=e.unique_queries,
-                section=e.section,
-                line=resolve_source_line(e.line, e.source_line),
-                index=e.line if e.line > 0 else i + 1,
-                metadata=e.metadata or {},
-            )
-            for i, e in enumerate(params.entries or [])
-        ]
-        prov = DreamProvenance(
-            root=params.source_root,
-            path=params.source_path,
-            kind=params.source_kind,
-            file_hash=params.file_hash,
-            size=params.source_size,
-            mtime_ms=params.source_mtime_ms,
-            ingest_version=params.ingest_version,
-            hash_backend=params.hash_backend,
+@methods.method("ingest_markdown_document")
+async def ingest_markdown_document(
+    ctx: CallContext, params: IngestMarkdownDocumentParams
+) -> OkResult:
+    m = params.source_meta
+    source = (
+        SourceMeta(
+            root=m.source_root,
+            path=m.source_path,
+            kind=m.source_kind,
+            file_hash=m.file_hash,
+            size=m.source_size,
+            mtime_ms=m.source_mtime_ms,
+            ingest_version=m.ingest_version,
+            hash_backend=m.hash_backend,
         )
-        rep = await guarded(
-            dream_for(ctx.app).promote(params.user_id, params.source_doc, entries, prov)
-        )
-        return PromoteDreamEntriesResult(promoted=rep.promoted, rejected=rep.rejected)
+        if m is not None
+        else None
+    )
+    await ctx.app.service(AuthoredService).ingest(
+        params.source_doc,
+        params.text,
+        core=_v1_core(ctx, params.core_doc, m.source_path if m is not None else ""),
+        tokenizer_id=params.tokenizer_id,
+        source=source,
+    )
+    return OkResult(ok=True)
 
-    @registry.method("session_lifecycle_hint")
-    async def session_lifecycle_hint(
-        ctx: CallContext, params: SessionLifecycleHintParams
-    ) -> SessionLifecycleHintResult:
-        fields: dict[str, Any] = {
-            "hook": params.hook,
-            "reason": params.reason,
-            "sessionFile": params.session_file,
-            "sessionId": params.session_id,
-            "sessionKey": params.session_key,
-            "agentId": params.agent_id,
-            "workspaceDir": params.workspace_dir,
-            "messageCount": params.message_count,
-            "durationMs": params.duration_ms,
-            "transcriptArchived": params.transcript_archived,
-            "nextSessionId": params.next_session_id,
-            "nextSessionKey": params.next_session_key,
-        }
-        await guarded(journal_for(ctx.app).append(params.hook, params.session_id, fields))
-        return SessionLifecycleHintResult(
-            ok=True, hook=params.hook, session_id=params.session_id, reason=params.reason
-        )
 
-    @registry.method("list_lifecycle_journal")
-    async def list_lifecycle_journal(
-        ctx: CallContext, params: ListLifecycleJournalParams
-    ) -> ResultsResult:
-        recs, _ = await guarded(
-            journal_for(ctx.app).entries(session_id=params.session_id, limit=params.limit)
+@methods.method("delete_authored_document")
+async def delete_authored_document(
+    ctx: CallContext, params: DeleteAuthoredDocumentParams
+) -> OkResult:
+    await ctx.app.service(AuthoredService).delete(params.source_doc)
+    return OkResult(ok=True)
+
+
+@methods.method("promote_dream_entries")
+async def promote_dream_entries(
+    ctx: CallContext, params: PromoteDreamEntriesParams
+) -> PromoteDreamEntriesResult:
+    entries = [
+        DreamEntry(
+            text=e.text,
+            score=e.score,
+            recall_count=e.recall_count,
+            unique_queries=e.unique_queries,
+            section=e.section,
+            line=resolve_source_line(e.line, e.source_line),
+            index=e.line if e.line > 0 else i + 1,
+            metadata=e.metadata or {},
         )
-        return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
+        for i, e in enumerate(params.entries or [])
+    ]
+    prov = DreamProvenance(
+        root=params.source_root,
+        path=params.source_path,
+        kind=params.source_kind,
+        file_hash=params.file_hash,
+        size=params.source_size,
+        mtime_ms=params.source_mtime_ms,
+        ingest_version=params.ingest_version,
+        hash_backend=params.hash_backend,
+    )
+    rep = await ctx.app.service(DreamService).promote(
+        params.user_id, params.source_doc, entries, prov
+    )
+    return PromoteDreamEntriesResult(promoted=rep.promoted, rejected=rep.rejected)
+
+
+@methods.method("session_lifecycle_hint")
+async def session_lifecycle_hint(
+    ctx: CallContext, params: SessionLifecycleHintParams
+) -> SessionLifecycleHintResult:
+    fields: dict[str, Any] = {
+        "hook": params.hook,
+        "reason": params.reason,
+        "sessionFile": params.session_file,
+        "sessionId": params.session_id,
+        "sessionKey": params.session_key,
+        "agentId": params.agent_id,
+        "workspaceDir": params.workspace_dir,
+        "messageCount": params.message_count,
+        "durationMs": params.duration_ms,
+        "transcriptArchived": params.transcript_archived,
+        "nextSessionId": params.next_session_id,
+        "nextSessionKey": params.next_session_key,
+    }
+    await ctx.app.service(LifecycleJournal).append(params.hook, params.session_id, fields)
+    return SessionLifecycleHintResult(
+        ok=True, hook=params.hook, session_id=params.session_id, reason=params.reason
+    )
+
+
+@methods.method("list_lifecycle_journal")
+async def list_lifecycle_journal(
+    ctx: CallContext, params: ListLifecycleJournalParams
+) -> ResultsResult:
+    recs, _ = await ctx.app.service(LifecycleJournal).entries(
+        session_id=params.session_id, limit=params.limit
+    )
+    return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
+
+
+register = methods.register

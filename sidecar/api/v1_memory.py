@@ -25,173 +25,160 @@ from protocol.v1_memory import (
 )
 from protocol.v1_store import OkResult, ResultsResult
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
-from sidecar.api.sessions import memory_errors, memory_service
-from sidecar.api.v1_store import _clean_ids, _embed, _fit, _result, _store, _svc, store_rpc_error
+from sidecar.api.registry import MethodTable
+from sidecar.api.sessions import memory_service
+from sidecar.api.v1_store import _clean_ids, _embed, _fit, _result, _store, _svc
 from sidecar.errors import InvalidInput
-from sidecar.memory import collections as C
-from sidecar.memory.compactor import CompactionOptions, expand_summary
-from sidecar.memory.gate import compute_gating
+from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.memory.ingest.gate import compute_gating
 from sidecar.memory.service import MemoryService
-from sidecar.memory.tokens import estimate_tokens
 from sidecar.store import errors as se
 from sidecar.store.types import Put
 
+methods = MethodTable()
 
-def register(registry: Registry) -> None:
-    @registry.method("insert_session_turn")
-    async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams) -> OkResult:
-        sid = params.session_id
-        if not sid.strip():
-            raise InvalidInput("session ID is required")
-        if not params.id.strip():
-            raise InvalidInput("record id is required")
-        if not params.text.strip():
-            # A turn without text (a tool call alone) is not stored, as in v2 `ingest`; the
-            # reference plugin drops such messages before it calls, so it never sees this.
-            return OkResult(ok=True)
-        store = _store(ctx)
-        meta: dict[str, Any] = dict(params.metadata or {})
-        meta["text"] = params.text
-        meta.setdefault("access_count", 0)
-        raw_meta = {**meta, "raw_history": True, "active_view": False}
-        if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
-            return OkResult(ok=True)  # forgotten: a re-sent turn must not come back
-        try:
-            await store.ensure_collections([C.session(sid), *C.lossless_collections(sid)])
-            state_coll = C.session_state(sid)
-            ops: list[Put] = []
-            if await store.get(state_coll, C.SESSION_STATE_ID) is None:
-                ops.append(
-                    Put(
-                        state_coll,
-                        C.SESSION_STATE_ID,
-                        "",
-                        {
-                            "type": C.TYPE_SESSION_STATE,
-                            "sessionId": sid,
-                            "compaction_generation": 0,
-                            "last_compacted_at": 0,
-                            "last_summary_id": "",
-                            "updated_at": 0,
-                            # the host's namespace, so that forget finds this session
-                            **(
-                                {"userId": meta["userId"]}
-                                if isinstance(meta.get("userId"), str)
-                                else {}
-                            ),
-                        },
-                        None,
-                        if_version=0,
-                    )
-                )
-            dims = store.store.dims_for(C.session(sid))
-            vec = _fit((await _embed(_svc(ctx), [params.text], "document"))[0], dims)
-            ops.append(Put(C.session(sid), params.id, params.text, meta, vec))
-            # Raw history is immutable (the reference overwrote it on a re-sent id): the
-            # active view is upserted as before, the raw copy is written once.
-            raw = Put(C.session_raw(sid), params.id, params.text, raw_meta, vec, if_version=0)
-            try:
-                await store.write([*ops, raw])
-            except se.VersionConflict:  # a re-sent id: the raw copy exists, keep it
-                await store.write(ops)
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        mem = ctx.app.maybe_service(MemoryService)
-        if mem is not None:
-            mem.note_ingested(sid, estimate_tokens(params.text))
+
+@methods.method("insert_session_turn")
+async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams) -> OkResult:
+    sid = params.session_id
+    if not sid.strip():
+        raise InvalidInput("session ID is required")
+    if not params.id.strip():
+        raise InvalidInput("record id is required")
+    if not params.text.strip():
+        # A turn without text (a tool call alone) is not stored, as in v2 `ingest`; the
+        # reference plugin drops such messages before it calls, so it never sees this.
         return OkResult(ok=True)
-
-    @registry.method("gating_scalar")
-    async def gating_scalar(ctx: CallContext, params: GatingScalarParams) -> GatingSignalsResult:
-        store = _store(ctx)
-        mem = ctx.app.maybe_service(MemoryService)
-        cfg = mem.gating if mem is not None else None
-        centroid_k = cfg.centroid_k if cfg else ctx.app.settings.gating.centroid_k
-        memory_k = cfg.memory_k if cfg else 5
-        turns_coll, user_coll = f"turns:{params.user_id}", f"user:{params.user_id}"
-        has_turns = store.store.collection(turns_coll) is not None
-        has_user = store.store.collection(user_coll) is not None
-        turn_scores: list[float] = []
-        mem_scores: list[float] = []
-        if has_turns or has_user:
-            vec = (await _embed(_svc(ctx), [params.text], "query"))[0]
-            needle = params.text.strip()
-            try:
-                if has_turns:
-                    hits = await store.search(
-                        turns_coll, vec, centroid_k + 1, where={"role": "user"}
-                    )
-                    self_hit = next((h for h in hits if h.text.strip() == needle), None)
-                    turn_scores = [h.score for h in hits if h is not self_hit][:centroid_k]
-                if has_user:
-                    hits = await store.search(user_coll, vec, memory_k + 1)
-                    self_hit = next((h for h in hits if h.text.strip() == needle), None)
-                    mem_scores = [h.score for h in hits if h is not self_hit][:memory_k]
-            except se.StoreError as exc:
-                raise store_rpc_error(exc) from exc
-        if cfg is not None:
-            sig = compute_gating(params.text, turn_scores, mem_scores, cfg)
-        else:
-            sig = compute_gating(params.text, turn_scores, mem_scores)
-        return msgspec.convert(sig.to_wire(), GatingSignalsResult)
-
-    @registry.method("compact_session")
-    async def compact_session(
-        ctx: CallContext, params: CompactSessionParams
-    ) -> CompactSessionResult:
-        if not params.session_id.strip():
-            raise InvalidInput("session ID is required")
-        svc = memory_service(ctx)
-        min_turns = params.continuity_min_turns
-        opts = CompactionOptions.from_settings(
-            svc.settings,
-            target_size=params.target_size if params.target_size > 0 else None,
-            min_turns=min_turns if min_turns is not None and min_turns > 0 else None,
-            tail_tokens=params.continuity_tail_budget_tokens
-            if params.continuity_tail_budget_tokens > 0
-            else None,
-            prior_context_tokens=params.continuity_prior_context_tokens
-            if params.continuity_prior_context_tokens > 0
-            else None,
-            force=params.force,
-        )
-        with memory_errors():
-            out = await svc.compact(params.session_id, opts, ctx.progress)
-        return CompactSessionResult(
-            did_compact=out.did_compact,
-            clusters_formed=out.clusters_formed,
-            clusters_declined=out.clusters_declined,
-            turns_removed=out.turns_covered,
-            mean_confidence=out.mean_confidence,
-            summary_method=out.summary_method or msgspec.UNSET,
-        )
-
-    @registry.method("expand_summary")
-    async def expand_summary_v1(ctx: CallContext, params: ExpandSummaryParams) -> ResultsResult:
-        if not params.session_id.strip():
-            raise InvalidInput("sessionId is required")
-        if not params.summary_id.strip():
-            raise InvalidInput("summaryId is required")
-        svc = memory_service(ctx)
-        depth = params.max_depth if params.max_depth is not None and params.max_depth > 0 else 3
-        with memory_errors():
-            items = await expand_summary(svc, params.session_id, params.summary_id, depth)
-        return ResultsResult(results=[_result(it.record, 0.0, None) for it in items or []])
-
-    @registry.method("query_raw_session")
-    async def query_raw_session(ctx: CallContext, params: QueryRawSessionParams) -> ResultsResult:
-        if not params.session_id.strip():
-            raise InvalidInput("sessionId is required")
-        store = _store(ctx)
-        coll = C.session_raw(params.session_id)
-        if store.store.collection(coll) is None:
-            return ResultsResult(results=[])
-        vec = (await _embed(_svc(ctx), [params.text], "query"))[0]
-        try:
-            hits = await store.search(
-                coll, vec, params.k, exclude_ids=_clean_ids(params.exclude_ids)
+    store = _store(ctx)
+    meta: dict[str, Any] = dict(params.metadata or {})
+    meta["text"] = params.text
+    meta.setdefault("access_count", 0)
+    raw_meta = {**meta, "raw_history": True, "active_view": False}
+    if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
+        return OkResult(ok=True)  # forgotten: a re-sent turn must not come back
+    await store.ensure_collections([C.session(sid), *C.lossless_collections(sid)])
+    state_coll = C.session_state(sid)
+    ops: list[Put] = []
+    if await store.get(state_coll, C.SESSION_STATE_ID) is None:
+        ops.append(
+            Put(
+                state_coll,
+                C.SESSION_STATE_ID,
+                "",
+                {
+                    "type": C.TYPE_SESSION_STATE,
+                    "sessionId": sid,
+                    "compaction_generation": 0,
+                    "last_compacted_at": 0,
+                    "last_summary_id": "",
+                    "updated_at": 0,
+                    # the host's namespace, so that forget finds this session
+                    **({"userId": meta["userId"]} if isinstance(meta.get("userId"), str) else {}),
+                },
+                None,
+                if_version=0,
             )
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
+        )
+    dims = store.store.dims_for(C.session(sid))
+    vec = _fit((await _embed(_svc(ctx), [params.text], "document"))[0], dims)
+    ops.append(Put(C.session(sid), params.id, params.text, meta, vec))
+    # Raw history is immutable (the reference overwrote it on a re-sent id): the
+    # active view is upserted as before, the raw copy is written once.
+    raw = Put(C.session_raw(sid), params.id, params.text, raw_meta, vec, if_version=0)
+    try:
+        await store.write([*ops, raw])
+    except se.VersionConflict:  # a re-sent id: the raw copy exists, keep it
+        await store.write(ops)
+    mem = ctx.app.maybe_service(MemoryService)
+    if mem is not None:
+        mem.note_ingested(sid, estimate_tokens(params.text))
+    return OkResult(ok=True)
+
+
+@methods.method("gating_scalar")
+async def gating_scalar(ctx: CallContext, params: GatingScalarParams) -> GatingSignalsResult:
+    store = _store(ctx)
+    mem = ctx.app.maybe_service(MemoryService)
+    cfg = mem.gating if mem is not None else None
+    centroid_k = cfg.centroid_k if cfg else ctx.app.settings.gating.centroid_k
+    memory_k = cfg.memory_k if cfg else 5
+    turns_coll, user_coll = f"turns:{params.user_id}", f"user:{params.user_id}"
+    has_turns = store.store.collection(turns_coll) is not None
+    has_user = store.store.collection(user_coll) is not None
+    turn_scores: list[float] = []
+    mem_scores: list[float] = []
+    if has_turns or has_user:
+        vec = (await _embed(_svc(ctx), [params.text], "query"))[0]
+        needle = params.text.strip()
+        if has_turns:
+            hits = await store.search(turns_coll, vec, centroid_k + 1, where={"role": "user"})
+            self_hit = next((h for h in hits if h.text.strip() == needle), None)
+            turn_scores = [h.score for h in hits if h is not self_hit][:centroid_k]
+        if has_user:
+            hits = await store.search(user_coll, vec, memory_k + 1)
+            self_hit = next((h for h in hits if h.text.strip() == needle), None)
+            mem_scores = [h.score for h in hits if h is not self_hit][:memory_k]
+    if cfg is not None:
+        sig = compute_gating(params.text, turn_scores, mem_scores, cfg)
+    else:
+        sig = compute_gating(params.text, turn_scores, mem_scores)
+    return msgspec.convert(sig.to_wire(), GatingSignalsResult)
+
+
+@methods.method("compact_session")
+async def compact_session(ctx: CallContext, params: CompactSessionParams) -> CompactSessionResult:
+    if not params.session_id.strip():
+        raise InvalidInput("session ID is required")
+    svc = memory_service(ctx)
+    min_turns = params.continuity_min_turns
+    opts = CompactionOptions.from_settings(
+        svc.settings,
+        target_size=params.target_size if params.target_size > 0 else None,
+        min_turns=min_turns if min_turns is not None and min_turns > 0 else None,
+        tail_tokens=params.continuity_tail_budget_tokens
+        if params.continuity_tail_budget_tokens > 0
+        else None,
+        prior_context_tokens=params.continuity_prior_context_tokens
+        if params.continuity_prior_context_tokens > 0
+        else None,
+        force=params.force,
+    )
+    out = await svc.compact(params.session_id, opts, ctx.progress)
+    return CompactSessionResult(
+        did_compact=out.did_compact,
+        clusters_formed=out.clusters_formed,
+        clusters_declined=out.clusters_declined,
+        turns_removed=out.turns_covered,
+        mean_confidence=out.mean_confidence,
+        summary_method=out.summary_method or msgspec.UNSET,
+    )
+
+
+@methods.method("expand_summary")
+async def expand_summary_v1(ctx: CallContext, params: ExpandSummaryParams) -> ResultsResult:
+    if not params.session_id.strip():
+        raise InvalidInput("sessionId is required")
+    if not params.summary_id.strip():
+        raise InvalidInput("summaryId is required")
+    svc = memory_service(ctx)
+    depth = params.max_depth if params.max_depth is not None and params.max_depth > 0 else 3
+    items = await expand_summary(svc, params.session_id, params.summary_id, depth)
+    return ResultsResult(results=[_result(it.record, 0.0, None) for it in items or []])
+
+
+@methods.method("query_raw_session")
+async def query_raw_session(ctx: CallContext, params: QueryRawSessionParams) -> ResultsResult:
+    if not params.session_id.strip():
+        raise InvalidInput("sessionId is required")
+    store = _store(ctx)
+    coll = C.session_raw(params.session_id)
+    if store.store.collection(coll) is None:
+        return ResultsResult(results=[])
+    vec = (await _embed(_svc(ctx), [params.text], "query"))[0]
+    hits = await store.search(coll, vec, params.k, exclude_ids=_clean_ids(params.exclude_ids))
+    return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
+
+
+register = methods.register

@@ -35,20 +35,12 @@ from protocol.v1_store import (
     SearchTextParams,
 )
 from sidecar.api.context import CallContext
-from sidecar.api.registry import Registry
-from sidecar.engines import CancelledError, EngineError, InvalidInputError
+from sidecar.api.registry import MethodTable
 from sidecar.errors import (
-    Cancelled,
-    Conflict,
-    FingerprintMismatch,
     InvalidInput,
     ModelUnavailable,
-    NotFound,
-    RpcError,
-    ShuttingDown,
-    StorageError,
 )
-from sidecar.memory.collections import tombstone_key
+from sidecar.memory.core.layout import tombstone_key
 from sidecar.store import errors as se
 from sidecar.store import names as N
 from sidecar.store.aio import AsyncStore
@@ -59,43 +51,15 @@ from sidecar.store.types import Hit, Record
 TIER_DIRTY = "_tier_dirty"
 
 
-def store_rpc_error(exc: se.StoreError) -> RpcError:
-    """Map a store error onto the daemon's JSON-RPC error classes (message kept)."""
-    data = exc.data or None
-    if isinstance(exc, se.InvalidInput):
-        return InvalidInput(exc.message, data=data)
-    if isinstance(exc, se.NotFound):
-        return NotFound(exc.message, data=data)
-    if isinstance(exc, se.VersionConflict):
-        return Conflict(exc.message, data=data)
-    if isinstance(exc, se.FingerprintMismatch):
-        return FingerprintMismatch(exc.message, data=data)
-    if isinstance(exc, se.StoreClosed):
-        return ShuttingDown(exc.message, data=data)
-    return StorageError(exc.message, data=data)
-
-
-def _engine_error(exc: EngineError, what: str) -> RpcError:
-    msg = f"{what}: {exc}"
-    if isinstance(exc, InvalidInputError):
-        return InvalidInput(msg)
-    if isinstance(exc, CancelledError):
-        return Cancelled(msg)
-    return ModelUnavailable(msg)
-
-
 def _svc(ctx: CallContext) -> StoreService:
     return ctx.app.service(StoreService)
 
 
 async def _embed(svc: StoreService, texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
-    what = "embed query" if kind == "query" else "embed document"
     try:
         vecs = await svc.embed(texts, kind)
-    except EngineError as exc:
-        raise _engine_error(exc, what) from exc
-    except se.StoreError as exc:
-        raise ModelUnavailable(f"{what}: {exc.message}") from exc
+    except se.StoreError as exc:  # no embedder behind the store: the model is missing
+        raise ModelUnavailable(f"embed {kind}: {exc.message}") from exc
     return np.asarray(vecs, dtype=np.float32)
 
 
@@ -144,10 +108,7 @@ def namespace_prefix(user_id: str, namespace: str) -> str:
 
 
 def _store(ctx: CallContext) -> AsyncStore:
-    try:
-        return _svc(ctx).store
-    except se.StoreError as exc:
-        raise store_rpc_error(exc) from exc
+    return _svc(ctx).store
 
 
 # A collection named by a request is refused (-32009, by the dispatcher's mapping of the
@@ -165,188 +126,161 @@ def _clean_ids(ids: Iterable[str] | None) -> list[str]:
     return [i for i in dict.fromkeys(ids or ()) if i]
 
 
-def register(registry: Registry) -> None:
-    @registry.method("ensure_collections")
-    async def ensure_collections(ctx: CallContext, params: EnsureCollectionsParams) -> OkResult:
-        try:
-            await _store(ctx).ensure_collections(params.collections or [])
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
+methods = MethodTable()
 
-    @registry.method("insert_text")
-    async def insert_text(ctx: CallContext, params: InsertTextParams) -> OkResult:
-        if not params.id.strip():
-            raise InvalidInput("record id is required")
-        store = _store(ctx)
-        meta: dict[str, Any] = dict(params.metadata or {})
-        if params.text:
-            meta["text"] = params.text
-        meta.setdefault("access_count", 0)
-        try:
-            if await store.tombstoned_anywhere([tombstone_key(params.collection, params.id)]):
-                return OkResult(ok=True)  # forgotten records are not written again
-            dims = store.store.dims_for(params.collection) if params.collection else 0
-            vector = None
-            if dims > 1:
-                vec = (await _embed(_svc(ctx), [params.text], "document"))[0]
-                vector = _fit(vec, dims)
-            await store.put(
-                params.collection, params.id, text=params.text, metadata=meta, vector=vector
+
+@methods.method("ensure_collections")
+async def ensure_collections(ctx: CallContext, params: EnsureCollectionsParams) -> OkResult:
+    await _store(ctx).ensure_collections(params.collections or [])
+    return OkResult(ok=True)
+
+
+@methods.method("insert_text")
+async def insert_text(ctx: CallContext, params: InsertTextParams) -> OkResult:
+    if not params.id.strip():
+        raise InvalidInput("record id is required")
+    store = _store(ctx)
+    meta: dict[str, Any] = dict(params.metadata or {})
+    if params.text:
+        meta["text"] = params.text
+    meta.setdefault("access_count", 0)
+    if await store.tombstoned_anywhere([tombstone_key(params.collection, params.id)]):
+        return OkResult(ok=True)  # forgotten records are not written again
+    dims = store.store.dims_for(params.collection) if params.collection else 0
+    vector = None
+    if dims > 1:
+        vec = (await _embed(_svc(ctx), [params.text], "document"))[0]
+        vector = _fit(vec, dims)
+    await store.put(params.collection, params.id, text=params.text, metadata=meta, vector=vector)
+    return OkResult(ok=True)
+
+
+async def _query(ctx: CallContext, collections: Sequence[str], text: str) -> Any:
+    """The query vector, or None when no searched collection holds vectors."""
+    store = _store(ctx).store
+    infos = [store.collection(c) for c in collections]
+    if not any(i is not None and i.has_vectors for i in infos):
+        return None
+    return (await _embed(_svc(ctx), [text], "query"))[0]
+
+
+@methods.method("search_text")
+async def search_text(ctx: CallContext, params: SearchTextParams) -> ResultsResult:
+    store = _store(ctx)
+    if store.store.collection(_collection(params.collection)) is None:
+        return ResultsResult(results=[])
+    query = await _query(ctx, [params.collection], params.text)
+    hits = await store.search(
+        params.collection, query, params.k, exclude_ids=_clean_ids(params.exclude_ids)
+    )
+    return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
+
+
+@methods.method("search_text_collections")
+async def search_text_collections(
+    ctx: CallContext, params: SearchTextCollectionsParams
+) -> ResultsResult:
+    names = [_collection(c) for c in dict.fromkeys(params.collections or [])]
+    store = _store(ctx)
+    existing = [c for c in names if store.store.collection(c) is not None]
+    if params.k <= 0 or not existing:
+        return ResultsResult(results=[])
+    query = await _query(ctx, existing, params.text)
+    excl = {c: _clean_ids(ids) for c, ids in (params.exclude_by_collection or {}).items()}
+    hits = await store.search_collections(existing, query, params.k, exclude_by_collection=excl)
+    return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
+
+
+@methods.method("list_collection")
+async def list_collection(ctx: CallContext, params: ListCollectionParams) -> ResultsResult:
+    store = _store(ctx)
+    if store.store.collection(_collection(params.collection)) is None:
+        return ResultsResult(results=[])
+    recs = await store.list_records(params.collection)
+    recs = _sorted_records(params.collection, recs)
+    return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
+
+
+@methods.method("list_by_meta")
+async def list_by_meta(ctx: CallContext, params: ListByMetaParams) -> ResultsResult:
+    store = _store(ctx)
+    if store.store.collection(_collection(params.collection)) is None or not params.key:
+        return ResultsResult(results=[])
+    recs = await store.list_records(params.collection, where={params.key: params.value})
+    recs = _sorted_records(params.collection, recs)
+    return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
+
+
+@methods.method("delete")
+async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
+    store = _store(ctx)
+    if store.store.collection(_collection(params.collection)) is None or not params.id:
+        return OkResult(ok=True)
+    await store.delete(params.collection, params.id)
+    return OkResult(ok=True)
+
+
+@methods.method("delete_batch")
+async def delete_batch(ctx: CallContext, params: DeleteBatchParams) -> OkResult:
+    store = _store(ctx)
+    ids = _clean_ids(params.ids)
+    if store.store.collection(_collection(params.collection)) is None or not ids:
+        return OkResult(ok=True)
+    await store.delete_many(params.collection, ids)
+    return OkResult(ok=True)
+
+
+@methods.method("bump_access_counts")
+async def bump_access_counts(ctx: CallContext, params: BumpAccessCountsParams) -> OkResult:
+    store = _store(ctx)
+    updates: dict[str, list[str]] = {}
+    for u in params.updates or []:
+        if store.store.collection(_collection(u.collection)) is not None:
+            updates.setdefault(u.collection, []).extend(_clean_ids(u.ids))
+    if updates:
+        await store.increment(updates, "access_count")
+    return OkResult(ok=True)
+
+
+@methods.method("export_memory")
+async def export_memory(ctx: CallContext, params: NamespaceParams) -> ExportMemoryResult:
+    store = _store(ctx)
+    prefix = namespace_prefix(
+        _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
+    )
+    out: list[ExportedRecord] = []
+    for info in store.collections(namespace=prefix):
+        if info.name == TIER_DIRTY:
+            continue
+        for r in await store.list_records(info.name):
+            out.append(
+                ExportedRecord(collection=info.name, id=r.id, text=r.text, metadata=r.metadata)
             )
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
+    return ExportMemoryResult(records=out)
 
-    async def _query(ctx: CallContext, collections: Sequence[str], text: str) -> Any:
-        """The query vector, or None when no searched collection holds vectors."""
-        store = _store(ctx).store
-        infos = [store.collection(c) for c in collections]
-        if not any(i is not None and i.has_vectors for i in infos):
-            return None
-        return (await _embed(_svc(ctx), [text], "query"))[0]
 
-    @registry.method("search_text")
-    async def search_text(ctx: CallContext, params: SearchTextParams) -> ResultsResult:
-        store = _store(ctx)
-        if store.store.collection(_collection(params.collection)) is None:
-            return ResultsResult(results=[])
-        query = await _query(ctx, [params.collection], params.text)
-        try:
-            hits = await store.search(
-                params.collection, query, params.k, exclude_ids=_clean_ids(params.exclude_ids)
-            )
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
+@methods.method("flush_namespace")
+async def flush_namespace(ctx: CallContext, params: NamespaceParams) -> OkResult:
+    prefix = namespace_prefix(
+        _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
+    )
+    if prefix == "user:":
+        raise InvalidInput("namespace or userId is required")
+    ns = prefix.removeprefix("user:")
+    scopes = (prefix, f"turns:{ns}", f"elevated:user:{ns}", f"dream:{ns}")
+    store = _store(ctx)
+    doomed = [c.name for c in store.collections() if any(in_namespace(c.name, s) for s in scopes)]
+    if doomed:
+        await store.drop_collections(doomed)
+    return OkResult(ok=True)
 
-    @registry.method("search_text_collections")
-    async def search_text_collections(
-        ctx: CallContext, params: SearchTextCollectionsParams
-    ) -> ResultsResult:
-        names = [_collection(c) for c in dict.fromkeys(params.collections or [])]
-        store = _store(ctx)
-        existing = [c for c in names if store.store.collection(c) is not None]
-        if params.k <= 0 or not existing:
-            return ResultsResult(results=[])
-        query = await _query(ctx, existing, params.text)
-        excl = {c: _clean_ids(ids) for c, ids in (params.exclude_by_collection or {}).items()}
-        try:
-            hits = await store.search_collections(
-                existing, query, params.k, exclude_by_collection=excl
-            )
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return ResultsResult(results=[_result(h, h.score, h.collection) for h in hits])
 
-    @registry.method("list_collection")
-    async def list_collection(ctx: CallContext, params: ListCollectionParams) -> ResultsResult:
-        store = _store(ctx)
-        if store.store.collection(_collection(params.collection)) is None:
-            return ResultsResult(results=[])
-        try:
-            recs = await store.list_records(params.collection)
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        recs = _sorted_records(params.collection, recs)
-        return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
+@methods.method("flush")
+async def flush(ctx: CallContext, params: FlushParams) -> OkResult:
+    svc = ctx.app.maybe_service(StoreService)
+    if svc is not None and svc.ready:
+        await svc.store.checkpoint()
+    return OkResult(ok=True)
 
-    @registry.method("list_by_meta")
-    async def list_by_meta(ctx: CallContext, params: ListByMetaParams) -> ResultsResult:
-        store = _store(ctx)
-        if store.store.collection(_collection(params.collection)) is None or not params.key:
-            return ResultsResult(results=[])
-        try:
-            recs = await store.list_records(params.collection, where={params.key: params.value})
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        recs = _sorted_records(params.collection, recs)
-        return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
 
-    @registry.method("delete")
-    async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
-        store = _store(ctx)
-        if store.store.collection(_collection(params.collection)) is None or not params.id:
-            return OkResult(ok=True)
-        try:
-            await store.delete(params.collection, params.id)
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
-
-    @registry.method("delete_batch")
-    async def delete_batch(ctx: CallContext, params: DeleteBatchParams) -> OkResult:
-        store = _store(ctx)
-        ids = _clean_ids(params.ids)
-        if store.store.collection(_collection(params.collection)) is None or not ids:
-            return OkResult(ok=True)
-        try:
-            await store.delete_many(params.collection, ids)
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
-
-    @registry.method("bump_access_counts")
-    async def bump_access_counts(ctx: CallContext, params: BumpAccessCountsParams) -> OkResult:
-        store = _store(ctx)
-        updates: dict[str, list[str]] = {}
-        for u in params.updates or []:
-            if store.store.collection(_collection(u.collection)) is not None:
-                updates.setdefault(u.collection, []).extend(_clean_ids(u.ids))
-        if updates:
-            try:
-                await store.increment(updates, "access_count")
-            except se.StoreError as exc:
-                raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
-
-    @registry.method("export_memory")
-    async def export_memory(ctx: CallContext, params: NamespaceParams) -> ExportMemoryResult:
-        store = _store(ctx)
-        prefix = namespace_prefix(
-            _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
-        )
-        out: list[ExportedRecord] = []
-        try:
-            for info in store.collections(namespace=prefix):
-                if info.name == TIER_DIRTY:
-                    continue
-                for r in await store.list_records(info.name):
-                    out.append(
-                        ExportedRecord(
-                            collection=info.name, id=r.id, text=r.text, metadata=r.metadata
-                        )
-                    )
-        except se.StoreError as exc:
-            raise store_rpc_error(exc) from exc
-        return ExportMemoryResult(records=out)
-
-    @registry.method("flush_namespace")
-    async def flush_namespace(ctx: CallContext, params: NamespaceParams) -> OkResult:
-        prefix = namespace_prefix(
-            _namespace(params.user_id, "userId"), _namespace(params.namespace, "namespace")
-        )
-        if prefix == "user:":
-            raise InvalidInput("namespace or userId is required")
-        ns = prefix.removeprefix("user:")
-        scopes = (prefix, f"turns:{ns}", f"elevated:user:{ns}", f"dream:{ns}")
-        store = _store(ctx)
-        doomed = [
-            c.name for c in store.collections() if any(in_namespace(c.name, s) for s in scopes)
-        ]
-        if doomed:
-            try:
-                await store.drop_collections(doomed)
-            except se.StoreError as exc:
-                raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
-
-    @registry.method("flush")
-    async def flush(ctx: CallContext, params: FlushParams) -> OkResult:
-        svc = ctx.app.maybe_service(StoreService)
-        if svc is not None and svc.ready:
-            try:
-                await svc.store.checkpoint()
-            except se.StoreError as exc:
-                raise store_rpc_error(exc) from exc
-        return OkResult(ok=True)
+register = methods.register

@@ -1,14 +1,18 @@
-"""Memory core: ingest, compaction, authored markdown, dreams, assembly.
+"""Memory: what is kept and how it changes (ingest, compaction, authored rules, lifecycle).
 
-Two layers. Pure logic (no I/O, no store, no models): ``tokens`` (the one token
-estimator), ``sanitize`` (summarizer input, tool-output masking), ``gate`` (durable-admission
-gating scalar), ``deontic`` (rule classifier), ``markdown`` (authored documents → tiered
-nodes), ``dream`` (dream diary and promotion gates), ``turns`` (the raw turn),
-``continuity`` (tail, clusters, progress, ladder, prior context, guidance protection),
-``quality`` (preservation metrics, extractive selection), ``lineage`` (summary ids,
-metadata, the summary DAG), ``autocompact`` (pressure accumulator, compaction barrier),
-``collections``, ``budget``, ``temporal``, ``lexical``, ``scoring``, ``render`` and
-``assemble``. Services that hold the store, the engines and the settings: ``service``,
-``sessions``, ``compactor``, ``forget``, ``retrieval``, ``authored_service``,
-``dream_service``, ``journal``, ``watcher``. See docs/memory.md.
+Packages, lower first; a package imports only the ones before it, plus ``sidecar.store``,
+``sidecar.engines``, ``sidecar.config`` and ``sidecar.errors``:
+
+* ``core``: the shared vocabulary: turns, token estimates, collection layout, text
+  analysis (BM25), locks, callbacks, progress, input errors. Pure or nearly so.
+* ``authored``: authored markdown parsed into tiered rules, the rule classifier, the
+  authored-document service and its file watcher.
+* ``ingest``: the admission gate and turn ingestion into a session.
+* ``compaction``: the summary DAG: tail selection, clusters, summaries, quality, pressure.
+* ``service``: :class:`MemoryService`, the sessions' owner (ingest, compaction, locks,
+  change notifications), built on the three packages above.
+* ``lifecycle``: what happens over time: dreams, the lifecycle journal, forget.
+
+Nothing here reads for a prompt: ``sidecar.assembly`` consumes this package, never the
+reverse. See docs/memory.md.
 """

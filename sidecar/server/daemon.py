@@ -11,6 +11,7 @@ from sidecar import __version__
 from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.config import Settings
+from sidecar.errors import StartupError
 from sidecar.logging_setup import write_stdout_line
 from sidecar.server.auth import AuthConfigError, load_token
 from sidecar.server.connections import ConnectionManager
@@ -22,7 +23,7 @@ from sidecar.server.listeners import (
     parse_endpoint,
     serve_stdio,
 )
-from sidecar.services import StartupError, install_services
+from sidecar.services import install_services
 
 log = structlog.get_logger(__name__)
 

@@ -17,12 +17,12 @@ import structlog
 from protocol.codes import ErrorCode
 from protocol.jsonrpc import ErrorObject, ErrorResponse, RequestId, SuccessResponse
 from sidecar.api.context import CallContext
+from sidecar.api.errors import rpc_error_for
 from sidecar.api.registry import Registry
 from sidecar.app import App
 from sidecar.errors import Busy, RpcError
 from sidecar.server.coerce import ParamsError, convert_or_explain
 from sidecar.server.framing import OVERSIZED, Frame
-from sidecar.store.errors import InvalidInput as StoreInvalidInput
 
 log = structlog.get_logger(__name__)
 
@@ -53,6 +53,7 @@ class Dispatcher:
     def __init__(self, app: App, registry: Registry) -> None:
         self.app = app
         self.registry = registry
+        self._method_names = tuple(registry.names())
 
     async def handle_frame(self, frame: Frame, connection_id: int, send: Sender) -> bytes | None:
         message, error = self.decode(frame)
@@ -152,24 +153,18 @@ class Dispatcher:
             response: SuccessResponse | ErrorResponse = SuccessResponse(
                 id=request_id, result=result
             )
-        except RpcError as exc:
-            ok = False
-            response = _error(request_id, exc.code, exc.message, exc.data)
-        except StoreInvalidInput as exc:
-            # a value the store refuses (a name with a path separator, ...) reached it from
-            # a handler that did not map it: still the client's input, not a daemon fault
-            ok = False
-            response = _error(request_id, ErrorCode.INVALID_INPUT, exc.message, exc.data or None)
         except Exception as exc:
             ok = False
-            log.exception(
-                "handler_crashed", method=clip(method_name), request_id=_loggable(request_id)
-            )
-            response = _error(
-                request_id,
-                ErrorCode.INTERNAL_ERROR,
-                f"internal error in {clip(method_name)}: {type(exc).__name__}: {exc}",
-            )
+            mapped = rpc_error_for(exc, clip(method_name))
+            if mapped is None:
+                log.exception(
+                    "handler_crashed", method=clip(method_name), request_id=_loggable(request_id)
+                )
+                mapped = RpcError(
+                    f"internal error in {clip(method_name)}: {type(exc).__name__}: {exc}",
+                    code=ErrorCode.INTERNAL_ERROR,
+                )
+            response = _error(request_id, mapped.code, mapped.message, mapped.data)
         finally:
             self.app.inflight_requests -= 1
         duration_ms = (time.perf_counter() - started) * 1000.0
@@ -240,7 +235,9 @@ class Dispatcher:
                 body["message"] = text
             await send(encode_line({"jsonrpc": "2.0", "method": "$/progress", "params": body}))
 
-        ctx = CallContext(self.app, method_name, request_id, connection_id, progress)
+        ctx = CallContext(
+            self.app, method_name, request_id, connection_id, progress, self._method_names
+        )
         return await method.handler(ctx, typed)
 
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 import structlog
 
 from protocol.core import ComponentState
-from sidecar.app import StartupError
+from sidecar.errors import StartupError
 from sidecar.store.aio import AsyncStore
 from sidecar.store.errors import StoreError
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from protocol.codes import ErrorCode
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.core.tokens import estimate_tokens
 from tests.support import DaemonProcess, RawConnection, start_daemon
 
 NS = "alice"

@@ -17,13 +17,14 @@ import pytest
 
 from sidecar.api import build_registry
 from sidecar.app import App
+from sidecar.assembly.scoring import access_count
+from sidecar.assembly.service import Retrieval, _Coll
 from sidecar.config import load_settings
-from sidecar.memory import collections as C
-from sidecar.memory import sessions as S
-from sidecar.memory.retrieval import Retrieval, _Coll, retrieval_for
-from sidecar.memory.scoring import access_count
+from sidecar.memory.core import layout as C
+from sidecar.memory.ingest import sessions as S
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
+from sidecar.services import install_memory
 from sidecar.store.service import StoreService
 from sidecar.store.store import Store
 from sidecar.store.types import Put
@@ -45,7 +46,7 @@ class Harness:
 
     @property
     def retrieval(self) -> Retrieval:
-        return retrieval_for(self.app)
+        return self.app.service(Retrieval)
 
     @property
     def store(self) -> Store:
@@ -76,7 +77,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
     app = App(settings)
     store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash")
     app.provide(StoreService, store_svc)
-    app.provide(MemoryService, MemoryService(settings, store_svc))
+    install_memory(app, store_svc)
     await app.start()
     dispatcher = Dispatcher(app, build_registry())
     counter = iter(range(1, 10**9))
@@ -297,7 +298,7 @@ async def test_dream_entries_replaced_at_the_same_count_are_seen(
 ) -> None:
     # A promotion that replaces a diary's entries keeps the record count: the view is
     # rechecked once the store changed and the view is older than AUTHORED_RECHECK_S.
-    monkeypatch.setattr("sidecar.memory.retrieval.AUTHORED_RECHECK_S", 0.0)
+    monkeypatch.setattr("sidecar.assembly.service.AUTHORED_RECHECK_S", 0.0)
     diary = "# Dream diary\n\n## Deep Sleep\n- {text} {{score=0.9 recall=3 unique=2}}\n"
     first = diary.format(text="the user dreamed about flying over a lighthouse")
     await h.call("dream.promote", {"userId": NS, "sourceDoc": "d.md", "text": first})
@@ -317,9 +318,9 @@ async def test_dream_entries_replaced_at_the_same_count_are_seen(
 async def test_int8_prefilter_keeps_the_exact_ranking_through_updates(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Large collections are prefiltered in int8 (sidecar.memory.int8scan); lowered threshold
+    # Large collections are prefiltered in int8 (sidecar.engines.int8scan); lowered threshold
     # so that this small history takes that path from its first load on.
-    monkeypatch.setattr("sidecar.memory.int8scan.MIN_ROWS", 4)
+    monkeypatch.setattr("sidecar.engines.int8scan.MIN_ROWS", 4)
     await h.ingest("s1", HISTORY)
     await h.ask("tennis balls")
     turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))

@@ -14,6 +14,7 @@ from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
+from sidecar.services import install_memory
 from sidecar.store.service import StoreService
 from tests.support import hashed_bag_of_words
 
@@ -68,10 +69,9 @@ async def make_rpc(tmp_path: Path, **flags: Any) -> tuple[Rpc, App]:
     settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
     app = App(settings)
     spy = EmbedSpy()
-    app.provide(
-        StoreService,
-        StoreService(settings, embed=spy, embed_dims=DIMS, fingerprint="hash-embed"),
-    )
+    store_svc = StoreService(settings, embed=spy, embed_dims=DIMS, fingerprint="hash-embed")
+    app.provide(StoreService, store_svc)
+    install_memory(app, store_svc)
     await app.start()
     return Rpc(app, spy), app
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.codes import ErrorCode
-from sidecar.memory.collections import content_tombstone_id, tombstone_key
+from sidecar.memory.core.layout import content_tombstone_id, tombstone_key
 from sidecar.store import Store
 from tests.support import RawConnection, start_daemon
 

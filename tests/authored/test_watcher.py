@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sidecar.config import AuthoredSettings
-from sidecar.memory.authored_service import authored_for
-from sidecar.memory.watcher import (
+from sidecar.memory.authored.service import AuthoredService
+from sidecar.memory.authored.watcher import (
     AuthoredWatcher,
     OutsideRoot,
     _read_hash,
@@ -36,7 +36,7 @@ def _watcher(rpc: Rpc, tmp: Path, roots: list[str], **kw: Any) -> AuthoredWatche
     clocks = {k: kw.pop(k) for k in ("clock", "wall_clock_ns") if k in kw}
     settings = AuthoredSettings(roots=roots, debounce_ms=kw.pop("debounce_ms", 0), **kw)
     return AuthoredWatcher(
-        settings, tmp / "data", authored_for(rpc.app), poll_interval_s=3600, **clocks
+        settings, tmp / "data", rpc.app.service(AuthoredService), poll_interval_s=3600, **clocks
     )
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.memory.budget import (
+from sidecar.assembly.budget import (
     REASON_HARD_PLUS_TAIL,
     REASON_HARD_RESERVE,
     BudgetConfig,
@@ -24,7 +24,7 @@ from sidecar.memory.budget import (
     soft_budget,
     tail_allowance,
 )
-from sidecar.memory.render import (
+from sidecar.assembly.render import (
     escape_attribute,
     escape_text,
     injected_message_content,

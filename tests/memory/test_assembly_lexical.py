@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.lexical import (
+from sidecar.memory.core.lexical import (
     BM25Index,
     LexicalIndex,
     analyze,

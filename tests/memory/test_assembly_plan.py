@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.assemble import (
+from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
+from sidecar.assembly.plan import (
     AssemblyConfig,
     AssemblyPlan,
     AuthoredNode,
@@ -16,10 +17,9 @@ from sidecar.memory.assemble import (
     plan_head,
     plan_search,
 )
-from sidecar.memory.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
-from sidecar.memory.render import escape_text
-from sidecar.memory.scoring import Candidate
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.assembly.render import escape_text
+from sidecar.assembly.scoring import Candidate
+from sidecar.memory.core.tokens import estimate_tokens
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000

@@ -5,8 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sidecar.memory.lexical import BM25Index
-from sidecar.memory.scoring import (
+from sidecar.assembly.scoring import (
     Candidate,
     Channels,
     QueryContext,
@@ -22,7 +21,8 @@ from sidecar.memory.scoring import (
     speaker_of,
     summary_quality,
 )
-from sidecar.memory.temporal import plan_temporal
+from sidecar.assembly.temporal import plan_temporal
+from sidecar.memory.core.lexical import BM25Index
 
 DAY = 86_400_000
 NOW = 1_700_000_000_000

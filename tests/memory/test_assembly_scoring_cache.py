@@ -7,8 +7,7 @@ import random
 
 import numpy as np
 
-from sidecar.memory.lexical import BM25Index, LexicalIndex
-from sidecar.memory.scoring import (
+from sidecar.assembly.scoring import (
     Candidate,
     Channels,
     QueryContext,
@@ -20,6 +19,7 @@ from sidecar.memory.scoring import (
     rank_table,
     with_scope,
 )
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 
 NOW = 1_700_000_000_000
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from scripts.eval_rules import classifier, load_rows, promotion_predictor, score
-from sidecar.memory.deontic import evaluate_text
+from sidecar.memory.authored.deontic import evaluate_text
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The heap freeze that keeps full garbage collections off the retrieval caches
-(sidecar.memory.heap)."""
+(sidecar.assembly.heap)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sidecar.memory.heap import HeapSettler
+from sidecar.assembly.heap import HeapSettler
 
 
 class Row:

@@ -1,4 +1,4 @@
-"""The int8-prefiltered exact top-k (sidecar.memory.int8scan): the hand-written ONNX kernel,
+"""The int8-prefiltered exact top-k (sidecar.engines.int8scan): the hand-written ONNX kernel,
 the error bound, and the ranking against a plain float32 product."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.int8scan import Int8Rows, Scan, kernel_model
+from sidecar.engines.int8scan import Int8Rows, Scan, kernel_model
 
 F32 = np.float32
 
@@ -136,7 +136,7 @@ def test_a_failing_kernel_falls_back_to_the_exact_product(monkeypatch: pytest.Mo
         def run(self, *_: Any) -> Any:
             raise RuntimeError("kernel fault")
 
-    monkeypatch.setattr("sidecar.memory.int8scan._session", Broken())
+    monkeypatch.setattr("sidecar.engines.int8scan._session", Broken())
     rng = np.random.default_rng(11)
     mat = _units(rng, 200, 16)
     shadow = Int8Rows(16)

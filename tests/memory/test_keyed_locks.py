@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sidecar.memory.keyed_locks import KeyedLocks
+from sidecar.memory.core.keyed_locks import KeyedLocks
 
 
 async def test_one_holder_per_key_and_entries_pruned() -> None:

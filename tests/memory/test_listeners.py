@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sidecar.memory.listeners import Listeners
+from sidecar.memory.core.callbacks import Listeners
 
 
 def test_notify_reaches_every_listener_even_after_one_fails() -> None:

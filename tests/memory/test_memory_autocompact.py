@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.memory.autocompact import (
+from sidecar.memory.compaction.autocompact import (
     AutoCompactPolicy,
     CompactionBarrier,
     Pressure,

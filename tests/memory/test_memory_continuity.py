@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.continuity import (
+from sidecar.memory.compaction.continuity import (
     PRIOR_CONTEXT_HEADER,
     Draft,
     LadderStep,
@@ -26,9 +26,9 @@ from sidecar.memory.continuity import (
     select_recent_tail,
     strict_progress,
 )
-from sidecar.memory.sanitize import OPAQUE_MARKER
-from sidecar.memory.tokens import estimate_tokens
-from sidecar.memory.turns import Turn
+from sidecar.memory.compaction.sanitize import OPAQUE_MARKER
+from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.memory.core.turns import Turn
 
 
 def mk(i: int, role: str = "user", text: str | None = None, bundle: str = "") -> Turn:

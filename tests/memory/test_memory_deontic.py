@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.memory.deontic import (
+from sidecar.memory.authored.deontic import (
     DeonticClass,
     Modality,
     classify_sentence,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from sidecar.memory.dream import (
+from sidecar.memory.lifecycle.dream import (
     DreamEntry,
     dream_entry_id,
     gate_entries,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.memory.gate import (
+from sidecar.memory.ingest.gate import (
     ERROR_CODE,
     FILE_PATH,
     GatingConfig,

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.continuity import (
+from sidecar.memory.compaction.continuity import (
     Draft,
     LadderStep,
     escalation_ladder,
     plan_compaction,
     run_ladder,
 )
-from sidecar.memory.lineage import (
+from sidecar.memory.compaction.lineage import (
     ChildRef,
     LineageError,
     LineageGraph,
@@ -27,8 +27,8 @@ from sidecar.memory.lineage import (
     summary_ref,
     turn_ref,
 )
-from sidecar.memory.tokens import estimate_tokens
-from sidecar.memory.turns import Turn, chronological
+from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.memory.core.turns import Turn, chronological
 
 SID = "session-1"
 

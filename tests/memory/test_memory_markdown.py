@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from sidecar.memory.markdown import (
+from sidecar.memory.authored.markdown import (
     NodeKind,
     Tier,
     cache_key,

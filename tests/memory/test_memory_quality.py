@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from sidecar.memory.quality import (
+from sidecar.memory.compaction.quality import (
     Preservation,
     centroid,
     cosine,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import base64
 
-from sidecar.memory.sanitize import (
+from sidecar.memory.compaction.sanitize import (
     EMPTY_MARKER,
     FENCED_MARKER,
     OPAQUE_MARKER,
@@ -11,7 +11,7 @@ from sidecar.memory.sanitize import (
     sanitize_for_summary,
     summary_view,
 )
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.core.tokens import estimate_tokens
 
 
 def test_large_fence_replaced_small_kept() -> None:

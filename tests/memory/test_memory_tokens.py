@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.memory.tokens import (
+from sidecar.memory.core.tokens import (
     count_message_tokens,
     estimate_tokens,
     message_text,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.memory.turns import (
+from sidecar.memory.core.turns import (
     Turn,
     chronological,
     derive_turn_id,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sidecar.memory.window import window_start
+from sidecar.assembly.window import window_start
 
 
 def _msgs(n: int, words: int = 40) -> list[dict[str, object]]:
@@ -26,7 +26,7 @@ def test_starts_at_a_user_message_and_fits() -> None:
     assert 0 < start < len(msgs)
     assert msgs[start]["role"] == "user"
     earlier_user = max(i for i in range(start) if msgs[i]["role"] == "user")
-    from sidecar.memory.tokens import count_message_tokens
+    from sidecar.memory.core.tokens import count_message_tokens
 
     assert count_message_tokens(msgs[start:]) <= 1_500
     assert count_message_tokens(msgs[earlier_user:]) > 1_500  # the longest suffix that fits

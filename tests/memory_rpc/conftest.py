@@ -17,6 +17,7 @@ from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
+from sidecar.services import install_memory
 from sidecar.store.service import StoreService
 from tests.support import hash_embedder
 
@@ -55,8 +56,8 @@ async def make_harness(
     app = App(settings)
     store_svc = StoreService(settings, embed=embed, embed_dims=DIMS, fingerprint="hash")
     app.provide(StoreService, store_svc)
-    memory = MemoryService(settings, store_svc)
-    app.provide(MemoryService, memory)
+    install_memory(app, store_svc)
+    memory = app.service(MemoryService)
     await app.start()
     dispatcher = Dispatcher(app, build_registry())
     counter = iter(range(1, 10**9))

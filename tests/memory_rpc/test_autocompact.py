@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sidecar.memory.compactor import CompactionOptions
+from sidecar.memory.compaction.compactor import CompactionOptions
+from sidecar.memory.ingest.sessions import MessageIn
 from sidecar.memory.service import InvalidationEvent
-from sidecar.memory.sessions import MessageIn
 from tests.memory_rpc.conftest import make_harness
 
 
@@ -133,7 +133,7 @@ async def test_forget_waits_for_a_running_compaction(tmp_path: Path) -> None:
 async def test_at_most_max_concurrent_compactions_run_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sidecar.memory.compactor as compactor
+    import sidecar.memory.compaction.compactor as compactor
 
     h, close = await make_harness(
         tmp_path, **{"compaction.max_concurrent": 2, "compaction.target_size": 5}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.codes import ErrorCode
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.service import MemoryService
 from tests.memory_rpc.conftest import Harness
 

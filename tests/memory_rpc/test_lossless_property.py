@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from sidecar.app import App
 from sidecar.config import load_settings
-from sidecar.memory import collections as C
-from sidecar.memory.compactor import CompactionOptions, active_view, expand_summary
+from sidecar.memory.compaction.compactor import CompactionOptions, active_view, expand_summary
+from sidecar.memory.core import layout as C
+from sidecar.memory.ingest.sessions import MessageIn
 from sidecar.memory.service import MemoryService
-from sidecar.memory.sessions import MessageIn
 from sidecar.services import install_services
 
 WORDS = [

@@ -18,8 +18,8 @@ from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.engines import EngineHub
-from sidecar.memory.autocompact import Pressure
-from sidecar.memory.compactor import CompactionOptions
+from sidecar.memory.compaction.autocompact import Pressure
+from sidecar.memory.compaction.compactor import CompactionOptions
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_services

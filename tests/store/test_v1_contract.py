@@ -19,6 +19,7 @@ from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
+from sidecar.services import install_memory
 from sidecar.store.service import StoreService
 from tests.support import hash_embedder
 
@@ -33,10 +34,9 @@ hash_embed = hash_embedder(DIMS)
 async def rpc(tmp_path: Path) -> AsyncIterator[Call]:
     settings = load_settings(flags={"data_dir": str(tmp_path / "data")}, env={})
     app = App(settings)
-    app.provide(
-        StoreService,
-        StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash-embed"),
-    )
+    store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash-embed")
+    app.provide(StoreService, store_svc)
+    install_memory(app, store_svc)
     await app.start()
     dispatcher = Dispatcher(app, build_registry())
     counter = iter(range(1, 10**9))

@@ -25,6 +25,7 @@ LAUNCHER = textwrap.dedent(
     import hashlib, re, sys
     import numpy as np
     import sidecar.server.daemon as daemon
+    from sidecar.services import install_memory
     from sidecar.store.service import StoreService
 
     async def embed(texts, kind):
@@ -37,8 +38,9 @@ LAUNCHER = textwrap.dedent(
         return out
 
     def install(app):
-        app.provide(StoreService, StoreService(
-            app.settings, embed=embed, embed_dims=16, fingerprint="hash16"))
+        store = StoreService(app.settings, embed=embed, embed_dims=16, fingerprint="hash16")
+        app.provide(StoreService, store)
+        install_memory(app, store)
 
     daemon.install_services = install
     from sidecar.cli import daemon_main

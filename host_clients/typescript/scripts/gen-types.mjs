@@ -80,6 +80,35 @@ export function typeOf(schema, indent = "") {
   }
 }
 
+// msgspec Meta bounds become JSON Schema keywords; the types show them in the doc comment.
+const BOUNDS = [
+  ["exclusiveMinimum", ">"],
+  ["minimum", ">="],
+  ["exclusiveMaximum", "<"],
+  ["maximum", "<="],
+  ["minItems", "items >="],
+  ["maxItems", "items <="],
+  ["minLength", "length >="],
+  ["maxLength", "length <="],
+];
+
+export function boundsOf(schema) {
+  const found = [];
+  const visit = (s) => {
+    if (!s || typeof s !== "object") return;
+    for (const [key, op] of BOUNDS) if (s[key] !== undefined) found.push(`${op} ${s[key]}`);
+    for (const alt of s.anyOf ?? []) visit(alt);
+  };
+  visit(schema);
+  return found.length ? `Bounds: ${found.join(", ")}.` : "";
+}
+
+function describe(prop) {
+  const bounds = boundsOf(prop);
+  if (!bounds) return prop.description;
+  return prop.description ? `${prop.description}\n${bounds}` : bounds;
+}
+
 function objectType(schema, indent) {
   const props = schema.properties ?? {};
   const required = new Set(schema.required ?? []);
@@ -94,7 +123,7 @@ function objectType(schema, indent) {
     const prop = props[name];
     const key = IDENT.test(name) ? name : JSON.stringify(name);
     const opt = required.has(name) ? "" : "?";
-    return `${comment(prop.description, inner)}${inner}${key}${opt}: ${typeOf(prop, inner)};`;
+    return `${comment(describe(prop), inner)}${inner}${key}${opt}: ${typeOf(prop, inner)};`;
   });
   if (extra && extra !== true && typeof extra === "object") {
     lines.push(`${inner}[key: string]: ${typeOf(extra, inner)} | undefined;`);

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.memory import collections as C
-from sidecar.memory.errors import MemoryInputError
-from sidecar.memory.gate import GatingSignals, compute_gating
-from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
-from sidecar.memory.tokens import estimate_tokens, message_text
-from sidecar.memory.turns import derive_turn_id, normalize_role, stability_weight
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
+from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
+from sidecar.memory.core.tokens import estimate_tokens, message_text
+from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
+from sidecar.memory.ingest.gate import GatingSignals, compute_gating
 from sidecar.store.names import metadata_matches, validate_name_part
 from sidecar.store.store import Store
 from sidecar.store.types import Put
@@ -107,10 +107,6 @@ class _Prepared:
     text: str
     ts: int
     position: int
-
-
-class SessionNamespaceError(ValueError):
-    """A request names another namespace than the one its session was created in."""
 
 
 def named_namespace(namespace: str | None, user_id: str | None) -> str | None:

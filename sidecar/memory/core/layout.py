@@ -34,7 +34,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core.errors import MemoryInputError
 from sidecar.store.names import MAX_NAME_PART_BYTES, validate_name_part
 
 # ---- fixed names ------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def session_collections(sid: str) -> list[str]:
 
 def default_namespace(session_id: str) -> str:
     """``session:<sid>``: the namespace of a session whose requests name none
-    (``sidecar.memory.sessions.namespace_of_session`` decides when it applies)."""
+    (``sidecar.memory.ingest.sessions.namespace_of_session`` decides when it applies)."""
     return "session:" + _req(session_id, "session ID")
 
 

@@ -21,11 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sidecar.memory.collections import LIFECYCLE_JOURNAL
+from sidecar.memory.core.layout import LIFECYCLE_JOURNAL
 from sidecar.store.types import Delete, Put, Record
 
 if TYPE_CHECKING:
-    from sidecar.app import App
     from sidecar.store.service import StoreService
 
 JOURNAL_COLLECTION = LIFECYCLE_JOURNAL
@@ -66,7 +65,7 @@ class JournalAppend:
 
 
 class LifecycleJournal:
-    """Append / prune / list the journal. One per App (:func:`journal_for`)."""
+    """Append / prune / list the journal. One per daemon (built in ``sidecar.services``)."""
 
     def __init__(self, svc: StoreService, max_entries: int) -> None:
         self.svc = svc
@@ -118,14 +117,3 @@ class LifecycleJournal:
         if limit > 0:
             recs = recs[:limit]
         return recs, total
-
-
-def journal_for(app: App) -> LifecycleJournal:
-    """The App's journal (created on first use with ``settings.journal.max_entries``)."""
-    from sidecar.store.service import StoreService
-
-    journal = app.maybe_service(LifecycleJournal)
-    if journal is None:
-        journal = LifecycleJournal(app.service(StoreService), app.settings.journal.max_entries)
-        app.provide(LifecycleJournal, journal)
-    return journal

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sidecar.memory.budget import memory_budget
-from sidecar.memory.tokens import count_message_tokens
+from sidecar.assembly.budget import memory_budget
+from sidecar.memory.core.tokens import count_message_tokens
 
 
 def window_start(

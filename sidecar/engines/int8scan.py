@@ -21,7 +21,7 @@ cannot reach it. Every other row is re-scored in float32 (a few hundred rows her
 those exact scores are ranked. :data:`SLACK` absorbs float32 rounding in both products.
 
 :class:`Int8Rows` is the int8 shadow of a float32 row matrix, kept in step row by row by
-its owner (``sidecar.memory.retrieval._Coll``); :class:`Scan` is one query's view of a
+its owner (``sidecar.assembly.service._Coll``); :class:`Scan` is one query's view of a
 matrix (exact scores when the matrix is small or has no shadow).
 """
 

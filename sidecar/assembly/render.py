@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
-from sidecar.memory.tokens import count_message_tokens, estimate_tokens
+from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
 
 Placement = Literal["prompt", "messages"]
 

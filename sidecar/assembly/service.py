@@ -1,20 +1,20 @@
 """Candidate gathering for the ``assemble`` and ``search`` RPCs (issue 6).
 
 :class:`Retrieval` is the App component between the store and the pure planner
-(:mod:`sidecar.memory.assemble`). Per ``assemble`` call it
+(:mod:`sidecar.assembly.plan`). Per ``assemble`` call it
 
 1. starts embedding the query **once** (``kind="query"``) and, while the embedder runs,
    syncs the in-memory view of the collections the call reads (:class:`_Coll`: records,
-   unit vectors as one matrix, a :class:`~sidecar.memory.lexical.BM25Index`) and takes
+   unit vectors as one matrix, a :class:`~sidecar.memory.core.lexical.BM25Index`) and takes
    every scope's BM25 top-k of the query's content terms, the temporal plan, the authored
    rules and the session's turns (:meth:`Retrieval._prepare`: nothing there needs the
    vector);
 2. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
    the exact dense top-k (a float32 product over the cached vectors, int8-prefiltered
-   for large collections, see :mod:`sidecar.memory.int8scan`; the durable memories are
+   for large collections, see :mod:`sidecar.engines.int8scan`; the durable memories are
    ranked through the raw history's scan, see :class:`_Twins`) merged with the lexical
    top-k, each candidate carrying its vector;
-3. calls :func:`~sidecar.memory.assemble.plan_assembly` (or ``plan_search``) with hooks
+3. calls :func:`~sidecar.assembly.plan.plan_assembly` (or ``plan_search``) with hooks
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
    the raw history);
@@ -59,9 +59,9 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from sidecar.memory import collections as C
-from sidecar.memory import int8scan
-from sidecar.memory.assemble import (
+from sidecar.assembly.budget import BudgetConfig
+from sidecar.assembly.heap import HeapSettler
+from sidecar.assembly.plan import (
     AssemblyConfig,
     AssemblyPlan,
     AuthoredNode,
@@ -71,19 +71,18 @@ from sidecar.memory.assemble import (
     plan_head,
     plan_search,
 )
-from sidecar.memory.budget import BudgetConfig
-from sidecar.memory.heap import HeapSettler
-from sidecar.memory.int8scan import Int8Rows, Scan
-from sidecar.memory.lexical import BM25Index, LexicalIndex
-from sidecar.memory.scoring import F32, Candidate, access_count
-from sidecar.memory.temporal import plan_temporal
-from sidecar.memory.tokens import estimate_tokens, message_text
+from sidecar.assembly.scoring import F32, Candidate, access_count
+from sidecar.assembly.temporal import plan_temporal
+from sidecar.engines import int8scan
+from sidecar.engines.int8scan import Int8Rows, Scan
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.store.types import Record
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
-    from sidecar.app import App
-    from sidecar.memory.authored_service import AuthoredService
+    from sidecar.memory.authored.service import AuthoredService
     from sidecar.memory.service import InvalidationEvent, MemoryService
     from sidecar.store.store import Store
 
@@ -359,7 +358,7 @@ class _Coll:
     def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
         """Bring the int8 shadow in step after rows ``first_new..`` were appended and
         ``replaced`` rewritten; create it when the collection reaches
-        :data:`~sidecar.memory.int8scan.MIN_ROWS` rows."""
+        :data:`~sidecar.engines.int8scan.MIN_ROWS` rows."""
         mat, n = self._mat, len(self.records)
         if mat is None or n < int8scan.MIN_ROWS:
             self._shadow = None
@@ -517,15 +516,20 @@ class Retrieval:
         self._dirty_all = False
         self._twins: dict[str, _Twins] = {}
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
-        unsubscribe_events = memory.subscribe(self._on_event)
-        unsubscribe_writes = memory.on_written(self.note_written)
+        self._authored: AuthoredService | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
 
-        def unsubscribe() -> None:
-            unsubscribe_events()
-            unsubscribe_writes()
-
-        self._unsubscribe = unsubscribe
-        self._unsubscribe_authored: Callable[[], None] = lambda: None
+    def _listen(self) -> None:
+        """Subscribe to change notices on first use: nothing is cached before, and a daemon
+        that never assembles (a v1 host) must not collect notices nobody consumes."""
+        if self._unsubscribe:
+            return
+        self._unsubscribe = [
+            self.memory.subscribe(self._on_event),
+            self.memory.on_written(self.note_written),
+        ]
+        if self._authored is not None:
+            self._unsubscribe.append(self._authored.subscribe(self._authored_changed))
 
     # ---- invalidation ------------------------------------------------------------------
 
@@ -561,17 +565,19 @@ class Retrieval:
 
     def watch_authored(self, authored: AuthoredService) -> None:
         """Reload the authored collections an authored ingest or delete changed."""
+        self._authored = authored
+        if self._unsubscribe:
+            self._unsubscribe.append(authored.subscribe(self._authored_changed))
 
-        def changed(names: list[str]) -> None:
-            for name in names:
-                self.invalidate(name)
-
-        self._unsubscribe_authored = authored.subscribe(changed)
+    def _authored_changed(self, names: list[str]) -> None:
+        for name in names:
+            self.invalidate(name)
 
     def detach(self) -> None:
         """Stop listening to MemoryService and authored change events."""
-        self._unsubscribe()
-        self._unsubscribe_authored()
+        unsubscribe, self._unsubscribe = self._unsubscribe, []
+        for stop in unsubscribe:
+            stop()
 
     # ---- sync --------------------------------------------------------------------------
 
@@ -586,6 +592,7 @@ class Retrieval:
 
         The change notices are taken *before* the store is read, so a notice that
         arrives meanwhile is kept for the next call."""
+        self._listen()  # before the store is read: a write from now on is noticed
         names = list(dict.fromkeys(names))
         written, dirty, dirty_all = self._take_marks()
         if dirty_all:
@@ -1193,17 +1200,3 @@ def _message_turns(
             )
         )
     return out
-
-
-def retrieval_for(app: App) -> Retrieval:
-    """The App's retrieval component (created on first use)."""
-    from sidecar.memory.service import MemoryService
-
-    service = app.maybe_service(Retrieval)
-    if service is None:
-        from sidecar.memory.authored_service import authored_for
-
-        service = Retrieval(app.service(MemoryService))
-        service.watch_authored(authored_for(app))
-        app.provide(Retrieval, service)
-    return service

@@ -1,6 +1,6 @@
 """Authored markdown documents in the store (reference contract §8.2; fixes §14.20, B6).
 
-A document (``sourceDoc``) is parsed by :func:`sidecar.memory.markdown.parse_document` into
+A document (``sourceDoc``) is parsed by :func:`sidecar.memory.authored.markdown.parse_document` into
 nodes of three tiers, stored as records ``<sourceDoc>#%06d``:
 
 * ``authored:hard`` / ``authored:soft``: vectorless (text in metadata, never embedded);
@@ -22,7 +22,7 @@ is not written when
 * tombstone namespace ``authored`` holds key ``authored:<sourceDoc>`` (the whole
   document is forgotten), or
 * tombstone namespace ``authored`` holds the record's key
-  :func:`sidecar.memory.collections.tombstone_key` (``["authored:<tier>","<id>"]``).
+  :func:`sidecar.memory.core.layout.tombstone_key` (``["authored:<tier>","<id>"]``).
 
 Suppressed nodes are counted, never written; stale stored records are still removed.
 """
@@ -37,7 +37,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.memory.collections import (
+from sidecar.memory.authored.markdown import (
+    DEFAULT_TOKENIZER_ID,
+    AuthoredDocument,
+    Tier,
+    parse_document,
+)
+from sidecar.memory.core.callbacks import Listeners
+from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.layout import (
     AUTHORED_COLLECTIONS,
     AUTHORED_HARD,
     AUTHORED_SOFT,
@@ -45,14 +53,10 @@ from sidecar.memory.collections import (
     AUTHORED_VARIANT,
     tombstone_keys,
 )
-from sidecar.memory.errors import MemoryInputError
-from sidecar.memory.listeners import Listeners
-from sidecar.memory.markdown import DEFAULT_TOKENIZER_ID, AuthoredDocument, Tier, parse_document
-from sidecar.memory.progress import PROGRESS_CHUNK, Progress, no_progress
+from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.store.types import Delete, Put, Record
 
 if TYPE_CHECKING:
-    from sidecar.app import App
     from sidecar.store.aio import AsyncStore
     from sidecar.store.service import StoreService
 
@@ -148,7 +152,7 @@ def _comparable(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class AuthoredService:
-    """Ingest / delete authored documents. One per App (:func:`authored_for`)."""
+    """Ingest / delete authored documents. One per daemon (built in ``sidecar.services``)."""
 
     def __init__(self, svc: StoreService) -> None:
         self.svc = svc
@@ -340,14 +344,3 @@ def _count(report: IngestReport, planned: Sequence[_Planned]) -> None:
     report.hard = sum(p.collection == AUTHORED_HARD for p in planned)
     report.soft = sum(p.collection == AUTHORED_SOFT for p in planned)
     report.variant = sum(p.collection == AUTHORED_VARIANT for p in planned)
-
-
-def authored_for(app: App) -> AuthoredService:
-    """The App's authored service (created on first use)."""
-    from sidecar.store.service import StoreService
-
-    service = app.maybe_service(AuthoredService)
-    if service is None:
-        service = AuthoredService(app.service(StoreService))
-        app.provide(AuthoredService, service)
-    return service

@@ -22,7 +22,7 @@ tail protection as in the reference (§14.3); the RPC layer should default it to
 Strict progress (continuity §6, fixes §14.6): a summary is accepted only if
 ``estimate_tokens(summary) < Σ estimate_tokens(text)`` over the texts it replaces (the
 compressible turns only, not the protected ones, and the raw stored texts), in the one
-unit of :mod:`sidecar.memory.tokens`. Clusters with fewer than two replaced items are
+unit of :mod:`sidecar.memory.core.tokens`. Clusters with fewer than two replaced items are
 declined (singletons make no meaningful progress).
 """
 
@@ -34,10 +34,10 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from sidecar.memory.deontic import DeonticResult, evaluate_text
-from sidecar.memory.sanitize import is_tool_role, sanitize_for_summary
-from sidecar.memory.tokens import estimate_tokens, sum_tokens, truncate_to_tokens
-from sidecar.memory.turns import Turn
+from sidecar.memory.authored.deontic import DeonticResult, evaluate_text
+from sidecar.memory.compaction.sanitize import is_tool_role, sanitize_for_summary
+from sidecar.memory.core.tokens import estimate_tokens, sum_tokens, truncate_to_tokens
+from sidecar.memory.core.turns import Turn
 
 DEFAULT_MIN_TURNS = 4
 DEFAULT_TAIL_TOKENS = 128

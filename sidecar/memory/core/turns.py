@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core.errors import MemoryInputError
 
 ROLES = ("user", "assistant", "system", "tool")
 ROLE_STABILITY = {"user": 0.5, "assistant": 0.25}

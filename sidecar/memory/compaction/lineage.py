@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sidecar.memory.continuity import partition
-from sidecar.memory.turns import SortKey
+from sidecar.memory.compaction.continuity import partition
+from sidecar.memory.core.turns import SortKey
 
 ChildKind = Literal["turn", "summary"]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.core.tokens import estimate_tokens
 
 FENCED_MARKER = "[sanitized fenced payload omitted for continuity]"
 TRANSPORT_MARKER = "[sanitized transport payload omitted for continuity]"

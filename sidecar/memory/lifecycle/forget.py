@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sidecar.memory import collections as C
-from sidecar.memory import scope
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core import layout as C
+from sidecar.memory.core import scope
+from sidecar.memory.core.errors import MemoryInputError
 from sidecar.store.aio import AsyncStore
 from sidecar.store.types import DropCollection
 

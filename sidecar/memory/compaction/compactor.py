@@ -4,7 +4,7 @@
 
 1. Load the raw turns (``session_raw:<sid>``, plus v1 ``session:<sid>`` turns that have no
    raw copy), the summaries and the coverage edges, and rebuild the
-   :class:`~sidecar.memory.lineage.LineageGraph`.
+   :class:`~sidecar.memory.compaction.lineage.LineageGraph`.
 2. ``plan_compaction``: the protected recent tail (``min_turns``, ``tail_tokens``, the
    single split request/response pair), then chronological clusters of the *uncovered*
    turns before it (incremental: covered turns are never summarized again).
@@ -40,15 +40,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.config import Settings
-from sidecar.memory import collections as C
-from sidecar.memory import continuity as K
-from sidecar.memory import lineage as L
-from sidecar.memory import quality as Q
-from sidecar.memory.errors import MemoryInputError
-from sidecar.memory.progress import Progress, no_progress
-from sidecar.memory.sanitize import summary_view
-from sidecar.memory.tokens import estimate_tokens, sum_tokens
-from sidecar.memory.turns import Turn, chronological, stability_weight
+from sidecar.memory.compaction import continuity as K
+from sidecar.memory.compaction import lineage as L
+from sidecar.memory.compaction import quality as Q
+from sidecar.memory.compaction.sanitize import summary_view
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.progress import Progress, no_progress
+from sidecar.memory.core.tokens import estimate_tokens, sum_tokens
+from sidecar.memory.core.turns import Turn, chronological, stability_weight
 from sidecar.store.names import explicit_ts
 from sidecar.store.types import Op, Patch, Put, Record
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.memory.lexical import analyze
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.core.lexical import analyze
+from sidecar.memory.core.tokens import estimate_tokens
 
 PRESERVATION_THRESHOLD = 0.65
 NOMIC_CONFIDENCE_WEIGHT = 0.80

@@ -48,12 +48,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from protocol.core import ComponentState
-from sidecar.memory.authored_service import AuthoredService, SourceMeta
+from sidecar.memory.authored.service import AuthoredService, SourceMeta
 
 if TYPE_CHECKING:
     from sidecar.config import AuthoredSettings
@@ -314,9 +314,8 @@ class AuthoredWatcher:
         self,
         settings: AuthoredSettings,
         data_dir: Path,
-        authored: AuthoredService | None = None,
+        authored: AuthoredService,
         *,
-        service_factory: Any = None,
         poll_interval_s: float = 2.0,
         retry_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
@@ -333,8 +332,7 @@ class AuthoredWatcher:
         self.poll_interval_s = max(0.05, poll_interval_s)
         self.retry_s = retry_s
         self.state_path = Path(data_dir) / STATE_FILE
-        self._authored = authored
-        self._factory = service_factory
+        self.authored = authored
         self.files: dict[str, FileState] = {}
         self.stats = WatchCounts()
         self._pending: dict[str, _Pending] = {}
@@ -344,13 +342,6 @@ class AuthoredWatcher:
         self._error = ""
 
     # ---- component ----------------------------------------------------------------
-
-    @property
-    def authored(self) -> AuthoredService:
-        if self._authored is None:
-            self._authored = self._factory()
-        assert self._authored is not None
-        return self._authored
 
     async def start(self) -> None:
         self.files = await asyncio.to_thread(load_state, self.state_path)
@@ -553,15 +544,3 @@ class AuthoredWatcher:
         self._pending.pop(doc, None)
         self.stats.ingested += 1
         log.info("authored.ingested", source_doc=doc, core=bool(core))
-
-
-def watcher_for_app(app: Any) -> AuthoredWatcher:
-    """The watcher wired to ``app`` (the authored service is created on first use)."""
-    from sidecar.memory.authored_service import authored_for
-
-    return AuthoredWatcher(
-        app.settings.authored,
-        app.settings.data_path,
-        service_factory=lambda: authored_for(app),
-        poll_interval_s=app.settings.authored.poll_interval_ms / 1000.0,
-    )

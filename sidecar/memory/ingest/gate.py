@@ -48,7 +48,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.core.tokens import estimate_tokens
 
 _A = re.ASCII
 

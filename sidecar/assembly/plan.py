@@ -8,7 +8,7 @@ wire answer needs (:meth:`AssemblyPlan.to_wire`). Steps 1-4 below need neither t
 vector nor the pool: :func:`plan_head` computes them on their own (the daemon does so
 while the query is embedded) and :func:`plan_assembly` takes the result.
 
-Steps, in the budget precedence of :mod:`sidecar.memory.budget`:
+Steps, in the budget precedence of :mod:`sidecar.assembly.budget`:
 
 1. **Hard** authored rules, all of them.
 2. **Tail base**: the last ``m`` session turns (bundle-safe, :mod:`continuity`). If hard +
@@ -22,7 +22,7 @@ Steps, in the budget precedence of :mod:`sidecar.memory.budget`:
 6. **Retrieval** over the pool: the session's turns outside the tail, the caller's
    candidates (raw history of earlier sessions, durable memories, global, authored
    variant, summaries) and dream entries **only** when :func:`is_dream_query`. Ranking is
-   :func:`sidecar.memory.scoring.rank` with the query's temporal plan. Then:
+   :func:`sidecar.assembly.scoring.rank` with the query's temporal plan. Then:
 
    - *neighbour fetch*: the ``neighbors`` hook supplies the adjacent turns (``seq ± 1``)
      of the best turns that are not in the pool, so the context term can see them;
@@ -52,7 +52,7 @@ Steps, in the budget precedence of :mod:`sidecar.memory.budget`:
 ``selected`` lists items in precedence order: hard, tail base, soft, tail extension,
 elevated, retrieval, recovery (the tail base and extension are each chronological; the
 rendered tail is sorted by ``ts``). Every item's ``tokens`` is
-:func:`~sidecar.memory.tokens.estimate_tokens` of its text plus
+:func:`~sidecar.memory.core.tokens.estimate_tokens` of its text plus
 ``BudgetConfig.entry_overhead_tokens`` (0 by default: the rendering envelope, about 13
 tokens per entry plus the section preambles, is reported in ``estimatedTokens`` but not
 charged to the memory budget).
@@ -62,9 +62,9 @@ order; no record and no source turn appears twice (across parts or scopes); the 
 never exceeds ``M`` unless degraded.
 
 Cost: the caller reuses its candidates across calls, so what does not depend on the query
-is kept on them (:func:`sidecar.memory.scoring.features`: source turns, the tail's
+is kept on them (:func:`sidecar.assembly.scoring.features`: source turns, the tail's
 ``Turn``, the session-scoped copy, a summary's coverage of the newest session turns); the
-ranking is columnar (:class:`~sidecar.memory.scoring.Ranking`), and a scored item is
+ranking is columnar (:class:`~sidecar.assembly.scoring.Ranking`), and a scored item is
 materialised only for what is injected. The greedy fill's redundancy term reads the rows
 the dense channel already stacked.
 """
@@ -80,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from sidecar.memory.budget import (
+from sidecar.assembly.budget import (
     REASON_RENDERED,
     BudgetConfig,
     BudgetLedger,
@@ -95,10 +95,8 @@ from sidecar.memory.budget import (
     soft_budget,
     tail_allowance,
 )
-from sidecar.memory.continuity import bundle_safe_start, select_recent_tail
-from sidecar.memory.lexical import BM25Index, LexicalIndex, analyze
-from sidecar.memory.render import Placement, render_addition, render_output
-from sidecar.memory.scoring import (
+from sidecar.assembly.render import Placement, render_addition, render_output
+from sidecar.assembly.scoring import (
     DEFAULT_SCORING,
     F32,
     Candidate,
@@ -115,9 +113,11 @@ from sidecar.memory.scoring import (
     rank_table,
     with_scope,
 )
-from sidecar.memory.temporal import TemporalPlan, is_dream_query, plan_temporal
-from sidecar.memory.tokens import count_message_tokens, estimate_tokens
-from sidecar.memory.turns import Turn
+from sidecar.assembly.temporal import TemporalPlan, is_dream_query, plan_temporal
+from sidecar.memory.compaction.continuity import bundle_safe_start, select_recent_tail
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex, analyze
+from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
+from sidecar.memory.core.turns import Turn
 
 # ------------------------------------------------------------------------------- types
 

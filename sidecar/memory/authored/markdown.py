@@ -48,7 +48,7 @@ Node ids are ``<sourceDoc>#%06d`` of the ordinal (0-based, in document order).
 ``position`` is the UTF-8 byte offset in the raw input where the node's text starts
 (the first inline text of the block, else its first non-blank character), non-
 decreasing; ``line``/``end_line`` are 1-based raw line numbers. ``token_estimate`` uses
-the one estimator of :mod:`sidecar.memory.tokens`. Replacing a stored document
+the one estimator of :mod:`sidecar.memory.core.tokens`. Replacing a stored document
 atomically is the store's job; this module only builds the model.
 """
 
@@ -64,9 +64,9 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from sidecar.memory.deontic import evaluate_text
-from sidecar.memory.errors import MemoryInputError
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.memory.authored.deontic import evaluate_text
+from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.tokens import estimate_tokens
 
 DEFAULT_TOKENIZER_ID = "markdown-ingest:v1"
 HOP_KEYS = ("hop_targets", "hops", "links", "related")

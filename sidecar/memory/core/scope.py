@@ -6,7 +6,7 @@ functions over a synchronous :class:`Store`; the daemon runs them in the store's
 
 from __future__ import annotations
 
-from sidecar.memory import collections as C
+from sidecar.memory.core import layout as C
 from sidecar.store.store import Store
 
 

@@ -1,8 +1,8 @@
 """Dream-diary promotion into ``dream:<namespace>`` (reference contract §8.1; fixes §14.19).
 
 Entries (parsed by the host, or from raw diary text by
-:func:`sidecar.memory.dream.parse_dream_diary`) are gated by
-:func:`sidecar.memory.dream.gate_entries` (text >= 16 bytes, score >= 0.6, recall >= 2,
+:func:`sidecar.memory.lifecycle.dream.parse_dream_diary`) are gated by
+:func:`sidecar.memory.lifecycle.dream.gate_entries` (text >= 16 bytes, score >= 0.6, recall >= 2,
 unique >= 2). In ONE store transaction the accepted entries (embedded in one batch call)
 replace every earlier record of the same ``source_doc`` in the collection, **also when every
 entry is rejected** (the reference kept stale entries then). Ids are
@@ -17,7 +17,7 @@ real file line when known, see :func:`resolve_source_line`), ``dream_index`` (1-
 candidate index), ``dream_promoted_at`` (ms), ``authored: true``,
 ``type: "dream_promotion"``, ``access_count: 0``, ``text``.
 
-**Tombstones** (``forget``, convention of :mod:`sidecar.memory.collections`): an accepted
+**Tombstones** (``forget``, convention of :mod:`sidecar.memory.core.layout`): an accepted
 entry is not written when the tombstone namespace ``<ns>`` holds its content key
 ``tombstone_key("dream:<ns>", content_tombstone_id(text))`` (forget writes one per dream
 record; ids are positional, so they cannot identify an entry across diary edits) or the
@@ -35,13 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sidecar.memory import collections
-from sidecar.memory.dream import DreamEntry, RejectedEntry, dream_entry_id, gate_entries
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core import layout as collections
+from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.lifecycle.dream import DreamEntry, RejectedEntry, dream_entry_id, gate_entries
 from sidecar.store.types import Delete, Put
 
 if TYPE_CHECKING:
-    from sidecar.app import App
     from sidecar.store.service import StoreService
 
 
@@ -82,7 +81,7 @@ class PromoteReport:
 
 
 class DreamService:
-    """Promote dream entries. One per App (:func:`dream_for`)."""
+    """Promote dream entries. One per daemon (built in ``sidecar.services``)."""
 
     def __init__(self, svc: StoreService) -> None:
         self.svc = svc
@@ -183,14 +182,3 @@ def _metadata(sd: str, prov: DreamProvenance, e: DreamEntry, now_ms: int) -> dic
         text=e.text.strip(),
     )
     return meta
-
-
-def dream_for(app: App) -> DreamService:
-    """The App's dream service (created on first use)."""
-    from sidecar.store.service import StoreService
-
-    service = app.maybe_service(DreamService)
-    if service is None:
-        service = DreamService(app.service(StoreService))
-        app.provide(DreamService, service)
-    return service

@@ -5,7 +5,7 @@ It is spent in this precedence, each part taking only what is left by the earlie
 
 1. **hard** authored rules, all of them, never truncated;
 2. the mandatory **tail base**: the last ``m`` raw turns of the session (m = 4, plus the
-   one request turn a boundary would split; :func:`sidecar.memory.continuity`);
+   one request turn a boundary would split; :func:`sidecar.memory.compaction.continuity`);
 3. the **soft**-rule prefix, within ``min(softFraction·M, M - hard - base)``
    (softFraction 0.3), longest prefix in authored order (position-preserving);
 4. the **tail extension**, backward from the base while the tail stays within its
@@ -18,7 +18,7 @@ If hard + base alone exceed ``M`` (or hard exceeds an optional hard reserve
 ``hardFraction·M``), assembly is **degraded**: only hard + base are injected, the
 output may exceed ``M``, and the reason is reported (the only case where it may).
 
-Every part counts tokens in one unit: :func:`sidecar.memory.tokens.estimate_tokens` of
+Every part counts tokens in one unit: :func:`sidecar.memory.core.tokens.estimate_tokens` of
 the item's text (plus an optional per-item envelope overhead), for hard, tail, soft and
 recalled items alike (the reference mixed rendered-wrapper and raw-text costs, B13).
 
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from sidecar.memory.errors import MemoryInputError
+from sidecar.memory.core.errors import MemoryInputError
 
 DEFAULT_MEMORY_FRACTION = 0.25
 DEFAULT_SOFT_FRACTION = 0.30

@@ -41,7 +41,7 @@ can lift an irrelevant record above a relevant one::
   (mostly redundant with BM25 once the lexical channel is fused; higher values cost
   recall on the dev split).
 * **Temporal** ``T(d) = 1 + tau * affinity(ts(d)) + w_o * order(d)`` from the query's
-  :class:`~sidecar.memory.temporal.TemporalPlan`: tau 0.3 for date anchors; ``order``
+  :class:`~sidecar.assembly.temporal.TemporalPlan`: tau 0.3 for date anchors; ``order``
   the chronological position (earliest = 1 for "first" questions, latest = 1 for "last"
   ones), w_o 0.05.
 
@@ -73,9 +73,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.memory.lexical import BM25Index, LexicalIndex, analyze, query_terms
-from sidecar.memory.temporal import TemporalPlan
-from sidecar.memory.tokens import estimate_tokens
+from sidecar.assembly.temporal import TemporalPlan
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex, analyze, query_terms
+from sidecar.memory.core.tokens import estimate_tokens
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -440,7 +440,7 @@ class Scored:
 
 class LexicalScorer(Protocol):
     """Scores ``(collection, id)`` keys for a query with corpus statistics (the daemon's
-    :class:`~sidecar.memory.lexical.LexicalIndex`)."""
+    :class:`~sidecar.memory.core.lexical.LexicalIndex`)."""
 
     def score(
         self, query: str, keys: Iterable[tuple[str, str]]

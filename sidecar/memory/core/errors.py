@@ -1,0 +1,17 @@
+"""The memory layer's input errors: the caller asked for something the memory refuses.
+
+The dispatcher's error table (``sidecar.api.errors``) answers :class:`MemoryInputError` (and
+its subclasses) with JSON-RPC -32009 "invalid input" and :class:`SessionNamespaceError` with
+-32012. Any other exception from the memory layer is a fault in the daemon: -32603, with
+the stack trace logged; a plain ``ValueError`` is never taken for the client's mistake.
+"""
+
+from __future__ import annotations
+
+
+class MemoryInputError(ValueError):
+    """Refused input; nothing was written."""
+
+
+class SessionNamespaceError(MemoryInputError):
+    """A request names another namespace than the one its session was created in."""
