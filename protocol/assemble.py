@@ -1,4 +1,4 @@
-"""v2 context assembly: ``assemble`` and ``search`` (issue 6)."""
+"""v2 context assembly: ``assemble`` and ``search``."""
 
 from __future__ import annotations
 

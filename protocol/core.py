@@ -113,7 +113,7 @@ class BackgroundActivity(WireStruct):
 
 
 class StatusResult(WireStruct):
-    # Reference fields (libravdbd-contract.md §9).
+    # Reference fields.
     ok: bool
     message: str
     turn_count: int = 0

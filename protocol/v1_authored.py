@@ -1,4 +1,4 @@
-"""v1 authored-context methods of the reference daemon (libravdbd-contract.md §4, §8), wire-exact.
+"""v1 authored-context methods of the reference daemon, wire-exact.
 
 ``ingest_markdown_document``, ``delete_authored_document``, ``promote_dream_entries``,
 ``session_lifecycle_hint`` and ``list_lifecycle_journal``: names, camelCase params, defaults

@@ -1,4 +1,4 @@
-"""v1 memory methods of the reference daemon (libravdbd-contract.md §4, §4a, §5), wire-exact.
+"""v1 memory methods of the reference daemon, wire-exact.
 
 ``insert_session_turn``, ``gating_scalar``, ``compact_session``, ``expand_summary``,
 ``query_raw_session``. Absent or ``null`` params take their zero value, as in the reference.

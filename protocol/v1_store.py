@@ -1,4 +1,4 @@
-"""v1 storage methods of the reference daemon (libravdbd-contract.md §3-§4), wire-exact.
+"""v1 storage methods of the reference daemon, wire-exact.
 
 Names, camelCase params, defaults and result shapes follow the reference so the published
 OpenClaw plugin works unchanged. Absent or ``null`` params take their zero value, as in the

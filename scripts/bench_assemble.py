@@ -1,4 +1,4 @@
-"""``assemble`` latency at scale (issue 6), from a client over the Unix socket.
+"""``assemble`` latency at scale, from a client over the Unix socket.
 
 Target: ``assemble`` p50 <= 15 ms and p95 <= 40 ms with 50k durable memories, 2k session
 turns and 200 authored nodes; ``assemble`` p50 <= 3x one bare query embedding measured in

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make eval`: evidence recall of memory assembly on LoCoMo (issue 6, item 6).
+"""`make eval`: evidence recall of memory assembly on LoCoMo.
 
     python scripts/eval_locomo.py [DATA.json] [--inprocess] [--assemble]
         [--baselines-only] [--ablation] [--loco] [--endpoint E] [--no-write]
@@ -795,7 +795,7 @@ def _wire_messages(turns: Sequence[EvalTurn]) -> list[dict[str, Any]]:
 
 
 def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores: Scores) -> str:
-    """Through the daemon (issue 6 item 6). Returns a note instead of scores when the
+    """Through the daemon. Returns a note instead of scores when the
     daemon cannot be reached or lacks ``ingest``/``assemble``."""
     import subprocess
     import tempfile

@@ -1,4 +1,4 @@
-"""v2 methods ``assemble`` and ``search`` (issue 6).
+"""v2 methods ``assemble`` and ``search``.
 
 The handlers validate, resolve the namespace like ``ingest`` (``namespace``, else
 ``userId``, else ``session:<sessionId>``) and delegate to
@@ -21,7 +21,8 @@ from protocol.assemble import (
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
-from sidecar.assembly.service import SEARCH_SCOPES, Retrieval
+from sidecar.assembly.search import SEARCH_SCOPES, SearchRequest
+from sidecar.assembly.service import Retrieval
 from sidecar.assembly.window import window_start
 from sidecar.errors import InvalidInput
 from sidecar.memory.core.tokens import message_text
@@ -122,15 +123,17 @@ async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
         memory_service(ctx).store, params.session_id, params.namespace, params.user_id
     )
     hits = await ctx.app.service(Retrieval).search(
-        query=params.query,
-        namespace=ns,
-        session_id=params.session_id,
-        scopes=scopes,
-        k=params.k,
-        role=f.role if f else None,
-        since=f.since if f else None,
-        until=f.until if f else None,
-        kind=f.kind if f else None,
+        SearchRequest(
+            query=params.query,
+            namespace=ns,
+            session_id=params.session_id,
+            scopes=scopes,
+            k=params.k,
+            role=f.role if f else None,
+            since=f.since if f else None,
+            until=f.until if f else None,
+            kind=f.kind if f else None,
+        )
     )
     return SearchResult(hits=[msgspec.convert(h.to_wire(), SearchHitOut) for h in hits])
 

@@ -12,7 +12,7 @@ from protocol.assemble import MemoryGetParams, MemoryGetResult, MemoryRecord
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
-from sidecar.assembly.service import scope_of
+from sidecar.assembly.cache import scope_of
 from sidecar.errors import InvalidInput, NotFound
 from sidecar.memory.core import layout as C
 from sidecar.memory.ingest.sessions import named_namespace, request_namespace, session_namespace

@@ -1,10 +1,10 @@
-"""v1 authored-context methods (reference contract §4, §8), wire-exact.
+"""v1 authored-context methods, wire-exact.
 
 Fixed reference bugs, invisible to its client: ``ingest_markdown_document`` replaces a
-document atomically (§14.20); ``promote_dream_entries`` replaces earlier entries also when
-every entry is rejected and stores the real file line as ``dream_line`` (§14.19);
-``list_lifecycle_journal`` lists newest first so ``limit`` keeps the latest (§14.9);
-fractional ``sourceMtimeMs`` / ``sourceSize`` are accepted (§14.10).
+document atomically; ``promote_dream_entries`` replaces earlier entries also when
+every entry is rejected and stores the real file line as ``dream_line``;
+``list_lifecycle_journal`` lists newest first so ``limit`` keeps the latest;
+fractional ``sourceMtimeMs`` / ``sourceSize`` are accepted.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""v1 memory methods of the reference daemon (contract §4, §4a, §5), wire-exact.
+"""v1 memory methods of the reference daemon, wire-exact.
 
 Fixes invisible to the reference client: ``insert_session_turn`` embeds once for both
 collections and upserts; ``gating_scalar`` searches only user turns of ``turns:<ns>`` and
 drops one hit whose text equals the query (the host inserts the turn before asking, so it
-was its own neighbour, §14.18); ``compact_session`` is incremental and idempotent (§14.1),
-protects the tail by default (``continuityMinTurns`` absent → 4, §14.3), and never fails on
-a seq2seq error (§14.5); ``expand_summary`` returns children chronologically (§14.23).
+was its own neighbour); ``compact_session`` is incremental and idempotent,
+protects the tail by default (``continuityMinTurns`` absent → 4), and never fails on
+a seq2seq error; ``expand_summary`` returns children chronologically.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""v1 storage methods (reference libravdbd §3-§4), served by the store.
+"""v1 storage methods, served by the store.
 
 Wire shapes follow the reference exactly; its bugs are fixed where the client cannot tell:
 inserting an existing id upserts (version + 1) instead of failing, deletes are idempotent,

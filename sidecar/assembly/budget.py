@@ -1,4 +1,4 @@
-"""The continuity budget law (continuity.md §4) and the fit functions (mathematics §3).
+"""The continuity budget law and the fit functions.
 
 Memory budget ``M = floor(tokenBudget · memoryBudgetFraction)`` (default fraction 0.25).
 It is spent in this precedence, each part taking only what is left by the earlier ones:
@@ -23,7 +23,7 @@ the item's text (plus an optional per-item envelope overhead), for hard, tail, s
 recalled items alike (the reference mixed rendered-wrapper and raw-text costs, B13).
 
 Fits: :func:`fit_greedy` walks a ranked list and **skips** an item that does not fit,
-continuing with the next (mathematics §3's stop-at-first-miss prefix wastes budget
+continuing with the next (a stop-at-first-miss prefix wastes budget
 whenever one long item ranks early; the ranking order is still preserved among the
 chosen items). :func:`fit_prefix` is the position-preserving prefix used for soft rules.
 """
@@ -89,8 +89,8 @@ class Fit(Generic[T]):
 
 
 def fit_greedy(items: Iterable[T], budget: int, cost: Callable[[T], int]) -> Fit[T]:
-    """Take items in order; skip one that does not fit and go on (mathematics §3 order,
-    first-fit packing)."""
+    """Take items in order; skip one that does not fit and go on (first-fit packing in
+    ranking order)."""
     chosen: list[T] = []
     skipped: list[T] = []
     used = 0
@@ -225,7 +225,7 @@ def degraded_reasons(total: int, hard: int, base: int, cfg: BudgetConfig) -> lis
 
 
 def soft_budget(total: int, hard: int, base: int, cfg: BudgetConfig) -> int:
-    """``tau_I2^eff = min(alpha2·M, M - hard - base)`` (continuity §4), at least 0."""
+    """``tau_I2^eff = min(alpha2·M, M - hard - base)``, at least 0."""
     return max(0, min(math.floor(cfg.soft_fraction * total), total - hard - base))
 
 

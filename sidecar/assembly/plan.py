@@ -1,4 +1,4 @@
-"""Pure context assembly: :func:`plan_assembly` (issue 6; continuity.md §2-§4, §11).
+"""Pure context assembly: :func:`plan_assembly`.
 
 No I/O: the caller (the daemon's ``assemble`` RPC) loads the session's turns, the
 authored nodes and the candidate pool from the store, embeds the query once, and
@@ -26,7 +26,7 @@ Steps, in the budget precedence of :mod:`sidecar.assembly.budget`:
 
    - *neighbour fetch*: the ``neighbors`` hook supplies the adjacent turns (``seq ± 1``)
      of the best turns that are not in the pool, so the context term can see them;
-   - *hop expansion* (mathematics §7.7): targets in ``metadata.hop_targets`` of the best
+   - *hop expansion*: targets in ``metadata.hop_targets`` of the best
      ``k2`` candidates, resolved by the ``hops`` hook, scored ``eta·parent`` (eta 0.8) and kept
      at ``≥ theta_hop`` of the best score;
    - *greedy fill with diversity*: repeatedly take the candidate maximising ``score -
@@ -41,7 +41,7 @@ Steps, in the budget precedence of :mod:`sidecar.assembly.budget`:
      session turns covered by a summary candidate are represented by it (the active
      view after compaction is the frontier of summaries and uncovered turns).
    Dream entries join the pool only for dream questions; nothing else changes for them
-   (the reference dropped the tail and all other recall on any mention of "dream", B7).
+   (the reference dropped the tail and all other recall on any mention of "dream").
    History turns of the current session (``session_id``) are ranked with the session
    scope.
 7. **Recovery**, when triggered (the session has no turns outside the tail, the best
@@ -733,7 +733,7 @@ def _dedupe(
 
 
 def _with_hops(ranked: Ranking, hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig) -> Ranking:
-    """Hop expansion (mathematics §7.7) merged into the ranking."""
+    """Hop expansion merged into the ranking."""
     best: dict[str, float] = {}
     known = {c.id for c in ranked.candidates}
     top_k = max(0, cfg.hop_k)

@@ -1,4 +1,4 @@
-"""Rendering of assembled memory, byte-compatible with the reference (host-behaviour §3.8).
+"""Rendering of assembled memory, byte-compatible with the reference.
 
 ``systemPromptAddition`` (:func:`render_addition`) has up to four sections, in this
 order, separated by one empty line, and is ``""`` when nothing was selected:
@@ -27,7 +27,7 @@ line per reason comes first, followed by a blank line and the normal sections.
 **Each memory appears once.** With the default placement (``"prompt"``) every selected
 item is rendered in the addition only and ``messages`` are the host's messages,
 unchanged; the reference also prepended one system message per item, so every memory
-appeared twice (B9). ``placement="messages"`` puts each item in its own system message
+appeared twice. ``placement="messages"`` puts each item in its own system message
 (content as :func:`injected_message_content`) and leaves the addition empty.
 """
 

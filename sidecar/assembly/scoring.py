@@ -1,4 +1,4 @@
-"""Hybrid ranking of retrieval candidates (mathematics §1, §2, §7; pure, numpy).
+"""Hybrid ranking of retrieval candidates (pure, numpy).
 
 A :class:`Candidate` is anything the assembler may inject: a raw turn (of the current
 session or of the namespace's earlier sessions), a summary, a durable memory, a global
@@ -26,17 +26,17 @@ can lift an irrelevant record above a relevant one::
   through a hook); the session term uses the best turn of the session in the pool.
   Defaults mu 0.3, rho 0.5, sigma 0.3. Speakers come from ``speaker``,
   ``metadata.speaker``/``name`` or a transcript prefix ``"Name: "``.
-* **Prior** ``P(d) = alpha' + beta * R(d) + gamma * S(d)``: mathematics §1 with its
+* **Prior** ``P(d) = alpha' + beta * R(d) + gamma * S(d)``, with the
   similarity term moved into ``ctx``. ``R(d) = exp(-lambda_scope * age_s)`` with the
-  per-scope decay of §2, ``S(d)`` the scope weight (:data:`SCOPES`: session 1.0, history
+  per-scope decay, ``S(d)`` the scope weight (:data:`SCOPES`: session 1.0, history
   and durable 0.6, global 0.3, ...), beta 0.2, gamma 0.1, ``alpha' = 1 - beta - gamma``,
   so ``P`` is in [0.7, 1]. Recency and scope modulate relevance, never replace it.
 * **Summary quality** ``Q(d) = 1 - delta * decay_rate`` for summaries (delta 0.5;
   ``decay_rate`` or ``1 - confidence``), 1 otherwise.
 * **Authority and access frequency** ``Omega(d) = 1 + w_f * f(d) + w_a * a(d)``,
-  ``f = ln(1 + acc) / ln(1 + max acc)`` over the pool (§7.3), ``a`` the record's
+  ``f = ln(1 + acc) / ln(1 + max acc)`` over the pool, ``a`` the record's
   ``authority`` (1 for authored records); w_f 0.1, w_a 0.2.
-* **Keyword coverage** ``K(d) = (1 + kappa * M(K, d)) / (1 + kappa)`` (§7.5) with ``M``
+* **Keyword coverage** ``K(d) = (1 + kappa * M(K, d)) / (1 + kappa)`` with ``M``
   the share of the query's keywords (lexical analyzer terms) found in ``d``; kappa 0.1
   (mostly redundant with BM25 once the lexical channel is fused; higher values cost
   recall on the dev split).
@@ -50,7 +50,7 @@ sigma, kappa), the same values for every conversation; leave-one-conversation-ou
 selection over the same grid gives 0.881 against 0.890 in-sample, and every point of the
 grid was within 0.024 of the best (docs/benchmarks.md).
 
-Similarity floor (§7.4): a candidate with cosine below ``theta1`` (0.05), no BM25 score,
+Similarity floor: a candidate with cosine below ``theta1`` (0.05), no BM25 score,
 no query keyword and no matching neighbour is dropped as orthogonal noise.
 
 :func:`rank` returns :class:`Scored` items, best first, each with its score parts (for
@@ -89,7 +89,7 @@ NO_ROWS: tuple[F32, ...] = ()  # no stacked vector rows (Channels.vectors, Ranki
 
 @dataclass(frozen=True, slots=True)
 class ScopeParams:
-    """Scope weight ``S`` and per-second recency decay ``lambda`` (mathematics §1-§2)."""
+    """Scope weight ``S`` and per-second recency decay ``lambda``."""
 
     weight: float
     decay_per_s: float
@@ -363,12 +363,12 @@ class ScoringConfig:
     neighbor_weight: float = 0.3  # mu
     session_weight: float = 0.5  # rho
     speaker_weight: float = 0.3  # sigma
-    beta: float = 0.2  # recency (mathematics §1)
-    gamma: float = 0.1  # scope weight (mathematics §1)
+    beta: float = 0.2  # recency
+    gamma: float = 0.1  # scope weight
     delta: float = 0.5  # summary quality
     frequency_weight: float = 0.1  # omega_f
     authority_weight: float = 0.2  # omega_a
-    kappa: float = 0.1  # keyword coverage (§7.5)
+    kappa: float = 0.1  # keyword coverage
     tau: float = 0.3  # temporal affinity
     order_weight: float = 0.05  # first/last ordering preference
     theta1: float = 0.05  # similarity floor (with no keyword overlap)

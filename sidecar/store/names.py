@@ -1,6 +1,6 @@
 """Collection names, ids, metadata and vectors: validation and the naming rules.
 
-The dimension of a collection is decided by its name (reference contract §3.2). Namespaces
+The dimension of a collection is decided by its name. Namespaces
 are matched exactly: ``user:u1`` matches ``user:u1`` and ``user:u1:<anything>`` but never
 ``user:u10``.
 """
@@ -36,7 +36,7 @@ KIND_VECTORLESS = "vectorless"
 
 
 def dims_for_collection(name: str, embed_dims: int) -> int:
-    """Dimension of a collection, decided by its name (reference §3.2).
+    """Dimension of a collection, decided by its name.
 
     ``<c>:64d`` -> 64, ``<c>:256d`` -> 256; the authored hard/soft collections, the lifecycle
     journal, ``session_edge:*``, ``session_state:*`` and ``_tier_dirty`` -> 1; everything else

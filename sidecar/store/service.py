@@ -150,7 +150,7 @@ class StoreService:
         return {"store": ComponentState(state="unloaded")}
 
     async def counts(self) -> dict[str, int]:
-        """Status counts (reference §9: raw prefixes) plus the total."""
+        """Status counts (raw collection-name prefixes) plus the total."""
         if self._store is None:
             return {}
         s = self._store.store

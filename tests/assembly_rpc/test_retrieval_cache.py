@@ -17,8 +17,9 @@ import pytest
 
 from sidecar.api import build_registry
 from sidecar.app import App
+from sidecar.assembly.cache import CollectionView as _Coll
 from sidecar.assembly.scoring import access_count
-from sidecar.assembly.service import Retrieval, _Coll
+from sidecar.assembly.service import Retrieval
 from sidecar.config import load_settings
 from sidecar.memory.core import layout as C
 from sidecar.memory.ingest import sessions as S

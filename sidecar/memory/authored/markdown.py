@@ -1,4 +1,4 @@
-"""Authored markdown → tiered nodes (reference contract §8.2), with the core-document fix.
+"""Authored markdown → tiered nodes, with the core-document fix.
 
 The body is parsed as strict CommonMark (markdown-it-py ``"commonmark"`` preset: no
 tables, strikethrough or task lists). Top-level blocks become nodes:
@@ -27,13 +27,13 @@ Tiers (values as in the reference: variant 0, hard 1, soft 2):
   ``core_doc=True`` and the frontmatter does not say ``core: false``. In a core document
   the frontmatter and every top-level list item are hard and blockquotes are soft
   (reference behaviour). The reference treated *every* watched note as core, so every
-  list item of an Obsidian vault became a hard invariant (host-behaviour B6).
+  list item of an Obsidian vault became a hard invariant.
 * In a non-core document, list items and blockquotes are soft when the deontic
   classifier finds a rule in them, else variant; the frontmatter is variant.
 * In any document a paragraph is soft when it states a rule (promoted), else variant;
   headings, code and HTML are variant.
 
-Frontmatter (fixes reference §14.20): an optional UTF-8 BOM, then a first line that is
+Frontmatter: an optional UTF-8 BOM, then a first line that is
 exactly ``---`` (trailing spaces allowed) ended by LF or CRLF; it closes at the next line
 that is ``---`` or ``...``, ended by a newline **or by end of input**. Without a closing
 line there is no frontmatter. The content is read as a small YAML subset (scalars,

@@ -1,4 +1,4 @@
-"""Authored markdown documents in the store (reference contract §8.2; fixes §14.20, B6).
+"""Authored markdown documents in the store.
 
 A document (``sourceDoc``) is parsed by :func:`sidecar.memory.authored.markdown.parse_document` into
 nodes of three tiers, stored as records ``<sourceDoc>#%06d``:

@@ -1,4 +1,4 @@
-"""The daemon-owned markdown watcher (host-behaviour §5, with its weaknesses fixed).
+"""The daemon-owned markdown watcher (with its weaknesses fixed).
 
 Configured roots (``settings.authored.roots``: ``"generic:/path"``, ``"obsidian:/path"`` or a
 bare path = generic) are **polled**: every ``poll_interval_s`` (default 2 s) each root is
@@ -17,7 +17,7 @@ only a changed hash (or a changed core status) leads to an ingest. Polling costs
   ``[...]`` is a class.
 * **Core documents.** A file matching ``core_globs`` is ingested as core (its list items
   become hard rules); any other file is core only if its frontmatter says ``core: true``
-  (the reference made every note of every root core: host-behaviour B6).
+  (the reference made every note of every root core).
 * **Debounce.** A new or changed signature is ingested once it has been stable for
   ``debounce_ms`` (seen unchanged on a later poll that long after), or at once when the
   file's mtime is already older than that.

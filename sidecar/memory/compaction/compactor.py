@@ -1,4 +1,4 @@
-"""Compaction over the store and engines (continuity.md; contract §4a with §14 fixed).
+"""Compaction over the store and engines.
 
 ``compact_session`` runs under the session's compaction lock (``MemoryService.compact``):
 

@@ -1,6 +1,6 @@
 """Continuity policy: recent tail, compaction clusters, strict progress, the escalation
-ladder, prior-summary context and guidance-shard protection (continuity.md §3-§9,
-reference contract §4a). Everything is pure; models are injected as callables.
+ladder, prior-summary context and guidance-shard protection. Everything is pure; models
+are injected as callables.
 
 Recent tail (:func:`select_recent_tail`), for turns in chronological order:
 
@@ -13,13 +13,12 @@ Recent tail (:func:`select_recent_tail`), for turns in chronological order:
    request/response pair the boundary splits (a user turn just before the boundary and
    the assistant turn just after it). (c) is applied at most once, so it cannot chain.
    The reference coupled every adjacent user/assistant pair in both directions, so in an
-   alternating chat the boundary walked back to turn 0 and nothing was ever compacted
-   (reference §14.2, host-behaviour B1).
+   alternating chat the boundary walked back to turn 0 and nothing was ever compacted.
 
 ``min_turns <= 0`` gives a token-only tail (no mandatory suffix); it does **not** disable
-tail protection as in the reference (§14.3); the RPC layer should default it to 4.
+tail protection as in the reference; the RPC layer should default it to 4.
 
-Strict progress (continuity §6, fixes §14.6): a summary is accepted only if
+Strict progress: a summary is accepted only if
 ``estimate_tokens(summary) < Σ estimate_tokens(text)`` over the texts it replaces (the
 compressible turns only, not the protected ones, and the raw stored texts), in the one
 unit of :mod:`sidecar.memory.core.tokens`. Clusters with fewer than two replaced items are
@@ -256,7 +255,7 @@ class LadderStep:
     ``bounded`` steps are hard-truncated to ``max_output_tokens`` (and to one token less
     than the source), so they always make progress on a cluster of two or more tokens.
     ``uses_prior_context`` is true only where an abstractive summarizer reads the prior
-    context; lineage records support ids only for such steps (fixes §14.22).
+    context; lineage records support ids only for such steps.
     """
 
     name: str
@@ -276,7 +275,7 @@ class LadderStep:
 def escalation_ladder(
     *, primary_is_abstractive: bool, max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
 ) -> tuple[LadderStep, ...]:
-    """normal → aggressive → deterministic bounded fallback (continuity §6).
+    """normal → aggressive → deterministic bounded fallback.
 
     The fallback is the extractive summarizer with its output truncated; unlike the
     reference it also exists when the primary is extractive (whose output length is
@@ -358,7 +357,7 @@ def run_ladder(
     An exception from the *primary* summarizer (a failing seq2seq model) is recorded, and
     that step and every later primary step run with the extractive summarizer instead (at
     the step's own density and length), so a model failure costs the normal extractive
-    summary, not a jump to the truncated fallback (fixes §14.5). Exceptions from the
+    summary, not a jump to the truncated fallback. Exceptions from the
     extractive summarizer propagate.
     """
     source_tokens = sum_tokens(replaced_texts)
@@ -400,7 +399,7 @@ def route_summarizer(
     gating score of the cluster reaches ``threshold``, else ``(EXTRACTIVE, mean)``.
 
     Turns without a score are left out of the mean (the reference counted them as 0 and,
-    since host-written session turns never had one, never routed to T5, §14.4).
+    since host-written session turns never had one, never routed to T5).
     """
     known = [min(max(float(s), 0.0), 1.0) for s in gating_scores if s is not None]
     mean = sum(known) / len(known) if known else 0.0

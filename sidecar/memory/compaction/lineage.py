@@ -1,4 +1,4 @@
-"""Summary ids, lineage metadata and the pure summary-DAG helpers (continuity.md §7, §7.5).
+"""Summary ids, lineage metadata and the pure summary-DAG helpers.
 
 Raw turns are immutable leaves. A summary node covers an ordered set of children, each a
 raw turn or a lower summary. :class:`LineageGraph` keeps the coverage relation and
@@ -10,7 +10,7 @@ answers the questions compaction and ``expand`` ask:
   the hypothesis test);
 * ``expand(summary_id, max_depth)``: the children in chronological order (by their
   earliest leaf), recursing into child summaries while depth remains; unexpanded
-  summaries stay as references (the reference returned edge-id order, §14.23);
+  summaries stay as references (the reference returned edge-id order);
 * ``leaves(summary_id)``: all raw turns under a summary, chronological.
 
 By default :meth:`LineageGraph.add_summary` keeps the coverage a forest — every child

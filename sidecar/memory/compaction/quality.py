@@ -1,5 +1,5 @@
 """Summary quality on vectors: preservation metrics, confidence, extractive selection
-(reference contract §4a "Quality finalization", §7.4). Pure numpy; the vectors are
+. Pure numpy; the vectors are
 document embeddings supplied by the caller.
 
 * ``align`` = cos(summary, centroid of the turn vectors);

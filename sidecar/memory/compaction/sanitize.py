@@ -2,7 +2,7 @@
 
 Both are *views*: stored raw turns keep their original text. The compactor feeds the
 summarizer (and the prior-summary context) the sanitized projection only
-(continuity.md §8, reference contract §4a "Sanitization").
+.
 
 Sanitization, in order:
 

@@ -1,7 +1,7 @@
 """Collection names, record ids and metadata conventions shared by all memory code.
 
 Every module that reads or writes memory records builds names and ids through these
-helpers, so the layout lives in one place (reference contract §3.2, §3.3).
+helpers, so the layout lives in one place.
 
 Layout (``<sid>`` = session id, ``<ns>`` = durable namespace):
 
@@ -122,7 +122,7 @@ def elevated_session(sid: str) -> str:
 
 
 def lossless_collections(sid: str) -> list[str]:
-    """The lossless set ensured for every session (reference §3.10)."""
+    """The lossless set ensured for every session."""
     return [session_raw(sid), session_summary(sid), session_edge(sid), session_state(sid)]
 
 
@@ -201,7 +201,7 @@ def namespace_turn_id(sid: str, turn_id: str) -> str:
     """Id of a turn in ``turns:<ns>`` and ``user:<ns>``: ``<sid>:<turnId>``.
 
     The session is part of the id so that equal client ids in different sessions of one
-    namespace never collide (host-behaviour B3).
+    namespace never collide.
     """
     return f"{sid}:{turn_id}"
 

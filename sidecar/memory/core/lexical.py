@@ -761,7 +761,7 @@ class LexicalIndex:
 def keyword_coverage(
     query_keywords: Sequence[str], doc_terms: Mapping[str, int] | Iterable[str]
 ) -> float:
-    """``|K ∩ terms(d)| / |K|`` (mathematics §7.5); 0 when ``K`` is empty."""
+    """``|K ∩ terms(d)| / |K|``; 0 when ``K`` is empty."""
     keys = set(query_keywords)
     if not keys:
         return 0.0

@@ -5,7 +5,7 @@ strict progress, prior-context budgets, authored ``token_estimate``, tool-output
 the ``P`` specificity normaliser of the gating scalar) goes through
 :func:`estimate_tokens`. The reference used two units (``floor(runes/4)`` with a minimum
 of 1 in compaction, ``ceil(runes/4)`` in the authored parser) and compared a summary's
-model-token or word count against the source's rune estimate (reference §14.6, §14.21).
+model-token or word count against the source's rune estimate.
 
 Unit: ``ceil(chars / 4)``, at least 1 for a non-empty string, 0 for ``""``. ``chars`` is
 the number of Unicode code points (Python ``len``, the same as Go's rune count).

@@ -61,7 +61,7 @@ def stability_weight(role: str) -> float:
 def derive_turn_id(session_id: str, position: int, role: str, text: str) -> str:
     """A stable id for a message without a client id: session, position and content hash.
 
-    Never wall-clock based (host-behaviour B3); re-sending the same message at the same
+    Never wall-clock based; re-sending the same message at the same
     position gives the same id, so the ingest is a no-op.
     """
     h = hashlib.sha256()

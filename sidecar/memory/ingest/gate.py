@@ -1,4 +1,4 @@
-"""Durable-admission gating scalar (mathematics, reference contract §5), with its flaws fixed.
+"""Durable-admission gating scalar, with its flaws fixed.
 
 ``G = (1 - T) * Gconv + T * Gtech`` where ``Gconv = w1c*H + w2c*R + w3c*D`` and
 ``Gtech = w1t*P + w2t*A + w3t*Dtech``. A turn is admitted to durable memory when
@@ -37,7 +37,7 @@ size of the raw-turn neighbourhood: only the ``centroid_k`` highest ``turn_score
 count (the integration should search ``turns:`` with ``k = centroid_k``). ``memory_k``
 (default 5) does the same for ``memory_scores``.
 
-With these fixes the two golden examples of the reference contract keep their values
+With these fixes the two worked examples of the reference daemon keep their values
 (the error-code and path changes do not change their clamped ``P``); see the tests.
 """
 

@@ -1,4 +1,4 @@
-"""Dream diary parsing and promotion gates (host-behaviour §6, reference contract §8.1).
+"""Dream diary parsing and promotion gates.
 
 Parsing (:func:`parse_dream_diary`):
 
@@ -16,7 +16,7 @@ Parsing (:func:`parse_dream_diary`):
   empty text, is skipped;
 * every candidate keeps its **1-based line in the file** (``line``) and its 1-based index
   among candidates (``index``). The reference stored the index as ``dream_line``
-  (§14.19); :func:`resolve_source_line` prefers the real source line.
+ ; :func:`resolve_source_line` prefers the real source line.
 
 Gates (:func:`gate_entries`): trimmed text of at least 16 UTF-8 bytes, score ≥ 0.6,
 recall ≥ 2, unique ≥ 2, and a finite score. Every entry ends up accepted or rejected
@@ -223,7 +223,7 @@ def resolve_source_line(line: int | None, source_line: int | None) -> int:
     """The real file line of an entry sent by a host.
 
     The reference host sends ``line`` = the 1-based candidate index and ``sourceLine`` =
-    the file line; the reference daemon stored ``line`` (§14.19). The file line wins.
+    the file line; the reference daemon stored ``line``. The file line wins.
     """
     if source_line is not None and source_line > 0:
         return int(source_line)

@@ -1,4 +1,4 @@
-"""Dream-diary promotion into ``dream:<namespace>`` (reference contract §8.1; fixes §14.19).
+"""Dream-diary promotion into ``dream:<namespace>``.
 
 Entries (parsed by the host, or from raw diary text by
 :func:`sidecar.memory.lifecycle.dream.parse_dream_diary`) are gated by

@@ -1,4 +1,4 @@
-"""The host lifecycle journal (reference contract §3.9, fixes §14.9).
+"""The host lifecycle journal.
 
 Every ``session_lifecycle_hint`` / ``lifecycle.hint`` appends one record to the vectorless
 collection ``_internal:lifecycle_journal``; the id keeps the reference format

@@ -1,0 +1,472 @@
+"""The in-memory view of the collections ``assemble`` and ``search`` read.
+
+**Caches.** One :class:`CollectionView` per collection name (records, unit vectors as one
+matrix, a :class:`~sidecar.memory.core.lexical.BM25Index`, candidates), held by
+:class:`~sidecar.assembly.service.Retrieval` in an LRU. Nothing is reloaded or rescanned
+per call while the collection is unchanged. Changes:
+
+* ``ingest`` announces the ids it wrote (:meth:`MemoryService.on_written`); the next
+  sync fetches just those records and appends them (matrix rows, BM25 postings,
+  candidates) when the store's record count agrees, else reloads the collection;
+* a changed record count without a notice (generic v1 writes, forget, deletes) reloads
+  the collection; the BM25 index is updated by diff (removed ids out, new or changed
+  ids in);
+* compaction and forget events mark the affected collections stale (compaction never
+  touches ``session_raw:``, so that is not reloaded);
+* authored ingest and delete notify (:meth:`AuthoredService.subscribe`), so a changed rule
+  is served from the next call on.
+
+:class:`Twins` maps durable memories to their copies in the raw history, so the durable
+scope is ranked through the history's int8 scan. :func:`authored_nodes` and
+:func:`message_turns` turn cached records and the host's messages into planner input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.assembly.plan import AuthoredNode
+from sidecar.assembly.scoring import F32, Candidate
+from sidecar.engines import int8scan
+from sidecar.engines.int8scan import Int8Rows, Scan
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.tokens import estimate_tokens, message_text
+from sidecar.store.store import Store
+from sidecar.store.types import Record
+
+TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
+
+_SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
+    (C.TURNS_PREFIX, "history", "turn"),
+    (C.USER_PREFIX, "durable", "memory"),
+    (C.DREAM_PREFIX, "dream", "dream"),
+    (C.SESSION_SUMMARY_PREFIX, "summary", "summary"),
+    (C.SESSION_RAW_PREFIX, "session", "turn"),
+    (C.ELEVATED_USER_PREFIX, "elevated", "guidance"),
+    (C.ELEVATED_SESSION_PREFIX, "elevated", "guidance"),
+    (C.AUTHORED_VARIANT, "authored", "authored"),
+    (C.GLOBAL, "global", "memory"),
+)
+
+
+def scope_of(collection: str) -> tuple[str, str]:
+    """``(scope, kind)`` of a collection's records."""
+    for prefix, scope, kind in _SCOPE_OF_PREFIX:
+        if collection.startswith(prefix):
+            return scope, kind
+    return "history", "memory"
+
+
+def _int(v: object) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return int(v)
+
+
+def _lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
+    block = meta.get("continuity_lineage")
+    return {**meta, **block} if isinstance(block, dict) else meta
+
+
+def _str(v: object) -> str:
+    return v if isinstance(v, str) else ""
+
+
+class SharedLexical(LexicalIndex):
+    """A :class:`LexicalIndex` view over the cached per-collection BM25 indexes."""
+
+    def attach(self, name: str, index: BM25Index) -> None:
+        self._indexes[name] = index
+
+
+@dataclass
+class CollectionView:
+    """The in-memory view of one collection.
+
+    Rows (``records``, ``cands``, the unit-vector ``matrix``) only ever grow at the end
+    between full reloads: an incremental :meth:`apply` appends new ids and rewrites
+    changed rows in place. ``gen`` counts every change, ``reloads`` the full reloads and
+    ``stamp`` is unique per row layout (process-wide: a new layout, also of an evicted and
+    re-created view, never repeats an old stamp);
+    ``touched`` logs the ids changed incrementally since the last full reload (read by
+    derived structures such as the durable->history twin map).
+    """
+
+    name: str
+    count: int = -1
+    seq: int = -1
+    stale: bool = True
+    records: list[Record] = field(default_factory=list)
+    by_id: dict[str, int] = field(default_factory=dict)
+    bm25: BM25Index = field(default_factory=BM25Index)
+    cands: list[Candidate] = field(default_factory=list)
+    by_pos: dict[tuple[str, int], int] = field(default_factory=dict)
+    gen: int = 0
+    reloads: int = 0
+    stamp: int = -1
+    touched: list[str] = field(default_factory=list)
+    loaded_at: float = 0.0
+    _mat: F32 | None = None  # capacity rows; the first len(records) are live
+    _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
+    _turns: list[Candidate] | None = None  # chronological turns, cached
+
+    @property
+    def matrix(self) -> F32 | None:
+        """Unit rows, one per record (zero rows for vectorless records)."""
+        return None if self._mat is None else self._mat[: len(self.records)]
+
+    # ---- loading -----------------------------------------------------------------------
+
+    def reload(self, store: Store, count: int, seq: int) -> int:
+        """Load every record anew; returns how many."""
+        recs = store.list_records(self.name, include_vectors=True)
+        old = {r.id: r.text for r in self.records}
+        new = {r.id: r.text for r in recs}
+        for rid, text in old.items():
+            if new.get(rid) != text:
+                self.bm25.remove(rid)
+        for rid, text in new.items():
+            if old.get(rid) != text:
+                self.bm25.add(rid, text)
+        self.records = recs
+        self.by_id = {r.id: i for i, r in enumerate(recs)}
+        dims = store.embed_dims
+        mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
+        for i, r in enumerate(recs):
+            mat[i] = _unit(r.vector, dims)
+        self._mat = mat
+        self._shadow = None
+        self._sync_shadow(0)
+        self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
+        self.by_pos = {}
+        for i, c in enumerate(self.cands):
+            if c.kind == "turn" and c.seq is not None:
+                self.by_pos[(c.session_id, c.seq)] = i
+        self._resolve_summaries()
+        self.count, self.seq, self.stale = count, seq, False
+        self.gen += 1
+        self.reloads += 1
+        self.stamp = next(_STAMPS)
+        self.touched = []
+        self._turns = None
+        self.loaded_at = time.monotonic()
+        return len(recs)
+
+    def apply(self, store: Store, ids: Sequence[str], count: int, seq: int) -> bool:
+        """Bring in the records ``ids`` that were written (added or replaced) since the
+        last sync, without reloading the rest. False (nothing changed) when the result
+        would not match the store's record count: something else changed too, and the
+        caller reloads the collection."""
+        recs = store.get_many(self.name, ids, include_vectors=True)
+        added = sum(1 for r in recs if r.id not in self.by_id)
+        if self.count + added != count or self._mat is None:
+            return False
+        dims = store.embed_dims
+        n = len(self.records)
+        if n + added > self._mat.shape[0]:
+            self._grow(n + added, dims)
+        summaries = False
+        replaced: list[int] = []
+        for r in recs:
+            i = self.by_id.get(r.id)
+            if i is None:
+                i = len(self.records)
+                self.records.append(r)
+                self.by_id[r.id] = i
+                self._mat[i] = _unit(r.vector, dims)
+                self.cands.append(self._candidate(r, self._mat[i]))
+                self.bm25.add(r.id, r.text)
+            else:
+                replaced.append(i)
+                old = self.cands[i]
+                pos = (old.session_id, old.seq) if old.seq is not None else None
+                if old.kind == "turn" and pos is not None and self.by_pos.get(pos) == i:
+                    del self.by_pos[pos]
+                if self.records[i].text != r.text:
+                    self.bm25.add(r.id, r.text)  # replaces the earlier version
+                self.records[i] = r
+                self._mat[i] = _unit(r.vector, dims)
+                self.cands[i] = self._candidate(r, self._mat[i])
+            c = self.cands[i]
+            if c.kind == "turn" and c.seq is not None:
+                self.by_pos[(c.session_id, c.seq)] = i
+            summaries = summaries or c.kind == "summary"
+        if summaries:
+            self._resolve_summaries()
+        self._sync_shadow(n, replaced)
+        self.count, self.seq, self.stale = count, seq, False
+        self.gen += 1
+        self.touched.extend(r.id for r in recs)
+        if len(self.touched) > TOUCHED_MAX:  # derived structures rebuild from scratch
+            self.touched = []
+            self.stamp = next(_STAMPS)
+        self._turns = None
+        return True
+
+    def _grow(self, rows: int, dims: int) -> None:
+        """A larger matrix; candidates are re-pointed at its rows (no stale views)."""
+        assert self._mat is not None
+        n = len(self.records)
+        mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
+        mat[:n] = self._mat[:n]
+        self._mat = mat
+        self.cands = [
+            c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
+        ]
+
+    def _candidate(self, r: Record, vec: F32) -> Candidate:
+        scope, kind = scope_of(self.name)
+        meta = r.metadata
+        if meta.get("type") == C.TYPE_SUMMARY:
+            kind = "summary"
+        sid = _str(meta.get("sessionId")) or (C.session_id_of(self.name) or "")
+        src = _str(meta.get("source_turn_id"))
+        if kind == "turn":
+            turn_ids: tuple[str, ...] = (src or r.id,)
+        elif kind == "summary":
+            # The lineage block holds the covered turns (the top level keeps the reference's
+            # summary shape); parents are resolved transitively in _resolve_summaries.
+            lineage = _lineage(meta)
+            turn_ids = tuple(x for x in lineage.get("source_turn_ids", ()) if isinstance(x, str))
+        else:
+            turn_ids = (src,) if src else ()
+        # A summary's time is the latest event it covers, not when it was compacted.
+        ts = _int(meta.get("source_ts_max")) if kind == "summary" else None
+        ts = ts if ts is not None else _int(meta.get("ts"))
+        text = r.text or _str(meta.get("text"))
+        return Candidate(
+            kind=kind,
+            collection=self.name,
+            id=r.id,
+            text=text,
+            scope=scope,
+            turn_ids=turn_ids,
+            session_id=sid,
+            role=_str(meta.get("role")),
+            ts=ts if ts is not None else (r.ts_ms or None),
+            seq=_int(meta.get("seq")),
+            vector=vec if bool(np.any(vec)) else None,
+            tokens=estimate_tokens(text),
+            metadata=meta,
+        )
+
+    def _resolve_summaries(self) -> None:
+        """Condensed summaries cover the turns of their parent summaries (transitively)."""
+        if not any(c.kind == "summary" for c in self.cands):
+            return
+        memo: dict[str, tuple[str, ...]] = {}
+
+        def covered(i: int, depth: int = 0) -> tuple[str, ...]:
+            c = self.cands[i]
+            if c.id in memo:
+                return memo[c.id]
+            ids = list(c.turn_ids)
+            if depth < 16:
+                for p in _lineage(c.metadata).get("parent_summary_ids", ()) or ():
+                    j = self.by_id.get(p) if isinstance(p, str) else None
+                    if j is not None:
+                        ids.extend(covered(j, depth + 1))
+            memo[c.id] = tuple(dict.fromkeys(ids))
+            return memo[c.id]
+
+        for i, c in enumerate(self.cands):
+            if c.kind == "summary":
+                t = covered(i)
+                if t != c.turn_ids:
+                    self.cands[i] = replace(c, turn_ids=t)
+
+    def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
+        """Bring the int8 shadow in step after rows ``first_new..`` were appended and
+        ``replaced`` rewritten; create it when the collection reaches
+        :data:`~sidecar.engines.int8scan.MIN_ROWS` rows."""
+        mat, n = self._mat, len(self.records)
+        if mat is None or n < int8scan.MIN_ROWS:
+            self._shadow = None
+            return
+        if self._shadow is None:
+            self._shadow = Int8Rows(mat.shape[1])
+            self._shadow.assign(mat[:n])
+            return
+        for i in replaced:
+            self._shadow.set_rows(i, mat[i : i + 1])
+        self._shadow.set_rows(first_new, mat[first_new:n])
+
+    # ---- queries -----------------------------------------------------------------------
+
+    def scan(self, qvec: F32 | None) -> Scan | None:
+        """The query against every row (exact top-k; int8-prefiltered when large)."""
+        mat = self.matrix
+        if qvec is None or mat is None or not len(self.records):
+            return None
+        return Scan(mat, qvec, self._shadow)
+
+    def dense_top(self, qvec: F32 | None, k: int, scan: Scan | None = None) -> list[int]:
+        """Rows of the exact dense top ``k``, best first (``scan``: this collection's
+        :meth:`scan`, when the caller has it already)."""
+        if scan is None:
+            scan = self.scan(qvec)
+        if scan is None or k <= 0:
+            return []
+        rows, sims = scan.top(k)
+        return positive_rows(rows, sims, k >= len(scan))
+
+    def lexical_top(self, terms_query: str, k: int) -> list[int]:
+        if k <= 0 or not len(self.bm25):
+            return []
+        return [self.by_id[i] for i, _ in self.bm25.search(terms_query, k) if i in self.by_id]
+
+    def session_turns(self) -> list[Candidate]:
+        """The collection's turns in session order (cached until it changes)."""
+        if self._turns is None:
+            self._turns = sorted(
+                (c for c in self.cands if c.kind == "turn"),
+                key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
+            )
+        return self._turns
+
+
+_STAMPS = itertools.count()
+
+
+def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> list[int]:
+    """``rows`` (ranked) without those of cosine <= 0, unless ``keep_all``."""
+    if keep_all:
+        return [int(i) for i in rows.tolist()]
+    return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
+
+
+def _capacity(rows: int) -> int:
+    return max(16, rows + rows // 4)
+
+
+def _unit(vector: Any, dims: int) -> F32:
+    out = np.zeros(dims, dtype=np.float32)
+    if vector is not None:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if v.shape[0] == dims:
+            n = float(np.linalg.norm(v))
+            if n > 1e-12:
+                out[:] = v / n
+    return out
+
+
+class Twins:
+    """Durable memory row -> the row of its copy in the namespace's raw history with the
+    same vector, or -1 (kept in step incrementally; rebuilt after a full reload)."""
+
+    def __init__(self, turns: str) -> None:
+        self.turns = turns
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.stamps = (-1, -1)
+        self.seen = (0, 0)  # how much of user.touched / turns.touched is accounted for
+        # derived from rows: durable rows with a twin, their history rows, the others
+        self.have = np.zeros(0, dtype=np.int64)
+        self.src = np.zeros(0, dtype=np.int64)
+        self.rest = np.zeros(0, dtype=np.int64)
+
+    def update(self, user: CollectionView, turns: CollectionView) -> npt.NDArray[np.int64]:
+        n = len(user.records)
+        if self.stamps != (user.stamp, turns.stamp):
+            self.rows = np.full(n, -1, dtype=np.int64)
+            redo: Iterable[int] = range(n)
+        else:
+            old = self.rows.shape[0]
+            if n > old:
+                self.rows = np.concatenate([self.rows, np.full(n - old, -1, dtype=np.int64)])
+            ids = [*user.touched[self.seen[0] :], *turns.touched[self.seen[1] :]]
+            redo = sorted({i for i in (user.by_id.get(x) for x in ids) if i is not None})
+        self.stamps = (user.stamp, turns.stamp)
+        self.seen = (len(user.touched), len(turns.touched))
+        redo = np.asarray(list(redo), dtype=np.int64)
+        if redo.size:
+            umat, tmat = user.matrix, turns.matrix
+            assert umat is not None and tmat is not None
+            by_id = turns.by_id
+            cand = np.fromiter(
+                (by_id.get(user.records[i].id, -1) for i in redo.tolist()),
+                dtype=np.int64,
+                count=redo.size,
+            )
+            self.rows[redo] = -1
+            for lo in range(0, redo.size, 4096):  # bounded temporaries
+                r, c = redo[lo : lo + 4096], cand[lo : lo + 4096]
+                ok = c >= 0
+                r, c = r[ok], c[ok]
+                same = np.all(umat[r] == tmat[c], axis=1)
+                self.rows[r[same]] = c[same]
+        if redo.size or self.have.size + self.rest.size != n:
+            mask = self.rows >= 0
+            self.have = np.flatnonzero(mask)
+            self.src = self.rows[self.have]
+            self.rest = np.flatnonzero(~mask)
+        return self.rows
+
+
+def authored_nodes(coll: CollectionView, tier: int) -> list[AuthoredNode]:
+    """Authored rules in authored order: by source document, then node ordinal."""
+
+    def order(r: Record) -> tuple[str, int, str]:
+        ordinal = _int(r.metadata.get("ordinal"))
+        doc = _str(r.metadata.get("source_doc")) or r.id.rsplit("#", 1)[0]
+        return (doc, ordinal if ordinal is not None else 0, r.id)
+
+    out: list[AuthoredNode] = []
+    for r in sorted(coll.records, key=order):
+        text = r.text or _str(r.metadata.get("text"))
+        if text.strip():
+            out.append(AuthoredNode(r.id, text, tier, coll.name, metadata=r.metadata))
+    return out
+
+
+def message_turns(
+    messages: Sequence[Mapping[str, Any]],
+    session_id: str,
+    now: int,
+    stored: Sequence[Candidate] = (),
+) -> list[Candidate]:
+    """The host's current messages as session turns (the tail is taken from them).
+
+    A message without an id takes the id ingest gave the same turn: the k-th message with
+    a given role and text takes the k-th stored turn with them. Otherwise the tail and the
+    stored copies of the same turn would look like two turns and both be injected."""
+    ids_of: dict[tuple[str, str], list[str]] = {}
+    for c in stored:
+        ids_of.setdefault((c.role.strip().lower(), c.text.strip()), []).append(c.covered[0])
+    out: list[Candidate] = []
+    n = len(messages)
+    for i, m in enumerate(messages):
+        try:
+            text = message_text(m.get("content"))
+        except TypeError:
+            text = ""
+        mid = m.get("id")
+        if isinstance(mid, str) and mid.strip():
+            tid = mid
+        else:
+            same = ids_of.get((_str(m.get("role")).strip().lower(), text.strip()))
+            tid = same.pop(0) if same else f"msg:{i}"
+        ts = _int(m.get("ts"))
+        out.append(
+            Candidate(
+                kind="turn",
+                collection=C.SESSION_PREFIX + session_id,
+                id=tid,
+                text=text,
+                scope="session",
+                turn_ids=(tid,),
+                session_id=session_id,
+                role=_str(m.get("role")),
+                ts=ts if ts is not None else now - (n - i),
+                seq=i,
+            )
+        )
+    return out
