@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from protocol.base import MethodSchema, Params, WireStruct
 
+MAX_SEARCH_K = 200
+
 
 class AssembleParams(Params):
     session_id: str
-    token_budget: float
+    token_budget: Annotated[float, msgspec.Meta(gt=0)]
     namespace: str | None = None
     user_id: str | None = None
     # the host's current messages ({role, content, id?, ts?}), returned unchanged
     messages: list[dict[str, Any]] | None = None
     prompt: str | None = None
-    memory_budget_fraction: float = 0.25
+    memory_budget_fraction: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.25
     # Where the recent tail goes: "messages" (default when messages are given: the host's
     # messages carry it, the addition does not repeat it) or "addition" (rendered in
     # <recent_session_tail> and left out of the returned messages). Without messages the
@@ -78,7 +80,7 @@ class SearchParams(Params):
     user_id: str | None = None
     session_id: str | None = None
     scopes: list[str] | None = None
-    k: int = 8
+    k: Annotated[int, msgspec.Meta(ge=1, le=MAX_SEARCH_K)] = 8
     filters: SearchFilters | None = None
 
 

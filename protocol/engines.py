@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -13,7 +13,7 @@ MAX_SUMMARIZE_TEXTS = 4096
 
 
 class EmbedParams(Params, kw_only=True):
-    texts: list[str]
+    texts: Annotated[list[str], msgspec.Meta(max_length=MAX_EMBED_TEXTS)]
     # "query" applies the profile's query prefix (e.g. Nomic's "search_query: ").
     kind: Literal["query", "document"] = "document"
 
@@ -27,10 +27,11 @@ class EmbedResult(WireStruct, kw_only=True):
 
 
 class SummarizeParams(Params, kw_only=True):
-    texts: list[str]  # turns, oldest first
+    texts: Annotated[list[str], msgspec.Meta(max_length=MAX_SUMMARIZE_TEXTS)]  # oldest first
     max_tokens: int | None = None  # seq2seq: max new tokens; extractive: word budget
     method: Literal["auto", "seq2seq", "extractive"] = "auto"
-    density: float | None = None  # extractive: fraction of turns kept (default 0.4)
+    # extractive: fraction of turns kept (default 0.4)
+    density: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
 
 
 class SummarizeResult(WireStruct, kw_only=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -54,7 +54,7 @@ class IngestResult(WireStruct):
 class CompactParams(Params):
     session_id: str
     force: bool = False
-    target_size: int | None = None
+    target_size: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class CompactResult(WireStruct):

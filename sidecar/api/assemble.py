@@ -28,8 +28,6 @@ from sidecar.errors import InvalidInput
 from sidecar.memory.core.tokens import message_text
 from sidecar.memory.ingest.sessions import named_namespace, request_namespace, session_namespace
 
-MAX_K = 200
-
 
 def _query_of(params: AssembleParams) -> str:
     if params.prompt is not None and params.prompt.strip():
@@ -49,11 +47,9 @@ methods = MethodTable()
 async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
     if not params.session_id.strip():
         raise InvalidInput("sessionId is required")
-    if not math.isfinite(params.token_budget) or params.token_budget <= 0:
-        raise InvalidInput("tokenBudget must be a positive number")
+    if not math.isfinite(params.token_budget):  # the schema bounds it below only
+        raise InvalidInput("tokenBudget must be a finite number")
     frac = params.memory_budget_fraction
-    if not math.isfinite(frac) or not 0 < frac <= 1:
-        raise InvalidInput("memoryBudgetFraction must be in (0, 1]")
     messages = params.messages
     for i, m in enumerate(messages or ()):
         if not isinstance(m.get("role"), str):
@@ -104,8 +100,6 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
 async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
     if not params.query.strip():
         raise InvalidInput("query is required")
-    if params.k <= 0 or params.k > MAX_K:
-        raise InvalidInput(f"k must be in 1..{MAX_K}")
     named = named_namespace(params.namespace, params.user_id)
     if named is None and (not params.session_id or not params.session_id.strip()):
         raise InvalidInput("namespace, userId or sessionId is required")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from protocol.engines import (
-    MAX_EMBED_TEXTS,
-    MAX_SUMMARIZE_TEXTS,
     EmbedParams,
     EmbedResult,
     SummarizeParams,
@@ -15,17 +13,12 @@ from sidecar.api.registry import MethodTable
 from sidecar.engines import (
     EngineHub,
 )
-from sidecar.errors import InvalidInput
 
 methods = MethodTable()
 
 
 @methods.method("embed")
 async def embed(ctx: CallContext, params: EmbedParams) -> EmbedResult:
-    if len(params.texts) > MAX_EMBED_TEXTS:
-        raise InvalidInput(
-            f"embed takes at most {MAX_EMBED_TEXTS} texts per call, got {len(params.texts)}"
-        )
     hub = ctx.app.service(EngineHub)
     embedder = hub.require_embedder()
     res = await embedder.embed(params.texts, params.kind)
@@ -40,14 +33,6 @@ async def embed(ctx: CallContext, params: EmbedParams) -> EmbedResult:
 
 @methods.method("summarize")
 async def summarize(ctx: CallContext, params: SummarizeParams) -> SummarizeResult:
-    if len(params.texts) > MAX_SUMMARIZE_TEXTS:
-        raise InvalidInput(
-            f"summarize takes at most {MAX_SUMMARIZE_TEXTS} texts, got {len(params.texts)}"
-        )
-    if params.density is not None and not 0 < params.density <= 1:
-        raise InvalidInput(
-            f"density is the fraction of turns kept and must be in (0, 1], got {params.density}"
-        )
     hub = ctx.app.service(EngineHub)
     res = await hub.summarizer.summarize(
         params.texts,

@@ -75,8 +75,6 @@ async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
     svc = memory_service(ctx)
     if not params.session_id.strip():
         raise InvalidInput("sessionId is required")
-    if params.target_size is not None and params.target_size < 0:
-        raise InvalidInput("targetSize must be >= 0")
     opts = CompactionOptions.from_settings(
         svc.settings, target_size=params.target_size or None, force=params.force
     )

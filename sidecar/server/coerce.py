@@ -65,7 +65,20 @@ def convert_params(params: dict[str, Any], kind: type) -> Any:
 
 
 class ParamsError(ValueError):
-    """Params that do not fit the method's type; the message is meant for the caller."""
+    """Params that do not fit the method's type; the message is meant for the caller.
+
+    ``out_of_bounds``: the params have the right shape but a value is outside a bound the
+    type declares (``k`` above its maximum, a fraction above 1): the client's input, not a
+    malformed request."""
+
+    def __init__(self, message: str, *, out_of_bounds: bool = False) -> None:
+        super().__init__(message)
+        self.out_of_bounds = out_of_bounds
+
+
+# msgspec's wording for a value that breaks a Meta constraint (as opposed to a wrong type,
+# a missing field or an unknown one): "Expected `int` <= 200 - at `$.k`".
+_BOUND = re.compile(r"^Expected `[^`]+` (?:>=|<=|>|<|of length|that is a multiple of) ")
 
 
 def convert_or_explain(params: dict[str, Any], kind: type) -> Any:
@@ -73,7 +86,10 @@ def convert_or_explain(params: dict[str, Any], kind: type) -> Any:
     try:
         return convert_params(params, kind)
     except msgspec.ValidationError as exc:
-        raise ParamsError(explain(str(exc), kind)) from exc
+        message = str(exc)
+        raise ParamsError(
+            explain(message, kind), out_of_bounds=_BOUND.match(message) is not None
+        ) from exc
 
 
 _UNKNOWN_FIELD = re.compile(

@@ -216,9 +216,10 @@ class Dispatcher:
             try:
                 typed = convert_or_explain(params, method.schema.params)
             except ParamsError as exc:
-                raise RpcError(
-                    f"invalid params for {method_name}: {exc}", code=ErrorCode.INVALID_PARAMS
-                ) from exc
+                # a value outside a declared bound is invalid input, like the handlers'
+                # own refusals; a request of the wrong shape is invalid params
+                code = ErrorCode.INVALID_INPUT if exc.out_of_bounds else ErrorCode.INVALID_PARAMS
+                raise RpcError(f"invalid params for {method_name}: {exc}", code=code) from exc
             except RecursionError:
                 raise RpcError(
                     f"invalid params for {method_name}: nested too deeply",

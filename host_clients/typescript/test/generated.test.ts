@@ -25,3 +25,15 @@ test("every generated method is one the schema lists", async () => {
   const schema = JSON.parse(readFileSync(join(PACKAGE_DIR, "..", "..", "protocol", "schema", "libravdb.schema.json"), "utf8")) as { methods: Record<string, unknown> };
   assert.deepEqual([...METHOD_NAMES].sort(), Object.keys(schema.methods).sort());
 });
+
+test("the protocol's bounds reach the TypeScript types", async () => {
+  const gen = (await import(pathToFileURL(join(PACKAGE_DIR, "scripts", "gen-types.mjs")).href)) as {
+    boundsOf: (schema: unknown) => string;
+  };
+  assert.equal(gen.boundsOf({ type: "integer", minimum: 1, maximum: 200 }), "Bounds: >= 1, <= 200.");
+  assert.equal(gen.boundsOf({ anyOf: [{ type: "number", exclusiveMinimum: 0 }, { type: "null" }] }), "Bounds: > 0.");
+  assert.equal(gen.boundsOf({ type: "string" }), "");
+  const committed = readFileSync(join(PACKAGE_DIR, "src", "generated", "protocol.ts"), "utf8");
+  const search = committed.slice(committed.indexOf("export interface SearchParams"));
+  assert.match(search.slice(0, search.indexOf("\n}")), /Bounds: >= 1, <= 200\.\n\s*\*\/\n\s*k\?: number;/);
+});

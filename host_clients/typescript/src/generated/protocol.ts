@@ -20,11 +20,17 @@ export interface AssembleBudget {
 
 export interface AssembleParams {
   sessionId: string;
+  /**
+   * Bounds: > 0.
+   */
   tokenBudget: number;
   namespace?: string | null;
   userId?: string | null;
   messages?: Record<string, unknown>[] | null;
   prompt?: string | null;
+  /**
+   * Bounds: > 0, <= 1.
+   */
   memoryBudgetFraction?: number;
   tailPlacement?: "addition" | "messages" | null;
   windowMessages?: boolean;
@@ -144,6 +150,9 @@ export interface ClientInfo {
 export interface CompactParams {
   sessionId: string;
   force?: boolean;
+  /**
+   * Bounds: >= 0.
+   */
   targetSize?: number | null;
 }
 
@@ -245,6 +254,9 @@ export interface DreamRejection {
 }
 
 export interface EmbedParams {
+  /**
+   * Bounds: items <= 1024.
+   */
   texts: string[];
   kind?: "document" | "query";
 }
@@ -627,6 +639,9 @@ export interface SearchParams {
   userId?: string | null;
   sessionId?: string | null;
   scopes?: string[] | null;
+  /**
+   * Bounds: >= 1, <= 200.
+   */
   k?: number;
   filters?: SearchFilters | null;
 }
@@ -737,9 +752,15 @@ export interface SuccessResponse {
 }
 
 export interface SummarizeParams {
+  /**
+   * Bounds: items <= 4096.
+   */
   texts: string[];
   maxTokens?: number | null;
   method?: "auto" | "extractive" | "seq2seq";
+  /**
+   * Bounds: > 0, <= 1.
+   */
   density?: number | null;
 }
 
