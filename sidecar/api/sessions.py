@@ -22,7 +22,7 @@ from protocol.sessions import (
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.errors import InvalidInput, NotFound
-from sidecar.memory.compaction.compactor import CompactionOptions
+from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
 from sidecar.memory.core import layout as C
 from sidecar.memory.ingest.sessions import (
     messages_from_wire,
@@ -94,8 +94,6 @@ async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
 
 @methods.method("expand")
 async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
-    from sidecar.memory.compaction.compactor import expand_summary
-
     svc = memory_service(ctx)
     if not params.session_id.strip():
         raise InvalidInput("sessionId is required")

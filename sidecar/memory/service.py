@@ -34,18 +34,23 @@ from sidecar.memory.compaction.autocompact import (
     Pressure,
     TokenAccumulator,
 )
+from sidecar.memory.compaction.compactor import (
+    CompactionOptions,
+    CompactionOutcome,
+    compact_session,
+)
+from sidecar.memory.compaction.continuity import GUIDANCE_PROTOTYPES
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.callbacks import Listeners
 from sidecar.memory.core.keyed_locks import KeyedLocks
 from sidecar.memory.core.progress import Progress, no_progress
 from sidecar.memory.ingest.gate import GatingConfig
+from sidecar.memory.ingest.sessions import IngestOutcome, MessageIn, ingest
 from sidecar.store.aio import AsyncStore
 from sidecar.store.service import StoreService
 
 if TYPE_CHECKING:
     from sidecar.engines import EngineHub
-    from sidecar.memory.compaction.compactor import CompactionOptions, CompactionOutcome
-    from sidecar.memory.ingest.sessions import IngestOutcome, MessageIn
 
 log = structlog.get_logger(__name__)
 
@@ -161,8 +166,6 @@ class MemoryService:
     async def prototype_vectors(self) -> F32:
         """Document embeddings of the guidance prototypes (computed once)."""
         if self._prototypes is None:
-            from sidecar.memory.compaction.continuity import GUIDANCE_PROTOTYPES
-
             self._prototypes = await self.embed(list(GUIDANCE_PROTOTYPES), "document")
         return self._prototypes
 
@@ -233,8 +236,6 @@ class MemoryService:
         progress: Progress | None = None,
         advancement_key: str | None = None,
     ) -> IngestOutcome:
-        from sidecar.memory.ingest.sessions import ingest
-
         return await ingest(
             self,
             session_id,
@@ -251,8 +252,6 @@ class MemoryService:
         options: CompactionOptions | None = None,
         progress: Progress | None = None,
     ) -> CompactionOutcome:
-        from sidecar.memory.compaction.compactor import CompactionOptions, compact_session
-
         opts = options or CompactionOptions.from_settings(self.settings)
         async with self.compaction_lock(session_id), self._compaction_slots:
             if progress is None:
@@ -282,8 +281,6 @@ class MemoryService:
         (seconds per cluster on a CPU) so that the shrink lands before the budget runs out."""
         if level < Pressure.EMERGENCY:
             return None
-        from sidecar.memory.compaction.compactor import CompactionOptions
-
         return CompactionOptions.from_settings(self.settings, extractive_only=True)
 
     async def _auto(self, session_id: str) -> None:

@@ -486,98 +486,85 @@ class _Scan:
         self.cues.append(cue)
 
 
+_INTENSIFIERS = frozenset(
+    {"please", "kindly", "always", "strictly", "only", "absolutely", "just", "simply", "also"}
+)
+# After "never": words that make it a statement about the past or a habit, not a rule.
+_NEVER_STATEMENT = frozenset(
+    {
+        "mind",
+        "before",
+        "again",
+        "have",
+        "has",
+        "had",
+        "did",
+        "was",
+        "were",
+        "is",
+        "are",
+        "will",
+        "would",
+        "could",
+        "can",
+        "once",
+    }
+)
+
+
 def _start_rules(words: list[str], scan: _Scan) -> None:
     """Rules that apply at the start of a (main) clause."""
-    if not words:
-        return
     intensified = False
-    while words and words[0] in {
-        "please",
-        "kindly",
-        "always",
-        "strictly",
-        "only",
-        "absolutely",
-        "just",
-        "simply",
-        "also",
-    }:
+    while words and words[0] in _INTENSIFIERS:
         words = words[1:]
         intensified = True
     if not words:
         return
     w0 = words[0]
     w1 = words[1] if len(words) > 1 else ""
-    w2 = words[2] if len(words) > 2 else ""
-
     if w0 == "do" and w1 == "not":
-        if w2 == "forget":
-            scan.add(Modality.OBLIGATION, "don't forget")
-        elif w2 == "hesitate":
-            scan.add(Modality.PERMISSION, "don't hesitate")
-        elif w2 in {"have", "need"} and (len(words) > 3 and words[3] == "to"):
-            scan.add(Modality.PERMISSION, "do not have to")
-        elif w2 in DONT_IDIOMS or not w2:
-            return
-        else:
-            scan.add(Modality.PROHIBITION, "do not")
-        return
-    if w0 == "never":
-        if w1 in {"ever"} or (
-            w1
-            and w1
-            not in {
-                "mind",
-                "before",
-                "again",
-                "have",
-                "has",
-                "had",
-                "did",
-                "was",
-                "were",
-                "is",
-                "are",
-                "will",
-                "would",
-                "could",
-                "can",
-                "once",
-            }
-        ):
+        _dont_rule(words, scan)
+    elif w0 == "never":
+        if w1 == "ever" or (w1 and w1 not in _NEVER_STATEMENT):
             scan.add(Modality.PROHIBITION, "never")
-        return
-    if w0 == "avoid" or (w0 == "refrain" and w1 == "from"):
-        scan.add(Modality.PROHIBITION, w0)
-        return
-    if w0 == "stop" and w1.endswith("ing"):
-        scan.add(Modality.PROHIBITION, "stop -ing")
-        return
-    if w0 == "no":
+    elif w0 == "no":
         _no_rule(words, scan)
-        return
+    elif (cue := _fixed_start(w0, w1)) is not None:
+        scan.add(*cue)
+    elif not scan.comment and w0 in IMPERATIVE_VERBS and (intensified or not _noun_use(words, 0)):
+        scan.add(Modality.OBLIGATION, f"imperative:{w0}")
+
+
+def _dont_rule(words: list[str], scan: _Scan) -> None:
+    """A clause starting "do not": a prohibition, unless an idiom or a softener follows."""
+    w2 = words[2] if len(words) > 2 else ""
+    if w2 == "forget":
+        scan.add(Modality.OBLIGATION, "don't forget")
+    elif w2 == "hesitate":
+        scan.add(Modality.PERMISSION, "don't hesitate")
+    elif w2 in {"have", "need"} and (len(words) > 3 and words[3] == "to"):
+        scan.add(Modality.PERMISSION, "do not have to")
+    elif w2 and w2 not in DONT_IDIOMS:
+        scan.add(Modality.PROHIBITION, "do not")
+
+
+def _fixed_start(w0: str, w1: str) -> tuple[Modality, str] | None:
+    """Fixed clause openings: "avoid", "feel free", "make sure", "let us", "be <adj>"..."""
+    if w0 == "avoid" or (w0 == "refrain" and w1 == "from"):
+        return Modality.PROHIBITION, w0
+    if w0 == "stop" and w1.endswith("ing"):
+        return Modality.PROHIBITION, "stop -ing"
     if w0 == "feel" and w1 == "free":
-        scan.add(Modality.PERMISSION, "feel free")
-        return
+        return Modality.PERMISSION, "feel free"
     if (w0 in {"make", "be"} and w1 == "sure") or w0 == "ensure":
-        scan.add(Modality.OBLIGATION, "make sure")
-        return
+        return Modality.OBLIGATION, "make sure"
     if w0 == "remember" and w1 == "to":
-        scan.add(Modality.OBLIGATION, "remember to")
-        return
+        return Modality.OBLIGATION, "remember to"
     if w0 == "let" and w1 == "us":
-        scan.add(Modality.OBLIGATION, "let's")
-        return
+        return Modality.OBLIGATION, "let's"
     if w0 == "be" and w1 and w1 not in {"it", "that", "this"}:
-        scan.add(Modality.OBLIGATION, "be <adj>")
-        return
-    if scan.comment:
-        return
-    if w0 in IMPERATIVE_VERBS and not _noun_use(words, 0):
-        scan.add(Modality.OBLIGATION, f"imperative:{w0}")
-        return
-    if intensified and w0 in IMPERATIVE_VERBS:
-        scan.add(Modality.OBLIGATION, f"imperative:{w0}")
+        return Modality.OBLIGATION, "be <adj>"
+    return None
 
 
 def _no_rule(words: list[str], scan: _Scan) -> None:
@@ -607,143 +594,168 @@ def _subject(words: Sequence[str], i: int) -> str:
     return words[j] if j >= 0 else ""
 
 
-def _modal_rules(words: list[str], scan: _Scan) -> None:
-    n = len(words)
-    for i, w in enumerate(words):
-        nxt = words[i + 1] if i + 1 < n else ""
-        nxt2 = words[i + 2] if i + 2 < n else ""
-        nxt3 = words[i + 3] if i + 3 < n else ""
-        prev = words[i - 1] if i > 0 else ""
+@dataclass(frozen=True, slots=True)
+class _At:
+    """A word of a clause with its neighbours ("" past either end)."""
 
-        # Impersonal / passive forms first (independent of the subject).
-        if w in {"prohibited", "forbidden", "banned", "disallowed"} and prev in {
-            "is",
-            "are",
-            "be",
-            "strictly",
-        }:
-            scan.add(Modality.PROHIBITION, f"is {w}")
-            continue
-        if (
-            w in {"allowed", "permitted", "tolerated"}
-            and prev == "not"
-            and i >= 2
-            and words[i - 2] in {"is", "are", "be"}
-        ):
-            scan.add(Modality.PROHIBITION, f"not {w}")
-            continue
-        if w in {"allowed", "permitted", "optional", "acceptable"} and prev in {"is", "are", "be"}:
-            scan.add(Modality.PERMISSION, f"is {w}")
-            continue
-        if w in {"free", "welcome"} and prev in {"are", "is", "be"} and nxt == "to":
-            scan.add(Modality.PERMISSION, f"{w} to")
-            continue
-        if (
-            w in {"fine", "ok", "okay"}
-            and prev == "is"
-            and nxt == "to"
-            and (i >= 2 and words[i - 2] == "it")
-        ):
-            scan.add(Modality.PERMISSION, f"it is {w} to")
-            continue
-        if w in {"required", "mandatory", "compulsory", "obligatory", "necessary"} and (
-            prev == "not" and i >= 2 and words[i - 2] in {"is", "are", "be"}
-        ):
-            scan.add(Modality.PERMISSION, f"not {w}")
-            continue
-        if w in {"required", "mandatory", "compulsory", "obligatory", "expected", "obliged"} and (
-            prev in {"is", "are", "be"}
-        ):
-            if w == "expected" and nxt != "to":
-                continue
+    words: list[str]
+    i: int
+
+    def word(self, offset: int) -> str:
+        j = self.i + offset
+        return self.words[j] if 0 <= j < len(self.words) else ""
+
+    @property
+    def w(self) -> str:
+        return self.words[self.i]
+
+
+_BE = {"is", "are", "be"}
+
+
+def _impersonal_rule(at: _At, scan: _Scan) -> bool:
+    """Impersonal and passive forms, independent of the subject. True when the word was
+    read as one (the caller moves on to the next word)."""
+    w, prev, prev2, nxt = at.w, at.word(-1), at.word(-2), at.word(1)
+    if w in {"prohibited", "forbidden", "banned", "disallowed"} and prev in {*_BE, "strictly"}:
+        scan.add(Modality.PROHIBITION, f"is {w}")
+    elif w in {"allowed", "permitted", "tolerated"} and prev == "not" and prev2 in _BE:
+        scan.add(Modality.PROHIBITION, f"not {w}")
+    elif w in {"allowed", "permitted", "optional", "acceptable"} and prev in _BE:
+        scan.add(Modality.PERMISSION, f"is {w}")
+    elif w in {"free", "welcome"} and prev in _BE and nxt == "to":
+        scan.add(Modality.PERMISSION, f"{w} to")
+    elif w in {"fine", "ok", "okay"} and prev == "is" and nxt == "to" and prev2 == "it":
+        scan.add(Modality.PERMISSION, f"it is {w} to")
+    elif (
+        w in {"required", "mandatory", "compulsory", "obligatory", "necessary"}
+        and prev == "not"
+        and prev2 in _BE
+    ):
+        scan.add(Modality.PERMISSION, f"not {w}")
+    elif (
+        w in {"required", "mandatory", "compulsory", "obligatory", "expected", "obliged"}
+        and prev in _BE
+    ):
+        if w != "expected" or nxt == "to":
             scan.add(Modality.OBLIGATION, f"is {w}")
-            continue
-        if w == "are" and prev in {"you", "we"} and nxt == "to" and nxt2 and nxt2 != "be":
-            scan.add(Modality.OBLIGATION, "you are to")
-            continue
+    elif w == "are" and prev in {"you", "we"} and nxt == "to" and at.word(2) not in {"", "be"}:
+        scan.add(Modality.OBLIGATION, "you are to")
+    else:
+        return False
+    return True
 
+
+def _strong_modal_rule(at: _At, subj: str, scan: _Scan) -> bool:
+    """must / shall / should / ought (to)."""
+    w = at.w
+    if w not in {"must", "shall", "should", "ought"}:
+        return False
+    rest = at.words[at.i + 1 :]
+    if w == "ought" and rest[:1] == ["to"]:
+        rest = rest[1:]
+    if rest[:1] == ["have"] and len(rest) > 1 and _is_participle(rest[1]):
+        return True  # counterfactual / epistemic past: "should have known"
+    negated = rest[:1] in (["not"], ["never"])
+    if subj in EPISTEMIC_PRONOUNS:
+        core = rest[1:] if negated else rest
+        if not (core[:1] == ["be"] and len(core) > 1 and _is_participle(core[1])):
+            return True
+    if rest[:1] == ["be"] and len(rest) > 1 and rest[1] in EPISTEMIC_STATES:
+        return True
+    if subj in {"we", "us"} and w == "should" and _is_plan(rest):
+        return True  # "We should grab coffee sometime": a plan, not a rule
+    if negated:
+        scan.add(Modality.PROHIBITION, f"{w} not")
+    else:
+        scan.add(Modality.OBLIGATION, w)
+    return True
+
+
+def _need_have_rule(at: _At, subj: str, scan: _Scan) -> bool:
+    """need to / needs to / need not / have to / has to, and their negations."""
+    w, prev, nxt = at.w, at.word(-1), at.word(1)
+    real_subject = subj not in EPISTEMIC_PRONOUNS
+    if w == "need" and nxt == "to" and prev == "no":
+        if at.i > 1:  # "there is no need to ..."; a leading "No need to" is a start rule
+            scan.add(Modality.PERMISSION, "no need to")
+    elif w in {"need", "needs"} and nxt == "to" and real_subject:
+        if prev == "not":
+            scan.add(Modality.PERMISSION, "not need to")
+        else:
+            scan.add(Modality.OBLIGATION, "need to")
+    elif w == "need" and nxt == "not" and real_subject and subj:
+        scan.add(Modality.PERMISSION, "need not")
+    elif w in {"have", "has"} and nxt == "to" and subj and real_subject:
+        if prev == "not":
+            scan.add(Modality.PERMISSION, "not have to")
+        else:
+            scan.add(Modality.OBLIGATION, "have to")
+    else:
+        return False
+    return True
+
+
+def _weak_modal_rule(at: _At, subj: str, scan: _Scan) -> bool:
+    """may / can: a permission (or, negated, a prohibition) addressed to someone."""
+    w, nxt, nxt2 = at.w, at.word(1), at.word(2)
+    if w not in {"may", "can"}:
+        return False
+    negated = nxt in {"not", "never"}
+    verb = nxt2 if negated else nxt
+    if verb == "have":
+        return True
+    if subj in ROLE_NOUNS or subj in {"we", "us", "your"}:
+        if verb in INFORMATIONAL_AFTER_CAN:
+            return True  # "you can see ...", "users can't see ...": information
+        if negated:
+            scan.add(Modality.PROHIBITION, f"{w} not")
+        elif subj not in {"we", "us"}:
+            scan.add(Modality.PERMISSION, w)
+    elif (
+        subj
+        and subj not in EPISTEMIC_PRONOUNS
+        and not negated
+        and nxt == "be"
+        and _is_participle(nxt2)
+        and at.word(3) != "by"
+    ):
+        scan.add(Modality.PERMISSION, f"{w} be <participle>")
+    return True
+
+
+def _addressed_rule(at: _At, subj: str, scan: _Scan) -> bool:
+    """never / do not / always said to "you" or "we" inside a clause."""
+    w, nxt, nxt2 = at.w, at.word(1), at.word(2)
+    if subj not in {"you", "we"}:
+        return False
+    if w == "never" and nxt and nxt not in {"know", "mind"}:
+        scan.add(Modality.PROHIBITION, "never")
+        return True
+    if w == "do" and nxt == "not" and at.i > 0:
+        # "have"/"need" are read by the have-to / need-to rule
+        if nxt2 and nxt2 not in {"have", "need"} | KNOWLEDGE_VERBS | DONT_IDIOMS:
+            scan.add(Modality.PROHIBITION, "do not")
+        return True
+    if w == "always" and nxt in IMPERATIVE_VERBS:
+        scan.add(Modality.OBLIGATION, "always")
+    return False
+
+
+_SUBJECT_RULES = (_strong_modal_rule, _need_have_rule, _weak_modal_rule, _addressed_rule)
+
+
+def _modal_rules(words: list[str], scan: _Scan) -> None:
+    for i in range(len(words)):
+        at = _At(words, i)
+        if _impersonal_rule(at, scan):
+            continue
         subj = _subject(words, i)
         if subj == "i":
             continue
-        personal = subj in ROLE_NOUNS or subj in {"we", "us", "your"}
-
-        if w in {"must", "shall", "should", "ought"}:
-            rest = words[i + 1 :]
-            if w == "ought" and rest[:1] == ["to"]:
-                rest = rest[1:]
-            if rest[:1] == ["have"] and len(rest) > 1 and _is_participle(rest[1]):
-                continue  # counterfactual / epistemic past: "should have known"
-            negated = rest[:1] in (["not"], ["never"])
-            if subj in EPISTEMIC_PRONOUNS:
-                core = rest[1:] if negated else rest
-                if not (core[:1] == ["be"] and len(core) > 1 and _is_participle(core[1])):
-                    continue
-            if rest[:1] == ["be"] and len(rest) > 1 and rest[1] in EPISTEMIC_STATES:
-                continue
-            if subj in {"we", "us"} and w == "should" and _is_plan(rest):
-                continue  # "We should grab coffee sometime": a plan, not a rule
-            if negated:
-                scan.add(Modality.PROHIBITION, f"{w} not")
-            else:
-                scan.add(Modality.OBLIGATION, w)
-            continue
-
-        if w == "need" and nxt == "to" and prev == "no":
-            if i > 1:  # "there is no need to ..."; a leading "No need to" is a start rule
-                scan.add(Modality.PERMISSION, "no need to")
-            continue
-        if w in {"need", "needs"} and nxt == "to" and subj not in EPISTEMIC_PRONOUNS:
-            if prev == "not":
-                scan.add(Modality.PERMISSION, "not need to")
-            else:
-                scan.add(Modality.OBLIGATION, "need to")
-            continue
-        if w == "need" and nxt == "not" and subj not in EPISTEMIC_PRONOUNS and subj:
-            scan.add(Modality.PERMISSION, "need not")
-            continue
-        if w in {"have", "has"} and nxt == "to" and subj and subj not in EPISTEMIC_PRONOUNS:
-            if prev == "not":
-                scan.add(Modality.PERMISSION, "not have to")
-            else:
-                scan.add(Modality.OBLIGATION, "have to")
-            continue
-
-        if w in {"may", "can"}:
-            negated = nxt in {"not", "never"}
-            verb = nxt2 if negated else nxt
-            if verb == "have":
-                continue
-            if personal:
-                if verb in INFORMATIONAL_AFTER_CAN:
-                    continue  # "you can see ...", "users can't see ...": information
-                if negated:
-                    scan.add(Modality.PROHIBITION, f"{w} not")
-                elif subj in {"we", "us"}:
-                    continue
-                else:
-                    scan.add(Modality.PERMISSION, w)
-            elif (
-                subj
-                and subj not in EPISTEMIC_PRONOUNS
-                and not negated
-                and nxt == "be"
-                and _is_participle(nxt2)
-                and nxt3 != "by"
-            ):
-                scan.add(Modality.PERMISSION, f"{w} be <participle>")
-            continue
-
-        if w == "never" and subj in {"you", "we"} and nxt and nxt not in {"know", "mind"}:
-            scan.add(Modality.PROHIBITION, "never")
-            continue
-        if w == "do" and nxt == "not" and subj in {"you", "we"} and i > 0:
-            if nxt2 in {"have", "need"}:
-                continue  # handled by have to / need to
-            if nxt2 and nxt2 not in KNOWLEDGE_VERBS and nxt2 not in DONT_IDIOMS:
-                scan.add(Modality.PROHIBITION, "do not")
-            continue
-        if w == "always" and subj in {"you", "we"} and nxt in IMPERATIVE_VERBS:
-            scan.add(Modality.OBLIGATION, "always")
+        for rule in _SUBJECT_RULES:
+            if rule(at, subj, scan):
+                break
 
 
 def _clean(sentence: str) -> tuple[str, bool]:

@@ -35,7 +35,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -50,11 +50,34 @@ from sidecar.store.store import Store
 from sidecar.store.types import Put
 
 if TYPE_CHECKING:
-    from sidecar.memory.service import MemoryService
+    from contextlib import AbstractAsyncContextManager
+
+    from sidecar.memory.ingest.gate import GatingConfig
     from sidecar.store.aio import AsyncStore
     from sidecar.store.types import Record
 
 INGEST_STATE_ID = C.INGEST_STATE_ID
+
+
+class IngestHost(Protocol):
+    """What ingest uses of its owner (the memory service): the store, the gate's settings,
+    the session's ingest lock, the embedder and the change and pressure bookkeeping."""
+
+    @property
+    def store(self) -> AsyncStore: ...
+
+    @property
+    def gating(self) -> GatingConfig: ...
+
+    def ingest_lock(self, session_id: str) -> AbstractAsyncContextManager[None]: ...
+
+    async def embed(self, texts: Sequence[str], kind: str = "document") -> F32: ...
+
+    def note_written(self, written: Sequence[tuple[str, Sequence[str]]]) -> None: ...
+
+    def note_ingested(self, session_id: str, tokens: int) -> Any: ...
+
+
 F32 = np.ndarray[Any, np.dtype[np.float32]]
 # Metadata kept on the namespace index copy in turns:<ns> (the full record is in session_raw).
 _INDEX_KEYS = (
@@ -314,7 +337,7 @@ def _gate_batch(
     ns: str,
     prepared: Sequence[_Prepared],
     vecs: np.ndarray[Any, Any],
-    svc: MemoryService,
+    svc: IngestHost,
 ) -> tuple[list[GatingSignals], list[bool]]:
     """Gating for each new turn, sequentially, before anything is inserted (thread)."""
     cfg = svc.gating
@@ -347,7 +370,7 @@ def _int(value: object, default: int = 0) -> int:
 
 
 async def ingest(
-    svc: MemoryService,
+    svc: IngestHost,
     session_id: str,
     messages: Sequence[MessageIn],
     *,
@@ -467,7 +490,7 @@ async def ingest(
     )
 
 
-async def _embed_reporting(svc: MemoryService, texts: list[str], progress: Progress) -> F32:
+async def _embed_reporting(svc: IngestHost, texts: list[str], progress: Progress) -> F32:
     """One embedding call for a batch that fits a progress step; a larger batch in steps of
     ``PROGRESS_CHUNK`` texts, reporting after each (a 5,000-message import takes seconds)."""
     if len(texts) <= PROGRESS_CHUNK:
