@@ -156,67 +156,43 @@ def import_ndjson(
     Records are written in transactions of ``batch``; a failure stops the import with the
     earlier batches kept (import again to finish: it is idempotent).
     """
-    header: dict[str, Any] | None = None
-    pending: list[tuple[dict[str, Any], Any]] = []
-    need_embed: list[int] = []
-    stats = {
-        "records": 0,
-        "reembedded": 0,
-        "without_vector": 0,
-        "collections": 0,
-        "tombs": 0,
-        "skipped": 0,
-    }
-    tombs: list[tuple[str, str, str]] = []
-    ended = False
-    use_vectors = False
-
-    def flush() -> None:
-        if not pending:
-            return
-        if need_embed:
-            if embed is None:
-                raise InvalidInput(
-                    "the import needs an embedder: some records have no usable vector "
-                    "(missing, or written by another embedding model)"
-                )
-            texts = [pending[i][0]["text"] for i in need_embed]
-            vecs = np.asarray(embed(texts), dtype=np.float32)
-            if vecs.ndim != 2 or vecs.shape[0] != len(texts):
-                raise InvalidInput("the embedder returned the wrong number of vectors")
-            for j, i in enumerate(need_embed):
-                rec, _ = pending[i]
-                dims = store.dims_for(rec["collection"])
-                vec = vecs[j]
-                if vec.shape[0] > dims:
-                    vec = N.normalized(vec[:dims])
-                pending[i] = (rec, vec)
-            stats["reembedded"] += len(need_embed)
-        puts = []
-        for rec, vec in pending:
-            meta = rec.get("metadata") or {}
-            created = rec.get("created_ms")
-            puts.append(
-                Put(
-                    rec["collection"],
-                    rec["id"],
-                    rec.get("text", ""),
-                    meta,
-                    vec,
-                    None,
-                    created if isinstance(created, int) and not isinstance(created, bool) else None,
-                )
-            )
-        store.write(puts)
-        stats["records"] += len(puts)
-        pending.clear()
-        need_embed.clear()
-        if progress is not None:
-            progress(stats["records"], None)
-
+    importer = _Importer(store, embed=embed, progress=progress, batch=batch, skip=skip)
     for lineno, line in enumerate(src, 1):
-        if not line.strip():
-            continue
+        if line.strip():
+            importer.line(lineno, line)
+    return importer.finish()
+
+
+class _Importer:
+    """The state of one import: the header's verdict on vectors, the pending batch, the
+    tombstones (applied at the end) and the counts."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embed: EmbedFn | None,
+        progress: Progress | None,
+        batch: int,
+        skip: SkipFn | None,
+    ) -> None:
+        self.store = store
+        self.embed = embed
+        self.progress = progress
+        self.batch = batch
+        self.skip = skip
+        self.header: dict[str, Any] | None = None
+        self.use_vectors = False
+        self.ended = False
+        self.pending: list[tuple[dict[str, Any], Any]] = []
+        self.need_embed: list[int] = []  # rows of pending without a usable vector
+        self.tombs: list[tuple[str, str, str]] = []
+        self.records = 0
+        self.reembedded = 0
+        self.collections = 0
+        self.skipped = 0
+
+    def line(self, lineno: int, line: str) -> None:
         try:
             obj = _dec.decode(line)
         except msgspec.DecodeError as exc:
@@ -224,66 +200,116 @@ def import_ndjson(
         if not isinstance(obj, dict):
             raise InvalidInput(f"line {lineno}: expected an object")
         kind = obj.get("kind")
-        if header is None:
-            if kind != "header" or obj.get("format") != FORMAT:
-                raise InvalidInput(f"line {lineno}: not a {FORMAT} export (missing header)")
-            if obj.get("version") != VERSION:
-                raise InvalidInput(f"unsupported export version {obj.get('version')!r}")
-            header = obj
-            use_vectors = bool(store.fingerprint) and obj.get("fingerprint") == store.fingerprint
-            if not store.fingerprint and not obj.get("fingerprint"):
-                use_vectors = True
-            continue
-        if kind == "collection":
-            name = N.validate_collection(obj.get("name"))
-            store.ensure_collections([name])
-            stats["collections"] += 1
+        if self.header is None:
+            self._read_header(lineno, obj)
+        elif kind == "collection":
+            self.store.ensure_collections([N.validate_collection(obj.get("name"))])
+            self.collections += 1
         elif kind == "record":
-            coll = N.validate_collection(obj.get("collection"))
-            N.validate_id(obj.get("id"))
-            text = obj.get("text", "")
-            if not isinstance(text, str):
-                raise InvalidInput(f"line {lineno}: text must be a string")
-            if skip is not None and skip(coll, str(obj.get("id")), obj.get("metadata") or {}):
-                stats["skipped"] += 1
-                continue
-            dims = store.dims_for(coll)
-            vec: Any = None
-            if dims > 1:
-                raw = obj.get("vector")
-                if raw is not None and use_vectors:
-                    vec = decode_vector(raw)
-                    if vec.shape[0] != dims:
-                        vec = None
-                if vec is None:
-                    need_embed.append(len(pending))
-            pending.append((obj, vec))
-            if len(pending) >= batch:
-                flush()
+            self._read_record(lineno, obj)
         elif kind == "tombstone":
-            tombs.append(
+            self.tombs.append(
                 (str(obj.get("namespace", "")), str(obj.get("key", "")), str(obj.get("reason", "")))
             )
         elif kind == "end":
-            ended = True
+            self.ended = True
         else:
             raise InvalidInput(f"line {lineno}: unknown kind {kind!r}")
-    flush()
-    if header is None:
-        raise InvalidInput("empty import: no header line")
-    by_ns: dict[str, list[tuple[str, str]]] = {}
-    for ns, key, reason in tombs:
-        by_ns.setdefault(ns, []).append((key, reason))
-    for ns, items in by_ns.items():
-        for key, reason in items:
-            store.add_tombstones(ns, [key], reason)
-    if not ended:
-        log.warning("store.import_truncated", records=stats["records"])
-    return ImportStats(
-        records=stats["records"],
-        reembedded=stats["reembedded"],
-        without_vector=stats["without_vector"],
-        collections=stats["collections"],
-        tombstones=len(tombs),
-        skipped=stats["skipped"],
-    )
+
+    def _read_header(self, lineno: int, obj: dict[str, Any]) -> None:
+        if obj.get("kind") != "header" or obj.get("format") != FORMAT:
+            raise InvalidInput(f"line {lineno}: not a {FORMAT} export (missing header)")
+        if obj.get("version") != VERSION:
+            raise InvalidInput(f"unsupported export version {obj.get('version')!r}")
+        self.header = obj
+        ours, theirs = self.store.fingerprint, obj.get("fingerprint")
+        # vectors are reused only when they come from the same embedding model
+        self.use_vectors = (bool(ours) and theirs == ours) or (not ours and not theirs)
+
+    def _read_record(self, lineno: int, obj: dict[str, Any]) -> None:
+        coll = N.validate_collection(obj.get("collection"))
+        N.validate_id(obj.get("id"))
+        if not isinstance(obj.get("text", ""), str):
+            raise InvalidInput(f"line {lineno}: text must be a string")
+        if self.skip is not None and self.skip(coll, str(obj.get("id")), obj.get("metadata") or {}):
+            self.skipped += 1
+            return
+        dims = self.store.dims_for(coll)
+        vec: Any = None
+        if dims > 1:
+            raw = obj.get("vector")
+            if raw is not None and self.use_vectors:
+                vec = decode_vector(raw)
+                if vec.shape[0] != dims:
+                    vec = None
+            if vec is None:
+                self.need_embed.append(len(self.pending))
+        self.pending.append((obj, vec))
+        if len(self.pending) >= self.batch:
+            self.flush()
+
+    def _embed_pending(self) -> None:
+        if self.embed is None:
+            raise InvalidInput(
+                "the import needs an embedder: some records have no usable vector "
+                "(missing, or written by another embedding model)"
+            )
+        texts = [self.pending[i][0]["text"] for i in self.need_embed]
+        vecs = np.asarray(self.embed(texts), dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+            raise InvalidInput("the embedder returned the wrong number of vectors")
+        for j, i in enumerate(self.need_embed):
+            rec, _ = self.pending[i]
+            dims = self.store.dims_for(rec["collection"])
+            vec = vecs[j]
+            if vec.shape[0] > dims:
+                vec = N.normalized(vec[:dims])
+            self.pending[i] = (rec, vec)
+        self.reembedded += len(self.need_embed)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.need_embed:
+            self._embed_pending()
+        puts = []
+        for rec, vec in self.pending:
+            created = rec.get("created_ms")
+            keep_created = isinstance(created, int) and not isinstance(created, bool)
+            puts.append(
+                Put(
+                    rec["collection"],
+                    rec["id"],
+                    rec.get("text", ""),
+                    rec.get("metadata") or {},
+                    vec,
+                    None,
+                    created if keep_created else None,
+                )
+            )
+        self.store.write(puts)
+        self.records += len(puts)
+        self.pending.clear()
+        self.need_embed.clear()
+        if self.progress is not None:
+            self.progress(self.records, None)
+
+    def finish(self) -> ImportStats:
+        self.flush()
+        if self.header is None:
+            raise InvalidInput("empty import: no header line")
+        by_ns: dict[str, list[tuple[str, str]]] = {}
+        for ns, key, reason in self.tombs:
+            by_ns.setdefault(ns, []).append((key, reason))
+        for ns, items in by_ns.items():
+            for key, reason in items:
+                self.store.add_tombstones(ns, [key], reason)
+        if not self.ended:
+            log.warning("store.import_truncated", records=self.records)
+        return ImportStats(
+            records=self.records,
+            reembedded=self.reembedded,
+            collections=self.collections,
+            tombstones=len(self.tombs),
+            skipped=self.skipped,
+        )

@@ -125,6 +125,19 @@ class Job:
     raw: bool = False  # run outside any transaction (e.g. PRAGMA wal_checkpoint)
 
 
+@dataclass(slots=True)
+class _Group:
+    """One write transaction in progress: its jobs' shared collection cache, the clock,
+    the jobs done so far and the error that lost it, if any."""
+
+    conn: sqlite3.Connection
+    group: dict[str, CollectionInfo | None]
+    now: int
+    done: list[tuple[Job, Any, Tx]] = field(default_factory=list)
+    aborted: BaseException | None = None
+    fresh: bool = True  # no job has succeeded in this transaction yet
+
+
 class Writer(threading.Thread):
     def __init__(self, store: Store) -> None:
         super().__init__(name="libravdb-store-writer", daemon=True)
@@ -203,11 +216,11 @@ class Writer(threading.Thread):
             job.future.set_result(result)
 
     def _run_group(self, jobs: list[Job]) -> None:
-        store = self.store
-        conn = store._wconn
+        """Run the jobs in one transaction; each job's failure rolls back that job only."""
         live = [j for j in jobs if j.future.set_running_or_notify_cancel()]
         if not live:
             return
+        conn = self.store._wconn
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -215,83 +228,97 @@ class Writer(threading.Thread):
             for j in live:
                 j.future.set_exception(err)
             return
-        group: dict[str, CollectionInfo | None] = {}
-        now = store._now_ms()
-        done: list[tuple[Job, Any, Tx]] = []
-        aborted: BaseException | None = None
-        # The first job of a transaction runs without a SAVEPOINT: nothing precedes it, so
-        # if it fails the whole transaction is rolled back (and a new one begun for the
-        # jobs behind it). A nested savepoint makes SQLite copy every page it changes to a
-        # statement journal first, which doubles the cost of a bulk insert.
-        fresh = True
+        g = _Group(conn, {}, self.store._now_ms())
         for i, j in enumerate(live):
-            tx = Tx(store, conn, group, now)
-            if not fresh:
-                try:
-                    conn.execute("SAVEPOINT job")
-                except sqlite3.Error as exc:
-                    aborted = exc
-                    j.future.set_exception(map_sqlite_error(exc))
-                    continue
-            try:
-                result = j.fn(tx)
-            except BaseException as exc:
-                tx.rollback_group()
-                if fresh:
-                    try:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        if i + 1 < len(live):
-                            conn.execute("BEGIN IMMEDIATE")
-                    except sqlite3.Error as rb_exc:
-                        aborted = rb_exc
-                else:
-                    try:
-                        conn.execute("ROLLBACK TO job")
-                        conn.execute("RELEASE job")
-                    except sqlite3.Error as rb_exc:
-                        aborted = rb_exc
-                    if not conn.in_transaction:
-                        aborted = aborted or exc
-                j.future.set_exception(map_sqlite_error(exc))
-                if aborted is not None:
-                    break
-                continue
-            if not fresh:
-                try:
-                    conn.execute("RELEASE job")
-                except sqlite3.Error as exc:
-                    aborted = exc
-                    j.future.set_exception(map_sqlite_error(exc))
-                    break
-            fresh = False
-            done.append((j, result, tx))
-        if aborted is None and done:
-            try:
-                store._persist_seq(conn)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                aborted = exc
-        elif aborted is None and conn.in_transaction:
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                aborted = exc
-        if aborted is not None:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    log.exception("store.rollback_failed")
-            err = map_sqlite_error(aborted)
-            for j in live:
-                if not j.future.done():
-                    j.future.set_exception(err)
-            for j, _r, _tx in done:
-                if not j.future.done():
-                    j.future.set_exception(err)
-            log.warning("store.write_failed", error=str(aborted), jobs=len(live))
+            if not self._attempt(g, j, more_after=i + 1 < len(live)):
+                break
+        if g.aborted is None:
+            g.aborted = self._commit(g)
+        if g.aborted is not None:
+            self._abandon(g, live)
             return
-        store._after_commit([tx for _j, _r, tx in done], group)
-        for j, result, _tx in done:
+        self.store._after_commit([tx for _j, _r, tx in g.done], g.group)
+        for j, result, _tx in g.done:
             j.future.set_result(result)
+
+    def _attempt(self, g: _Group, j: Job, *, more_after: bool) -> bool:
+        """Run one job of the group; False when the transaction is lost (stop the group).
+
+        The first job of a transaction runs without a SAVEPOINT: nothing precedes it, so
+        if it fails the whole transaction is rolled back (and a new one begun for the
+        jobs behind it). A nested savepoint makes SQLite copy every page it changes to a
+        statement journal first, which doubles the cost of a bulk insert."""
+        conn = g.conn
+        tx = Tx(self.store, conn, g.group, g.now)
+        if not g.fresh:
+            try:
+                conn.execute("SAVEPOINT job")
+            except sqlite3.Error as exc:
+                g.aborted = exc
+                j.future.set_exception(map_sqlite_error(exc))
+                return True
+        try:
+            result = j.fn(tx)
+        except BaseException as exc:
+            tx.rollback_group()
+            self._undo_job(g, exc, more_after=more_after)
+            j.future.set_exception(map_sqlite_error(exc))
+            return g.aborted is None
+        if not g.fresh:
+            try:
+                conn.execute("RELEASE job")
+            except sqlite3.Error as exc:
+                g.aborted = exc
+                j.future.set_exception(map_sqlite_error(exc))
+                return False
+        g.fresh = False
+        g.done.append((j, result, tx))
+        return True
+
+    @staticmethod
+    def _undo_job(g: _Group, exc: BaseException, *, more_after: bool) -> None:
+        """Undo a failed job: the whole transaction when it was the first (then begin a new
+        one for the jobs behind it), else back to its savepoint."""
+        conn = g.conn
+        if g.fresh:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if more_after:
+                    conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as rb_exc:
+                g.aborted = rb_exc
+            return
+        try:
+            conn.execute("ROLLBACK TO job")
+            conn.execute("RELEASE job")
+        except sqlite3.Error as rb_exc:
+            g.aborted = rb_exc
+        if not conn.in_transaction:
+            g.aborted = g.aborted or exc
+
+    def _commit(self, g: _Group) -> BaseException | None:
+        try:
+            if g.done:
+                self.store._persist_seq(g.conn)
+                g.conn.execute("COMMIT")
+            elif g.conn.in_transaction:
+                g.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            return exc
+        return None
+
+    @staticmethod
+    def _abandon(g: _Group, live: list[Job]) -> None:
+        """The transaction is lost: roll back and fail every job of the group."""
+        assert g.aborted is not None
+        if g.conn.in_transaction:
+            try:
+                g.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                log.exception("store.rollback_failed")
+        err = map_sqlite_error(g.aborted)
+        for j in live:
+            if not j.future.done():
+                j.future.set_exception(err)
+        log.warning("store.write_failed", error=str(g.aborted), jobs=len(live))
