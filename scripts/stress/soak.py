@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from scripts.stress.common import Client, Report, daemon, now_ms, percentile, rss_mb
 
@@ -45,6 +46,34 @@ def _sessions(n_sessions: int, turns: int) -> list[tuple[str, list[dict[str, str
     return out
 
 
+def _pick_call(
+    rng: random.Random, data: list[tuple[str, list[dict[str, Any]]]]
+) -> tuple[str, dict[str, Any]]:
+    """One request of the soak's mix: 35 % assemble, 25 % search, 15 % ingest, 10 % v1
+    search, 10 % list, 5 % status."""
+    sid, msgs = rng.choice(data)
+    ns = f"ns{sid[-1]}"
+    r = rng.random()
+    if r < 0.35:
+        return "assemble", {
+            "sessionId": sid,
+            "namespace": ns,
+            "tokenBudget": 3000,
+            "prompt": rng.choice(TOPICS),
+            "messages": msgs[-4:],
+        }
+    if r < 0.6:
+        return "search", {"query": rng.choice(TOPICS), "namespace": ns}
+    if r < 0.75:
+        cut = rng.randrange(0, len(msgs) - 4)
+        return "ingest", {"sessionId": sid, "namespace": ns, "messages": msgs[cut : cut + 4]}
+    if r < 0.85:
+        return "search_text", {"collection": f"turns:{ns}", "text": rng.choice(TOPICS), "k": 5}
+    if r < 0.95:
+        return "list_collection", {"collection": f"session_raw:{sid}"}
+    return "status", {}
+
+
 def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float = 5.0) -> Report:
     report = Report("soak")
     data = _sessions(8, 40)
@@ -66,37 +95,7 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
             c = Client(d.endpoint)
             try:
                 while not stop.is_set():
-                    sid, msgs = rng.choice(data)
-                    ns = f"ns{sid[-1]}"
-                    r = rng.random()
-                    if r < 0.35:
-                        method, params = (
-                            "assemble",
-                            {
-                                "sessionId": sid,
-                                "namespace": ns,
-                                "tokenBudget": 3000,
-                                "prompt": rng.choice(TOPICS),
-                                "messages": msgs[-4:],
-                            },
-                        )
-                    elif r < 0.6:
-                        method, params = "search", {"query": rng.choice(TOPICS), "namespace": ns}
-                    elif r < 0.75:
-                        cut = rng.randrange(0, len(msgs) - 4)
-                        method, params = (
-                            "ingest",
-                            {"sessionId": sid, "namespace": ns, "messages": msgs[cut : cut + 4]},
-                        )
-                    elif r < 0.85:
-                        method, params = (
-                            "search_text",
-                            {"collection": f"turns:{ns}", "text": rng.choice(TOPICS), "k": 5},
-                        )
-                    elif r < 0.95:
-                        method, params = "list_collection", {"collection": f"session_raw:{sid}"}
-                    else:
-                        method, params = "status", {}
+                    method, params = _pick_call(rng, data)
                     t0 = now_ms()
                     reply = c.call(method, params)
                     took = now_ms() - t0

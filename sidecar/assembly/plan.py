@@ -381,7 +381,7 @@ class PlanHead:
     tail_in_addition: bool = True
 
 
-def plan_head(
+def plan_head(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,
     query: str,
     token_budget: float,
@@ -474,7 +474,7 @@ def plan_head(
     )
 
 
-def plan_assembly(
+def plan_assembly(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,
     query: str,
     query_vector: F32 | None,
@@ -515,14 +515,7 @@ def plan_assembly(
     is required.
     """
     t0 = time.perf_counter()
-    bcfg = config.budget
-    scfg = config.scoring
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    overhead = max(0, bcfg.entry_overhead_tokens)
-
-    def cost(c: Candidate) -> int:
-        return c.cost + overhead
-
     if head is None:
         if token_budget is None:
             raise TypeError("plan_assembly needs token_budget or a head")
@@ -539,6 +532,54 @@ def plan_assembly(
         tail_ms = (time.perf_counter() - t0) * 1000
     else:
         tail_ms = head.elapsed_ms  # spent ahead, outside this call
+    return _plan_rest(
+        _Inputs(query, query_vector, session_id, elevated, candidates, now, config),
+        head,
+        list(original_messages),
+        _Hooks(lexical, terms_of, neighbors, hops, expand, recover),
+        t0,
+        tail_ms,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    query: str
+    query_vector: F32 | None
+    session_id: str
+    elevated: Sequence[Candidate]
+    candidates: Sequence[Candidate]
+    now: int
+    config: AssemblyConfig
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None
+    terms_of: Callable[[Candidate], Iterable[str]] | None
+    neighbors: NeighborsHook | None
+    hops: HopsHook | None
+    expand: ExpandHook | None
+    recover: RecoverHook | None
+
+
+def _plan_rest(
+    inp: _Inputs,
+    head: PlanHead,
+    original_messages: list[Any],
+    hooks: _Hooks,
+    t0: float,
+    tail_ms: float,
+) -> AssemblyPlan:
+    """Steps 5-9 of :func:`plan_assembly`, after the head (rules and the tail)."""
+    query, config = inp.query, inp.config
+    bcfg, scfg = config.budget, config.scoring
+    lexical, terms_of = hooks.lexical, hooks.terms_of
+    overhead = max(0, bcfg.entry_overhead_tokens)
+
+    def cost(c: Candidate) -> int:
+        return c.cost + overhead
+
     if head.used:
         raise ValueError("a PlanHead plans one assembly")
     head.used = True
@@ -556,30 +597,14 @@ def plan_assembly(
         return _finish(chosen, ledger, head.reasons, original_messages, config, plan, dream, (), t0)
 
     t_tail = time.perf_counter()
-    qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
+    qctx = QueryContext.build(query, inp.query_vector, plan=plan, now_ms=inp.now)
     if not query.strip():
         return _finish(chosen, ledger, [], original_messages, config, plan, dream, (), t0)
 
     # 5. elevated guidance
     e_budget = elevated_budget(head.total, ledger.remaining, bcfg)
-    if elevated and e_budget > 0:
-        ranked_e = rank_table(
-            qctx, _dedupe(elevated, chosen), lexical=lexical, cfg=scfg, terms_of=terms_of
-        )
-        used = 0
-        relevant_e = ranked_e.relevant(config.relevance_floor, scfg)
-        for i, c in enumerate(ranked_e.candidates):
-            if chosen.blocked(c) or not relevant_e[i]:
-                continue
-            k = cost(c)
-            if used + k <= e_budget:
-                used += k
-                ledger.charge("elevated", k)
-                s = ranked_e.item(i)
-                chosen.add(
-                    _candidate_item(c, "elevated", s.score, k, _reason("elevated", s)),
-                    features(c).sources,
-                )
+    if inp.elevated and e_budget > 0:
+        _take_elevated(qctx, inp.elevated, e_budget, chosen, ledger, cost, hooks, config)
 
     # 6. retrieval pool
     # the session outside the tail: the turns no summary candidate stands for (after
@@ -587,44 +612,39 @@ def plan_assembly(
     older = all_turns[: len(all_turns) - len(turns) + start]
     limit = max(0, config.session_pool_limit)
     newest = [c for c in (older[-limit:] if limit else []) if c.text.strip()]
-    summarized = _summarized(candidates, newest)
+    summarized = _summarized(inp.candidates, newest)
     pool_in: list[Candidate] = [
         replace_scope(c, "session") for c in newest if summarized.isdisjoint(features(c).sources)
     ]
     pool_in += [
         replace_scope(c, "session")
-        if session_id and c.session_id == session_id and c.kind == "turn" and c.scope == "history"
+        if inp.session_id
+        and c.session_id == inp.session_id
+        and c.kind == "turn"
+        and c.scope == "history"
         else c
-        for c in candidates
+        for c in inp.candidates
         if dream or c.scope != "dream"
     ]
     known: set[tuple[str, str]] = set()
     pool = _dedupe(pool_in, chosen, known)
     channels = Channels.compute(qctx, pool, lexical)
-    if neighbors is not None and pool and config.neighbor_fetch > 0:
-        rel = preliminary(channels, scfg)
-        order = np.argsort(-rel, kind="stable")
-        top_turns = list(
-            islice(
-                (pool[i] for i in order.tolist() if pool[i].kind == "turn"), config.neighbor_fetch
-            )
+    if hooks.neighbors is not None and pool and config.neighbor_fetch > 0:
+        pool, channels = _with_neighbours(
+            qctx, pool, channels, known, chosen, hooks.neighbors, lexical, config
         )
-        extra = [c for c in _dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
-        if extra:
-            pool = pool + extra
-            channels = channels.extend(Channels.compute(qctx, extra, lexical))
     t_pool = time.perf_counter()
     ranked = rank_table(qctx, pool, lexical=lexical, cfg=scfg, terms_of=terms_of, channels=channels)
     t_rank = time.perf_counter()
-    if hops is not None and len(ranked):
-        ranked = _with_hops(ranked, hops, chosen, config)
+    if hooks.hops is not None and len(ranked):
+        ranked = _with_hops(ranked, hooks.hops, chosen, config)
 
     # 7. recovery trigger and reserve
     triggers = _recovery_triggers(ranked, len(older), config)
     recovery_pool: Ranking | None = None
-    if triggers and recover is not None:
+    if triggers and hooks.recover is not None:
         known = {features(c).key for c in pool}
-        rec = [c for c in _dedupe(recover(), chosen) if features(c).key not in known]
+        rec = [c for c in _dedupe(hooks.recover(), chosen) if features(c).key not in known]
         recovery_pool = rank_table(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
         if not len(recovery_pool):
             recovery_pool = None
@@ -637,7 +657,7 @@ def plan_assembly(
         rendered = estimate_tokens(render_addition([*chosen.items, probe]))
         uncharged = max(0, rendered - ledger.used - overhead)
     r_budget = max(0, ledger.remaining - reserve - uncharged)
-    _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, expand, terms_of)
+    _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand, terms_of)
     if recovery_pool is not None:
         _fill(
             recovery_pool,
@@ -670,6 +690,62 @@ def plan_assembly(
         t0,
         timings,
     )
+
+
+def _take_elevated(
+    qctx: QueryContext,
+    elevated: Sequence[Candidate],
+    budget: int,
+    chosen: _Chosen,
+    ledger: BudgetLedger,
+    cost: Callable[[Candidate], int],
+    hooks: _Hooks,
+    config: AssemblyConfig,
+) -> None:
+    """Guidance shards that bear on the query, best first, within their budget."""
+    ranked = rank_table(
+        qctx,
+        _dedupe(elevated, chosen),
+        lexical=hooks.lexical,
+        cfg=config.scoring,
+        terms_of=hooks.terms_of,
+    )
+    used = 0
+    relevant = ranked.relevant(config.relevance_floor, config.scoring)
+    for i, c in enumerate(ranked.candidates):
+        if chosen.blocked(c) or not relevant[i]:
+            continue
+        k = cost(c)
+        if used + k <= budget:
+            used += k
+            ledger.charge("elevated", k)
+            s = ranked.item(i)
+            chosen.add(
+                _candidate_item(c, "elevated", s.score, k, _reason("elevated", s)),
+                features(c).sources,
+            )
+
+
+def _with_neighbours(
+    qctx: QueryContext,
+    pool: list[Candidate],
+    channels: Channels,
+    known: set[tuple[str, str]],
+    chosen: _Chosen,
+    neighbors: NeighborsHook,
+    lexical: BM25Index | LexicalIndex | LexicalScorer | None,
+    config: AssemblyConfig,
+) -> tuple[list[Candidate], Channels]:
+    """The pool with the neighbour turns (the answer to a question) of its best turns."""
+    rel = preliminary(channels, config.scoring)
+    order = np.argsort(-rel, kind="stable")
+    top_turns = list(
+        islice((pool[i] for i in order.tolist() if pool[i].kind == "turn"), config.neighbor_fetch)
+    )
+    extra = [c for c in _dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
+    if not extra:
+        return pool, channels
+    return pool + extra, channels.extend(Channels.compute(qctx, extra, lexical))
 
 
 def replace_scope(c: Candidate, scope: str) -> Candidate:
@@ -784,7 +860,7 @@ def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -
     return out
 
 
-def _fill(
+def _fill(  # noqa: PLR0913 - the plan's running state, shared by two fills
     ranked: Ranking,
     budget: int,
     part: Part,
@@ -938,7 +1014,7 @@ def _next_to_drop(items: Sequence[SelectedItem]) -> SelectedItem | None:
     return soft[-1] if soft else None  # the soft prefix shrinks from its end
 
 
-def _finish(
+def _finish(  # noqa: PLR0913 - the plan's running state at every exit
     chosen: _Chosen,
     ledger: BudgetLedger,
     degraded: Sequence[str],
@@ -1019,7 +1095,7 @@ class SearchHit:
         }
 
 
-def plan_search(
+def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,
     query: str,
     query_vector: F32 | None,

@@ -407,6 +407,26 @@ def _absolute_anchors(query: str, now: datetime) -> list[_Anchor]:
 _SEASON_MONTH = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 
 
+def _this_or_last(unit: str, back: int, now: datetime) -> list[tuple[datetime, Granularity]]:
+    """(start, granularity) of "this/last week|weekend|month|year|<season>" (back 0 or 1)."""
+    today = datetime(now.year, now.month, now.day, tzinfo=UTC)
+    if unit == "week":
+        return [(today - timedelta(days=today.weekday() + 7 * back), "week")]
+    if unit == "weekend":
+        sat = today - timedelta(days=(today.weekday() - 5) % 7)
+        if back and sat >= today - timedelta(days=1):
+            sat -= timedelta(days=7)
+        return [(sat - timedelta(days=1), "weekend")]
+    if unit == "month":
+        return [(_add_months(_month_start(now.year, now.month), -back), "month")]
+    if unit == "year":
+        return [(datetime(now.year - back, 1, 1, tzinfo=UTC), "year")]
+    # a season: a three-month window
+    month = _SEASON_MONTH[unit]
+    year = now.year - back if month <= now.month else now.year - 1 - back
+    return [(_add_months(_month_start(year, month), i), "month") for i in range(3)]
+
+
 def _relative_anchors(query: str, now: datetime) -> list[_Anchor]:
     out: list[_Anchor] = []
     today = datetime(now.year, now.month, now.day, tzinfo=UTC)
@@ -417,30 +437,8 @@ def _relative_anchors(query: str, now: datetime) -> list[_Anchor]:
         elif m[2]:
             out.append(_Anchor(today - timedelta(days=1), "day", span, text))
         elif m[3]:
-            which, unit = m[3].lower(), m[4].lower()
-            back = 0 if which == "this" else 1
-            if unit == "week":
-                start = today - timedelta(days=today.weekday() + 7 * back)
-                out.append(_Anchor(start, "week", span, text))
-            elif unit == "weekend":
-                sat = today - timedelta(days=(today.weekday() - 5) % 7)
-                if back and sat >= today - timedelta(days=1):
-                    sat -= timedelta(days=7)
-                out.append(_Anchor(sat - timedelta(days=1), "weekend", span, text))
-            elif unit == "month":
-                out.append(
-                    _Anchor(
-                        _add_months(_month_start(now.year, now.month), -back), "month", span, text
-                    )
-                )
-            elif unit == "year":
-                out.append(_Anchor(datetime(now.year - back, 1, 1, tzinfo=UTC), "year", span, text))
-            else:  # a season: a three-month window
-                month = _SEASON_MONTH[unit]
-                year = now.year - back if month <= now.month else now.year - 1 - back
-                out.append(_Anchor(_month_start(year, month), "month", span, text))
-                out.append(_Anchor(_add_months(_month_start(year, month), 1), "month", span, text))
-                out.append(_Anchor(_add_months(_month_start(year, month), 2), "month", span, text))
+            back = 0 if m[3].lower() == "this" else 1
+            out += [_Anchor(s, g, span, text) for s, g in _this_or_last(m[4].lower(), back, now)]
         elif m[6]:
             n, unit = _number(m[5]), m[6].lower().rstrip("s")
             if unit == "day":

@@ -149,7 +149,7 @@ _ORT_INT_TYPES: dict[str, Any] = {"tensor(int64)": np.int64, "tensor(int32)": np
 
 
 class Embedder:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only tuning options
         self,
         spec: EmbeddingSpec,
         *,

@@ -310,31 +310,14 @@ class VectorIndex:
             else:
                 keep = pool.__contains__
                 avail = len(pool)
-            kk = min(want, avail)
-            if kk <= 0:
-                return [], []
-            try:
-                labels, dists = g.knn_query(q, k=kk, num_threads=1, filter=keep)
-            except RuntimeError as exc:
-                raise NeedScan(str(exc)) from exc
-            return [], [
-                (int(lb), 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)
-            ]
+            return [], _filtered_knn(g, q, min(want, avail), keep)
         if exclude:
 
             def keep_ex(label: int) -> bool:
                 return label in live and label not in exclude
 
             kk = min(want, len(live - exclude) if len(exclude) < 4096 else len(live))
-            if kk <= 0:
-                return [], []
-            try:
-                labels, dists = g.knn_query(q, k=kk, num_threads=1, filter=keep_ex)
-            except RuntimeError as exc:
-                raise NeedScan(str(exc)) from exc
-            return [], [
-                (int(lb), 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)
-            ]
+            return [], _filtered_knn(g, q, kk, keep_ex)
         kk = need = min(want, len(live))
         total = 0
         while True:
@@ -624,3 +607,16 @@ class VectorIndex:
         if self.ann is not None:
             total += int(self.ann.get_max_elements()) * (4 * self.ann_dims + 8 * self.params.m)
         return total
+
+
+def _filtered_knn(
+    graph: Any, query: F32, k: int, keep: Callable[[int], bool]
+) -> list[tuple[int, float]]:
+    """The graph's top ``k`` among the labels ``keep`` accepts, as (label, cosine)."""
+    if k <= 0:
+        return []
+    try:
+        labels, dists = graph.knn_query(query, k=k, num_threads=1, filter=keep)
+    except RuntimeError as exc:
+        raise NeedScan(str(exc)) from exc
+    return [(int(lb), 1.0 - float(d)) for lb, d in zip(labels[0], dists[0], strict=True)]

@@ -156,6 +156,11 @@ def _check_json(value: object, path: str, depth: int) -> None:
         if not math.isfinite(value):
             raise InvalidInput(f"metadata value at {path} is not a finite number")
         return
+    _check_container(value, path, depth)
+
+
+def _check_container(value: object, path: str, depth: int) -> None:
+    """Lists, tuples and mappings other than a plain dict (the slow, rare path)."""
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             _check_json(item, f"{path}[{i}]", depth + 1)

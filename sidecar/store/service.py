@@ -46,7 +46,7 @@ class StoreService:
 
     name = "store"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only test seams (embed, dims)
         self,
         settings: Settings,
         *,

@@ -204,7 +204,7 @@ class Store:
         self._shut = True  # SQLite connections closed
 
     @classmethod
-    def open(
+    def open(  # noqa: PLR0913 - keyword-only store options
         cls,
         data_dir: str | os.PathLike[str],
         *,
@@ -255,7 +255,7 @@ class Store:
         )
         return self
 
-    def _init(
+    def _init(  # noqa: PLR0913 - the options of open()
         self,
         data_dir: Path,
         *,

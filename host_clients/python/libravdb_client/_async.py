@@ -169,7 +169,7 @@ class AsyncClient:
         )
 
     @classmethod
-    def spawn(
+    def spawn(  # noqa: PLR0913 - keyword-only spawn options, as httpx clients take theirs
         cls,
         args: Sequence[str] = (),
         *,
@@ -529,7 +529,7 @@ class AsyncClient:
             "ingest", params, IngestResult, timeout=timeout, on_progress=on_progress
         )
 
-    async def assemble(
+    async def assemble(  # noqa: PLR0913 - keyword-only, one per wire field
         self,
         session_id: str,
         *,

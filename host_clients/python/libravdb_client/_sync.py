@@ -238,7 +238,7 @@ class Client:
         return client.open()
 
     @classmethod
-    def spawn(
+    def spawn(  # noqa: PLR0913 - keyword-only spawn options, as httpx clients take theirs
         cls,
         args: Sequence[str] = (),
         *,
@@ -566,7 +566,7 @@ class Client:
             "ingest", params, IngestResult, timeout=timeout, on_progress=on_progress
         )
 
-    def assemble(
+    def assemble(  # noqa: PLR0913 - keyword-only, one per wire field
         self,
         session_id: str,
         *,

@@ -156,6 +156,23 @@ class Seen:
     mtime_ns: int
 
 
+def _look(entry: os.DirEntry[str], root: Root) -> tuple[str, os.stat_result, bool] | None:
+    """(real path, stat, is a directory) of a directory entry; None for what the walk
+    skips: a symlink leading out of the root, a special file, anything unreadable."""
+    try:
+        if entry.is_symlink():
+            real = os.path.realpath(entry.path)
+            if not _within(real, root.real):
+                return None
+            return real, os.stat(real), os.path.isdir(real)
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if not is_dir and not entry.is_file(follow_symlinks=False):
+            return None
+        return entry.path, entry.stat(follow_symlinks=False), is_dir
+    except OSError:
+        return None
+
+
 def walk_root(root: Root, include: Sequence[str], exclude: Sequence[str]) -> dict[str, Seen]:
     """Eligible files under ``root``: ``{sourceDoc: Seen}`` (module doc). Raises OSError
     when the root itself cannot be listed."""
@@ -182,21 +199,10 @@ def walk_root(root: Root, include: Sequence[str], exclude: Sequence[str]) -> dic
         first = False
         for entry in sorted(entries, key=lambda e: e.name):
             rel = f"{relpath}{entry.name}"
-            try:
-                if entry.is_symlink():
-                    real = os.path.realpath(entry.path)
-                    if not _within(real, root.real):
-                        continue
-                    st = os.stat(real)
-                    is_dir = os.path.isdir(real)
-                else:
-                    real = entry.path
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                    if not is_dir and not entry.is_file(follow_symlinks=False):
-                        continue
-                    st = entry.stat(follow_symlinks=False)
-            except OSError:
+            looked = _look(entry, root)
+            if looked is None:
                 continue
+            real, st, is_dir = looked
             if is_dir:
                 if entry.name in skip:
                     continue

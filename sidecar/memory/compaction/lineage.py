@@ -299,7 +299,7 @@ def _clamp01(x: float) -> float:
     return 0.0 if x < 0.0 or x != x else 1.0 if x > 1.0 else x
 
 
-def build_summary_record(
+def build_summary_record(  # noqa: PLR0913 - keyword-only record fields
     session_id: str,
     children: Sequence[SourceItem],
     *,
