@@ -34,8 +34,13 @@ run: setup
 
 test: test-py test-ts
 
+# Under coverage, spawned daemons included; the report fails under the floor in pyproject.
 test-py: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	@rm -f .coverage .coverage.*
+	$(PY) -m coverage run -m pytest -q $(PYTEST_ARGS)
+	@$(PY) -m coverage combine --quiet
+	$(PY) -m coverage report --format=total --precision=1 | sed 's/^/coverage (lines, %): /'
+	@$(PY) -m coverage report > /dev/null || { $(PY) -m coverage report --sort=cover | tail -25; exit 2; }
 
 # node --test on Node 20 against the real daemon (started from .venv)
 test-ts: setup
