@@ -111,6 +111,10 @@ class CompactionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     # turn): each holds a cluster's texts and the summarizer's buffers, and 16 at once
     # raised resident memory by 400 MB.
     max_concurrent: int = 2
+    # A session idle this long (seconds) has its in-process bookkeeping dropped: the token
+    # count toward auto-compaction restarts at 0, the compaction epoch is read back from the
+    # store. 0 keeps it forever.
+    idle_forget_s: float = 3600.0
 
 
 class AuthoredSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -8,7 +8,11 @@ It holds what the ingest, compaction and forget code share across calls:
   while held or awaited (:class:`KeyedLocks`), so idle sessions cost nothing;
 * the auto-compaction :class:`TokenAccumulator` and the background tasks it starts;
 * the :class:`CompactionBarrier` (per-session compaction epoch) and the invalidation hook
-  (:meth:`subscribe`) that assemblers and caches use.
+  (:meth:`subscribe`) that assemblers and caches use;
+* :class:`IdleSessions`: a session idle for ``compaction.idle_forget_s`` (an hour) has its
+  token count and epoch dropped, so the daemon's memory does not grow with every session
+  it ever saw. Nothing stored is lost: the epoch is read back from the stored compaction
+  generation, and the token count restarts at 0 (the next auto-compaction comes later).
 
 The operations themselves live in :mod:`sessions`, :mod:`compactor` and :mod:`forget`;
 the methods here are thin entry points so callers need only this object.
@@ -31,6 +35,7 @@ from sidecar.config import Settings
 from sidecar.memory.compaction.autocompact import (
     AutoCompactPolicy,
     CompactionBarrier,
+    IdleSessions,
     Pressure,
     TokenAccumulator,
 )
@@ -85,6 +90,8 @@ class MemoryService:
         settings: Settings,
         store_service: StoreService,
         hub: EngineHub | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.store_service = store_service
@@ -99,6 +106,7 @@ class MemoryService:
             )
         )
         self.barrier = CompactionBarrier()
+        self.idle = IdleSessions(comp.idle_forget_s, clock)
         self._compaction_slots = asyncio.Semaphore(max(1, comp.max_concurrent))
         g = settings.gating
         self.gating = GatingConfig(
@@ -262,6 +270,8 @@ class MemoryService:
 
     def note_ingested(self, session_id: str, tokens: int) -> Pressure:
         """Count ingested tokens; start a background compaction on new pressure."""
+        self.idle.touch(session_id)
+        self._drop_idle()
         level = self.accumulator.add(session_id, tokens)
         if level != Pressure.NONE and not self._closed:
             self.schedule_compaction(session_id, level)
@@ -322,6 +332,19 @@ class MemoryService:
             if remaining <= 0:
                 raise TimeoutError("background compaction still running")
             await asyncio.wait(list(self._tasks.values()), timeout=remaining)
+
+    def _drop_idle(self) -> None:
+        """Drop the bookkeeping of sessions idle for ``compaction.idle_forget_s`` (module
+        doc); a session with a compaction running or a lock held is kept."""
+        for sid in self.idle.sweep():
+            task = self._tasks.get(sid)
+            busy = task is not None and not task.done()
+            if busy or self._ingest_locks.locked(sid) or self._compaction_locks.locked(sid):
+                self.idle.touch(sid)
+                continue
+            self.accumulator.forget(sid)
+            self.barrier.forget(sid)
+            self._levels.pop(sid, None)
 
     def forget_sessions(self, session_ids: Sequence[str]) -> None:
         for sid in session_ids:

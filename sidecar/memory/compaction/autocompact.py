@@ -17,6 +17,7 @@ assembled context) records the epoch it was built at and is stale when
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DEFAULT_SESSION_BUDGET_TOKENS = 2000
@@ -101,3 +102,45 @@ class CompactionBarrier:
 
     def is_current(self, session_id: str, epoch: int) -> bool:
         return epoch == self._epochs.get(session_id, 0)
+
+    def forget(self, session_id: str) -> None:
+        """Drop an idle session's epoch (compaction restores it from the stored generation)."""
+        self._epochs.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return len(self._epochs)
+
+
+class IdleSessions:
+    """When each session was last active, so per-session bookkeeping can be dropped once a
+    session has been idle for ``idle_s`` (one entry per session ever seen is a slow leak).
+
+    :meth:`sweep` returns the sessions idle longer than that, at most once per
+    ``min(idle_s, 60)`` seconds so that calling it on every ingest costs nothing."""
+
+    def __init__(self, idle_s: float, clock: Callable[[], float]) -> None:
+        self.idle_s = idle_s
+        self._clock = clock
+        self._seen: dict[str, float] = {}
+        self._next_sweep = clock() + min(idle_s, 60.0)
+
+    def touch(self, session_id: str) -> None:
+        self._seen.pop(session_id, None)  # re-insert: the dict stays in activity order
+        self._seen[session_id] = self._clock()
+
+    def sweep(self) -> list[str]:
+        now = self._clock()
+        if self.idle_s <= 0 or now < self._next_sweep:
+            return []
+        self._next_sweep = now + min(self.idle_s, 60.0)
+        idle: list[str] = []
+        for sid, seen in self._seen.items():
+            if now - seen < self.idle_s:
+                break  # the rest were active later
+            idle.append(sid)
+        for sid in idle:
+            del self._seen[sid]
+        return idle
+
+    def __len__(self) -> int:
+        return len(self._seen)

@@ -1,0 +1,88 @@
+"""Per-session bookkeeping is dropped once a session goes idle (a long-running daemon
+would otherwise keep one entry per session it ever saw), and nothing stored is lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sidecar.config import load_settings
+from sidecar.memory.compaction.autocompact import IdleSessions
+from sidecar.memory.compaction.compactor import CompactionOptions
+from sidecar.memory.ingest.sessions import messages_from_wire
+from sidecar.memory.service import MemoryService
+from sidecar.store.service import StoreService
+from tests.support import hash_embedder
+
+DIMS = 32
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_idle_sessions_are_swept_in_activity_order() -> None:
+    clock = Clock()
+    idle = IdleSessions(100.0, clock)
+    idle.touch("a")
+    clock.now += 50
+    idle.touch("b")
+    clock.now += 60  # a idle 110 s, b 60 s
+    assert idle.sweep() == ["a"]
+    assert len(idle) == 1
+    idle.touch("c")
+    assert idle.sweep() == []  # swept less than a minute ago
+    clock.now += 100
+    idle.touch("c")
+    assert idle.sweep() == ["b"]
+    assert len(idle) == 1
+
+
+def test_zero_keeps_everything() -> None:
+    clock = Clock()
+    idle = IdleSessions(0.0, clock)
+    idle.touch("a")
+    clock.now += 10**9
+    assert idle.sweep() == []
+
+
+def _msgs(sid: str, n: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"{sid}-{i}", "role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"}
+        for i in range(n)
+    ]
+
+
+async def test_an_idle_session_loses_its_bookkeeping_not_its_memory(tmp_path: Path) -> None:
+    settings = load_settings(
+        flags={"data_dir": str(tmp_path / "data"), "compaction.idle_forget_s": 600}, env={}
+    )
+    store = StoreService(settings, embed=hash_embedder(DIMS), embed_dims=DIMS, fingerprint="h")
+    clock = Clock()
+    memory = MemoryService(settings, store, clock=clock)
+    await store.start()
+    try:
+        for sid in ("s1", "s2"):
+            await memory.ingest(sid, messages_from_wire(_msgs(sid, 12)), namespace="ns")
+        out = await memory.compact(
+            "s1", CompactionOptions(min_turns=2, tail_tokens=8, target_size=4)
+        )
+        assert out.did_compact and memory.epoch("s1") == 1
+        assert memory.accumulator.tokens("s2") > 0
+        assert len(memory.idle) == 2 and len(memory.barrier) >= 1
+
+        clock.now += 601
+        await memory.ingest("s3", messages_from_wire(_msgs("s3", 2)), namespace="ns")
+        assert len(memory.idle) == 1  # only s3 is tracked
+        assert memory.accumulator.tokens("s2") == 0
+        assert memory.epoch("s1") == 0 and len(memory.barrier) == 0
+        # the epoch comes back from the store; the turns are all there
+        assert await memory.load_epoch("s1") == 1
+        assert store.store.count("session_raw:s1") == 12
+    finally:
+        await memory.close()
+        await store.close()
