@@ -78,13 +78,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.doc_sections import write_section  # noqa: E402
-from sidecar.assembly.plan import (  # noqa: E402
+from sidecar.assembly.plan import plan_assembly  # noqa: E402
+from sidecar.assembly.scoring import Candidate, ScoringConfig  # noqa: E402
+from sidecar.assembly.selection import (  # noqa: E402
     DEFAULT_ASSEMBLY,
     AssemblyConfig,
     AssemblyPlan,
-    plan_assembly,
 )
-from sidecar.assembly.scoring import Candidate, ScoringConfig  # noqa: E402
 from sidecar.assembly.temporal import plan_temporal  # noqa: E402
 from sidecar.memory.core.lexical import BM25Index  # noqa: E402
 from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402

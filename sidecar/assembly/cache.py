@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.plan import AuthoredNode
 from sidecar.assembly.scoring import F32, Candidate
+from sidecar.assembly.selection import AuthoredNode
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core import layout as C

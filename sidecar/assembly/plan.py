@@ -71,22 +71,17 @@ the dense channel already stacked.
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any
 
 import numpy as np
 
 from sidecar.assembly.budget import (
-    REASON_RENDERED,
     BudgetConfig,
     BudgetLedger,
-    BudgetPartition,
-    Part,
-    check_partition,
     degraded_reasons,
     elevated_budget,
     fit_prefix,
@@ -95,17 +90,15 @@ from sidecar.assembly.budget import (
     soft_budget,
     tail_allowance,
 )
-from sidecar.assembly.render import Placement, render_addition, render_output
+from sidecar.assembly.fill import fill, finish
+from sidecar.assembly.render import render_addition
 from sidecar.assembly.scoring import (
-    DEFAULT_SCORING,
     F32,
     Candidate,
     Channels,
     LexicalScorer,
     QueryContext,
     Ranking,
-    Scored,
-    ScoringConfig,
     features,
     is_relevant,
     preliminary,
@@ -113,192 +106,29 @@ from sidecar.assembly.scoring import (
     rank_table,
     with_scope,
 )
+from sidecar.assembly.selection import (
+    DEFAULT_ASSEMBLY,
+    AssemblyConfig,
+    AssemblyPlan,
+    AuthoredNode,
+    Chosen,
+    ExpandHook,
+    HopsHook,
+    NeighborsHook,
+    RecoverHook,
+    SelectedItem,
+    authored_item,
+    candidate_item,
+    dedupe,
+    reason_text,
+)
 from sidecar.assembly.temporal import TemporalPlan, is_dream_query, plan_temporal
 from sidecar.memory.compaction.continuity import bundle_safe_start, select_recent_tail
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex, analyze
-from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.core.turns import Turn
 
-# ------------------------------------------------------------------------------- types
-
-
-@dataclass(frozen=True, slots=True)
-class AuthoredNode:
-    """A hard (tier 1) or soft (tier 2) authored rule, in authored order."""
-
-    id: str
-    text: str
-    tier: int = 1
-    collection: str = ""
-    tokens: int | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def cost(self) -> int:
-        return self.tokens if self.tokens is not None else estimate_tokens(self.text)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (
-            self.collection or ("authored:hard" if self.tier == 1 else "authored:soft"),
-            self.id,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SelectedItem:
-    part: Part
-    kind: str
-    collection: str
-    id: str
-    text: str
-    turn_ids: tuple[str, ...] = ()
-    session_id: str = ""
-    role: str = ""
-    ts: int | None = None
-    score: float = 0.0
-    tokens: int = 0
-    reason: str = ""
-    scope: str = ""
-    source: str = ""  # an authored node's document
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "collection": self.collection,
-            "id": self.id,
-            "turnIds": list(self.turn_ids),
-            "sessionId": self.session_id,
-            "role": self.role,
-            "ts": self.ts,
-            "score": round(self.score, 6),
-            "tokens": self.tokens,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AssemblyConfig:
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
-    scoring: ScoringConfig = DEFAULT_SCORING
-    placement: Placement = "prompt"
-    diversity: float = 0.15  # nu: redundancy penalty (x best score x max cosine to selected)
-    slot_bonus: float = 0.25  # comparison-side coverage bonus (x best score)
-    neighbor_fetch: int = 12  # best turns whose missing neighbours are fetched
-    hop_k: int = 8  # k2: parents whose hop targets are followed
-    hop_decay: float = 0.8  # eta
-    hop_floor: float = 0.15  # theta_hop, relative to the best score
-    expand_ratio: float = 0.75  # summaries at >= this share of the best score expand
-    min_relative_score: float = 0.3  # never inject below this share of the best score
-    # Nothing is recalled just because budget is left: a retrieved item (and a guidance
-    # shard, and a search hit) needs a cosine with the query of at least this, or one of
-    # the query's keywords, or a hop from such an item. Chosen on labelled pairs written
-    # for the project (scripts/choose_relevance_floor.py), not on the evaluation data.
-    relevance_floor: float = 0.145
-    session_pool_limit: int = 64  # newest session turns outside the tail added to the pool
-    recovery_cosine_floor: float = 0.2  # "nothing matches": best cosine below, no lexical hit
-    recovery_summary_confidence: float = 0.5  # S3: top-4 all summaries below this
-    mention_slack_days: float = 3.0
-
-
-DEFAULT_ASSEMBLY = AssemblyConfig()
-
-NeighborsHook = Callable[[Sequence[Candidate]], Sequence[Candidate]]
-HopsHook = Callable[[Sequence[str]], Sequence[Candidate]]
-ExpandHook = Callable[[str], Sequence[Candidate]]
-RecoverHook = Callable[[], Sequence[Candidate]]
-
-
-@dataclass(frozen=True, slots=True)
-class AssemblyPlan:
-    selected: tuple[SelectedItem, ...]
-    messages: list[Any]
-    system_prompt_addition: str
-    estimated_tokens: int
-    budget: BudgetPartition
-    degraded: tuple[str, ...] = ()
-    temporal: TemporalPlan | None = None
-    dream: bool = False
-    recovery: tuple[str, ...] = ()  # why recovery ran (empty: it did not)
-    timings: Mapping[str, float] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "messages": self.messages,
-            "systemPromptAddition": self.system_prompt_addition,
-            "estimatedTokens": self.estimated_tokens,
-            "budget": self.budget.to_wire(),
-            "selected": [s.to_wire() for s in self.selected],
-        }
-        if self.degraded:
-            out["degraded"] = list(self.degraded)
-        if self.timings:
-            out["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
-        return out
-
-
 # ----------------------------------------------------------------------------- helpers
-
-
-class _Chosen:
-    """Keys and source turns already injected (no record, no source turn twice)."""
-
-    def __init__(self) -> None:
-        self.items: list[SelectedItem] = []
-        self.keys: set[tuple[str, str]] = set()
-        self.sources: set[tuple[str, str]] = set()
-
-    def blocked(self, c: Candidate) -> bool:
-        f = features(c)
-        return f.key in self.keys or not self.sources.isdisjoint(f.sources)
-
-    def add(self, item: SelectedItem, sources: Iterable[tuple[str, str]] = ()) -> None:
-        self.items.append(item)
-        self.keys.add((item.collection, item.id))
-        self.sources.update(sources)
-
-
-def _authored_item(node: AuthoredNode, part: Part, tokens: int) -> SelectedItem:
-    coll, _ = node.key
-    return SelectedItem(
-        part=part,
-        kind="authored",
-        collection=coll,
-        id=node.id,
-        text=node.text,
-        score=1.0,
-        tokens=tokens,
-        reason="hard rule" if part == "hard" else "soft rule prefix",
-        scope="authored",
-    )
-
-
-def _candidate_item(
-    c: Candidate, part: Part, score: float, tokens: int, reason: str
-) -> SelectedItem:
-    return SelectedItem(
-        part=part,
-        kind=c.kind,
-        collection=c.collection,
-        id=c.id,
-        text=c.text,
-        turn_ids=c.covered,
-        session_id=c.session_id,
-        role=c.role,
-        ts=c.ts,
-        score=score,
-        tokens=tokens,
-        reason=reason,
-        scope=c.scope,
-        source=_source_doc(c),
-    )
-
-
-def _source_doc(c: Candidate) -> str:
-    if not c.collection.startswith("authored:"):
-        return ""
-    doc = c.metadata.get("source_doc")
-    return doc if isinstance(doc, str) else ""
 
 
 def _to_turn(c: Candidate) -> Turn:
@@ -350,11 +180,6 @@ def _extend_tail(
     return base_start
 
 
-def _reason(part: str, s: Scored, extra: str = "") -> str:
-    text = f"{part}: {s.reason()}"
-    return f"{text} {extra}".strip()
-
-
 # ----------------------------------------------------------------------------- the plan
 
 
@@ -367,7 +192,7 @@ class PlanHead:
 
     total: int
     ledger: BudgetLedger
-    chosen: _Chosen
+    chosen: Chosen
     all_turns: list[Candidate]
     turns: list[Candidate]  # the newest turns, the only ones the tail can take
     start: int  # first tail turn in ``turns``
@@ -415,7 +240,7 @@ def plan_head(  # noqa: PLR0913 - keyword-only planner inputs, each optional
         return n.cost + overhead
 
     ledger = BudgetLedger(total)
-    chosen = _Chosen()
+    chosen = Chosen()
     for c in present:
         chosen.sources.update(features(c).sources)
 
@@ -434,10 +259,10 @@ def plan_head(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     reasons = degraded_reasons(total, hard_cost, base_cost, bcfg)
     for n in hard:
         ledger.charge("hard", node_cost(n), force=True)
-        chosen.add(_authored_item(n, "hard", node_cost(n)))
+        chosen.add(authored_item(n, "hard", node_cost(n)))
     for c in turns[base_start:]:
         ledger.charge("tail", cost(c), force=True)  # within the budget unless degraded
-        chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail base"), c.sources)
+        chosen.add(candidate_item(c, "tail", 1.0, cost(c), "tail base"), c.sources)
     dream = bool(query.strip()) and is_dream_query(query)
     plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
     start = base_start
@@ -450,14 +275,14 @@ def plan_head(  # noqa: PLR0913 - keyword-only planner inputs, each optional
         )
         for n in soft_fit.items:
             ledger.charge("soft", node_cost(n))
-            chosen.add(_authored_item(n, "soft", node_cost(n)))
+            chosen.add(authored_item(n, "soft", node_cost(n)))
 
         # 4. tail extension (the base is already charged)
         allowance = tail_allowance(ledger.remaining, base_cost, bcfg) if tail_in_addition else 0
         start = _extend_tail(as_turns, turn_costs, base_start, allowance)
         for c in turns[start:base_start]:
             ledger.charge("tail", cost(c))
-            chosen.add(_candidate_item(c, "tail", 1.0, cost(c), "tail extension"), c.sources)
+            chosen.add(candidate_item(c, "tail", 1.0, cost(c), "tail extension"), c.sources)
     return PlanHead(
         total=total,
         ledger=ledger,
@@ -594,12 +419,12 @@ def _plan_rest(
             if mid not in tail_ids
         ]
     if head.reasons:
-        return _finish(chosen, ledger, head.reasons, original_messages, config, plan, dream, (), t0)
+        return finish(chosen, ledger, head.reasons, original_messages, config, plan, dream, (), t0)
 
     t_tail = time.perf_counter()
     qctx = QueryContext.build(query, inp.query_vector, plan=plan, now_ms=inp.now)
     if not query.strip():
-        return _finish(chosen, ledger, [], original_messages, config, plan, dream, (), t0)
+        return finish(chosen, ledger, [], original_messages, config, plan, dream, (), t0)
 
     # 5. elevated guidance
     e_budget = elevated_budget(head.total, ledger.remaining, bcfg)
@@ -627,7 +452,7 @@ def _plan_rest(
         if dream or c.scope != "dream"
     ]
     known: set[tuple[str, str]] = set()
-    pool = _dedupe(pool_in, chosen, known)
+    pool = dedupe(pool_in, chosen, known)
     channels = Channels.compute(qctx, pool, lexical)
     if hooks.neighbors is not None and pool and config.neighbor_fetch > 0:
         pool, channels = _with_neighbours(
@@ -644,22 +469,22 @@ def _plan_rest(
     recovery_pool: Ranking | None = None
     if triggers and hooks.recover is not None:
         known = {features(c).key for c in pool}
-        rec = [c for c in _dedupe(hooks.recover(), chosen) if features(c).key not in known]
+        rec = [c for c in dedupe(hooks.recover(), chosen) if features(c).key not in known]
         recovery_pool = rank_table(qctx, rec, lexical=lexical, cfg=scfg, terms_of=terms_of)
         if not len(recovery_pool):
             recovery_pool = None
     reserve = recovery_reserve(ledger.remaining, bcfg) if recovery_pool else 0
     # Section preambles are not charged per item; keep room for them (and the recalled
-    # section's own) so retrieval does not overfill what _finish must then trim.
+    # section's own) so retrieval does not overfill what finish must then trim.
     uncharged = 0
     if config.placement == "prompt":
         probe = SelectedItem(part="retrieval", kind="turn", collection="", id="", text="")
         rendered = estimate_tokens(render_addition([*chosen.items, probe]))
         uncharged = max(0, rendered - ledger.used - overhead)
     r_budget = max(0, ledger.remaining - reserve - uncharged)
-    _fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand, terms_of)
+    fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand, terms_of)
     if recovery_pool is not None:
-        _fill(
+        fill(
             recovery_pool,
             max(0, ledger.remaining - uncharged),
             "recovery",
@@ -678,7 +503,7 @@ def _plan_rest(
         "rankMs": (t_rank - t_pool) * 1000,
         "fillMs": (t_end - t_rank) * 1000,
     }
-    return _finish(
+    return finish(
         chosen,
         ledger,
         [],
@@ -696,7 +521,7 @@ def _take_elevated(
     qctx: QueryContext,
     elevated: Sequence[Candidate],
     budget: int,
-    chosen: _Chosen,
+    chosen: Chosen,
     ledger: BudgetLedger,
     cost: Callable[[Candidate], int],
     hooks: _Hooks,
@@ -705,7 +530,7 @@ def _take_elevated(
     """Guidance shards that bear on the query, best first, within their budget."""
     ranked = rank_table(
         qctx,
-        _dedupe(elevated, chosen),
+        dedupe(elevated, chosen),
         lexical=hooks.lexical,
         cfg=config.scoring,
         terms_of=hooks.terms_of,
@@ -721,7 +546,7 @@ def _take_elevated(
             ledger.charge("elevated", k)
             s = ranked.item(i)
             chosen.add(
-                _candidate_item(c, "elevated", s.score, k, _reason("elevated", s)),
+                candidate_item(c, "elevated", s.score, k, reason_text("elevated", s)),
                 features(c).sources,
             )
 
@@ -731,7 +556,7 @@ def _with_neighbours(
     pool: list[Candidate],
     channels: Channels,
     known: set[tuple[str, str]],
-    chosen: _Chosen,
+    chosen: Chosen,
     neighbors: NeighborsHook,
     lexical: BM25Index | LexicalIndex | LexicalScorer | None,
     config: AssemblyConfig,
@@ -742,7 +567,7 @@ def _with_neighbours(
     top_turns = list(
         islice((pool[i] for i in order.tolist() if pool[i].kind == "turn"), config.neighbor_fetch)
     )
-    extra = [c for c in _dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
+    extra = [c for c in dedupe(neighbors(top_turns), chosen) if features(c).key not in known]
     if not extra:
         return pool, channels
     return pool + extra, channels.extend(Channels.compute(qctx, extra, lexical))
@@ -789,26 +614,7 @@ def _summarized(
     return out
 
 
-def _dedupe(
-    cands: Iterable[Candidate], chosen: _Chosen, seen: set[tuple[str, str]] | None = None
-) -> list[Candidate]:
-    """Distinct keys, not already injected; the first occurrence of a key wins. ``seen``:
-    filled with the keys returned (an empty set to start with)."""
-    if seen is None:
-        seen = set()
-    out: list[Candidate] = []
-    keys, sources = chosen.keys, chosen.sources
-    for c in cands:
-        f = c._features or features(c)
-        key = f.key
-        if key in seen or key in keys or not sources.isdisjoint(f.sources):
-            continue
-        seen.add(key)
-        out.append(c)
-    return out
-
-
-def _with_hops(ranked: Ranking, hops: HopsHook, chosen: _Chosen, cfg: AssemblyConfig) -> Ranking:
+def _with_hops(ranked: Ranking, hops: HopsHook, chosen: Chosen, cfg: AssemblyConfig) -> Ranking:
     """Hop expansion merged into the ranking."""
     best: dict[str, float] = {}
     known = {c.id for c in ranked.candidates}
@@ -858,212 +664,6 @@ def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -
     ):
         out.append("no match")
     return out
-
-
-def _fill(  # noqa: PLR0913 - the plan's running state, shared by two fills
-    ranked: Ranking,
-    budget: int,
-    part: Part,
-    chosen: _Chosen,
-    ledger: BudgetLedger,
-    cost: Callable[[Candidate], int],
-    plan: TemporalPlan,
-    cfg: AssemblyConfig,
-    expand: ExpandHook | None,
-    terms_of: Callable[[Candidate], Iterable[str]] | None = None,
-) -> None:
-    """Greedy fill with diversity, slot coverage, dedupe and summary expansion."""
-    n = len(ranked)
-    if budget <= 0 or not n:
-        return
-    cands = ranked.candidates
-    scores = ranked.score
-    top = max(float(scores[0]), 1e-9)
-    mat = _vector_matrix(ranked) if cfg.diversity > 0 else None
-    slots = [set(t) for t in plan.slots] if len(plan.slots) >= 2 else []
-    covered_slots: set[int] = set()
-    slot_hits: list[set[int]] = []
-    for c in cands if slots else ():
-        words = set(terms_of(c) if terms_of is not None else analyze(c.text))
-        slot_hits.append({k for k, t in enumerate(slots) if 2 * len(t & words) >= len(t)})
-    costs = np.array([cost(c) for c in cands], dtype=np.int64)
-    if expand is not None:
-        expandable = (scores >= cfg.expand_ratio * top) & np.array(
-            [features(c).is_summary for c in cands], dtype=bool
-        )
-    else:
-        expandable = np.zeros(n, dtype=bool)
-    alive = (scores >= cfg.min_relative_score * top) & ranked.relevant(
-        cfg.relevance_floor, cfg.scoring
-    )
-    redundancy = np.zeros(n)
-    penalty = cfg.diversity * top
-    slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
-    used = 0
-    masked = scores
-    changed = True  # what is spent, the redundancy or the covered slots changed
-    while used < budget:
-        if changed:
-            # what cannot fit is dropped for good: what is left only shrinks (an
-            # expandable summary may still fit as its turns)
-            alive &= (costs <= budget - used) | expandable
-            value = scores - penalty * redundancy if mat is not None else scores
-            if slots:
-                value = value + slot_scale * np.fromiter(
-                    (len(h - covered_slots) for h in slot_hits), dtype=np.float64, count=n
-                )
-            masked = np.where(alive, value, -np.inf)
-            changed = False
-        if not alive.any():
-            break
-        i = int(np.argmax(masked))
-        alive[i] = False
-        masked[i] = -np.inf  # a skipped item leaves everything else as it was
-        c = cands[i]
-        took = 0
-        if expandable[i] and expand is not None:
-            took = _expand_into(
-                c, float(scores[i]), budget - used, part, chosen, ledger, cost, expand
-            )
-        if not took:
-            k = int(costs[i])
-            if chosen.blocked(c) or used + k > budget:
-                continue
-            ledger.charge(part, k)
-            s = ranked.item(i)
-            chosen.add(_candidate_item(c, part, s.score, k, _reason(part, s)), features(c).sources)
-            took = k
-        used += took
-        changed = True
-        if mat is not None:
-            np.maximum(redundancy, mat @ mat[i], out=redundancy)
-        if slot_hits:
-            covered_slots.update(slot_hits[i])
-
-
-def _vector_matrix(ranked: Ranking) -> np.ndarray[Any, np.dtype[np.float32]] | None:
-    """Unit vectors of the ranked candidates (zero rows where a vector is missing); the
-    rows the dense channel stacked when it has them (hop targets added here)."""
-    cands = ranked.candidates
-    dims = next((np.asarray(c.vector).size for c in cands if c.vector is not None), 0)
-    if dims == 0:
-        return None
-    zero = np.zeros(dims, dtype=np.float32)
-    mat = ranked.rows(dims)
-    if mat is not None:
-        for j in np.flatnonzero(ranked.index < 0).tolist():
-            mat[j] = _unit_row(cands[j], dims, zero)
-        return mat
-    rows = [_unit_row(c, dims, zero) for c in cands]
-    return np.concatenate(rows).reshape(len(rows), dims)
-
-
-def _unit_row(
-    c: Candidate, dims: int, zero: np.ndarray[Any, np.dtype[np.float32]]
-) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """``c``'s vector as a float32 row of ``dims``, else ``zero``."""
-    v = features(c).vector
-    if v is None and c.vector is not None and np.asarray(c.vector).size == dims:
-        v = np.asarray(c.vector, dtype=np.float32).ravel()
-    return v if v is not None and v.shape[0] == dims else zero
-
-
-def _expand_into(
-    summary: Candidate,
-    score: float,
-    budget: int,
-    part: Part,
-    chosen: _Chosen,
-    ledger: BudgetLedger,
-    cost: Callable[[Candidate], int],
-    expand: ExpandHook,
-) -> int:
-    """Replace summary ``s`` by its raw turns not yet injected, if they all fit."""
-    raw = [c for c in _dedupe(expand(summary.id), chosen) if c.text.strip()]
-    if not raw:
-        return 0
-    total = sum(cost(c) for c in raw)
-    if total > budget:
-        return 0
-    for c in raw:
-        k = cost(c)
-        ledger.charge(part, k)
-        reason = f"{part}: expanded from summary {summary.id}"
-        chosen.add(_candidate_item(c, part, score, k, reason), c.sources)
-    chosen.keys.add(summary.key)
-    return total
-
-
-def injected_tokens(addition: str, messages: Sequence[Any], original: Sequence[Any]) -> int:
-    """Tokens the assembly adds to the prompt: the addition, or the injected messages."""
-    if addition:
-        return estimate_tokens(addition)
-    return count_message_tokens(list(messages)[: len(messages) - len(original)])
-
-
-def _next_to_drop(items: Sequence[SelectedItem]) -> SelectedItem | None:
-    """The item that gives way first when the rendered memory is over budget."""
-    for parts in (("retrieval", "recovery"), ("elevated",)):
-        droppable = [i for i in items if i.part in parts]
-        if droppable:
-            return min(droppable, key=lambda i: (i.score, i.id))
-    extension = [i for i in items if i.part == "tail" and i.reason == "tail extension"]
-    if extension:  # the oldest first, so the tail stays contiguous
-        return min(extension, key=lambda i: (i.ts if i.ts is not None else -1, i.id))
-    soft = [i for i in items if i.part == "soft"]
-    return soft[-1] if soft else None  # the soft prefix shrinks from its end
-
-
-def _finish(  # noqa: PLR0913 - the plan's running state at every exit
-    chosen: _Chosen,
-    ledger: BudgetLedger,
-    degraded: Sequence[str],
-    original_messages: Sequence[Any],
-    cfg: AssemblyConfig,
-    plan: TemporalPlan,
-    dream: bool,
-    recovery: tuple[str, ...],
-    t0: float,
-    timings: Mapping[str, float] | None = None,
-) -> AssemblyPlan:
-    partition = ledger.partition()
-    check_partition(partition, degraded)
-    items = tuple(chosen.items)
-    messages, addition, estimated = render_output(
-        items, original_messages, degraded=degraded, placement=cfg.placement
-    )
-    # The ledger charges item text plus a per-entry envelope but not the section
-    # preambles. The rendered memory must still fit the budget, so items give way in
-    # reverse precedence (retrieval and recovery, elevated guidance, the tail extension,
-    # the soft prefix); when only hard rules and the tail base are left and they still do
-    # not fit, that is the degraded case, reported as such.
-    while not degraded and injected_tokens(addition, messages, original_messages) > ledger.total:
-        weakest = _next_to_drop(items)
-        if weakest is None:
-            degraded = [REASON_RENDERED]
-        else:
-            items = tuple(i for i in items if i is not weakest)
-            spent = getattr(partition, weakest.part) - weakest.tokens
-            partition = replace(partition, **{weakest.part: max(0, spent)})
-        messages, addition, estimated = render_output(
-            items, original_messages, degraded=degraded, placement=cfg.placement
-        )
-    times = dict(timings or {})
-    times["totalMs"] = (time.perf_counter() - t0) * 1000
-    if not math.isfinite(times["totalMs"]):
-        times["totalMs"] = 0.0
-    return AssemblyPlan(
-        selected=items,
-        messages=messages,
-        system_prompt_addition=addition,
-        estimated_tokens=estimated,
-        budget=partition,
-        degraded=tuple(degraded),
-        temporal=plan,
-        dream=dream,
-        recovery=recovery,
-        timings=times,
-    )
 
 
 # ------------------------------------------------------------------------------ search
@@ -1132,21 +732,21 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
             return False
         return dream or c.scope != "dream"
 
-    pool = _dedupe([c for c in candidates if ok(c)], _Chosen())
+    pool = dedupe([c for c in candidates if ok(c)], Chosen())
     channels = Channels.compute(qctx, pool, lexical)
     if neighbors is not None and pool and config.neighbor_fetch > 0:
         rel = preliminary(channels, config.scoring)
         order = np.argsort(-rel, kind="stable").tolist()
         top = [pool[i] for i in order if pool[i].kind == "turn"][: config.neighbor_fetch]
         known = {c.key for c in pool}
-        extra = [c for c in _dedupe(neighbors(top), _Chosen()) if c.key not in known and ok(c)]
+        extra = [c for c in dedupe(neighbors(top), Chosen()) if c.key not in known and ok(c)]
         if extra:
             pool = pool + extra
             channels = channels.extend(Channels.compute(qctx, extra, lexical))
     ranked = rank(
         qctx, pool, lexical=lexical, cfg=config.scoring, terms_of=terms_of, channels=channels
     )
-    seen = _Chosen()
+    seen = Chosen()
     hits: list[SearchHit] = []
     for s in ranked:
         c = s.candidate
@@ -1154,7 +754,7 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
             break
         if seen.blocked(c) or not is_relevant(s, config.relevance_floor, config.scoring):
             continue
-        seen.add(_candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
+        seen.add(candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
         hits.append(
             SearchHit(
                 c.kind, c.collection, c.id, c.text, c.covered, c.session_id, c.role, c.ts, s.score

@@ -68,14 +68,7 @@ from sidecar.assembly.cache import (
     positive_rows,
 )
 from sidecar.assembly.heap import HeapSettler
-from sidecar.assembly.plan import (
-    AssemblyConfig,
-    AssemblyPlan,
-    PlanHead,
-    SearchHit,
-    plan_assembly,
-    plan_head,
-)
+from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.scoring import F32, Candidate, access_count
 from sidecar.assembly.search import (
     DENSE_K,
@@ -84,6 +77,7 @@ from sidecar.assembly.search import (
     run_search,
     terms_lookup,
 )
+from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scripts.choose_relevance_floor import DEFAULT_SET, choose, pair_signals
-from sidecar.assembly.plan import DEFAULT_ASSEMBLY
+from sidecar.assembly.selection import DEFAULT_ASSEMBLY
 
 
 def test_configured_floor_is_the_chosen_one() -> None:
