@@ -78,8 +78,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.doc_sections import write_section  # noqa: E402
+from sidecar.assembly.candidates import Candidate  # noqa: E402
 from sidecar.assembly.plan import plan_assembly  # noqa: E402
-from sidecar.assembly.scoring import Candidate, ScoringConfig  # noqa: E402
+from sidecar.assembly.scoring import ScoringConfig  # noqa: E402
 from sidecar.assembly.selection import (  # noqa: E402
     DEFAULT_ASSEMBLY,
     AssemblyConfig,

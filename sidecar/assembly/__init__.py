@@ -1,6 +1,7 @@
 """Assembly: what goes into the prompt for one turn, under a token budget.
 
-Pure planning: ``budget`` (token shares), ``temporal`` (dates in the query), ``scoring``
+Pure planning: ``budget`` (token shares), ``temporal`` (dates in the query),
+``candidates`` (a record as the ranking sees it, with its cached features), ``scoring``
 (candidate scores from dense, lexical and temporal signals), ``render`` (the text the host
 injects), ``window`` (which host messages stay), ``selection`` (the plan's items, config
 and hooks), ``fill`` (budget filling and the last step) and ``plan`` (the assembly plan

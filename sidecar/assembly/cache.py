@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.scoring import F32, Candidate
+from sidecar.assembly.candidates import Candidate
+from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AuthoredNode
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan

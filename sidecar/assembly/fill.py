@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from sidecar.assembly.budget import REASON_RENDERED, BudgetLedger, Part, check_partition
+from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.render import render_output
-from sidecar.assembly.scoring import Candidate, Ranking, features
+from sidecar.assembly.scoring import Ranking
 from sidecar.assembly.selection import (
     AssemblyConfig,
     AssemblyPlan,

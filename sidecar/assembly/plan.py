@@ -90,21 +90,19 @@ from sidecar.assembly.budget import (
     soft_budget,
     tail_allowance,
 )
+from sidecar.assembly.candidates import Candidate, features, with_scope
 from sidecar.assembly.fill import fill, finish
 from sidecar.assembly.render import render_addition
 from sidecar.assembly.scoring import (
     F32,
-    Candidate,
     Channels,
     LexicalScorer,
     QueryContext,
     Ranking,
-    features,
     is_relevant,
     preliminary,
     rank,
     rank_table,
-    with_scope,
 )
 from sidecar.assembly.selection import (
     DEFAULT_ASSEMBLY,

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from sidecar.assembly.cache import CollectionView, SharedLexical
+from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.plan import SearchHit, plan_search
-from sidecar.assembly.scoring import F32, Candidate
+from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AssemblyConfig
 from sidecar.assembly.temporal import plan_temporal
 from sidecar.memory.core import layout as C

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sidecar.assembly.budget import BudgetConfig, BudgetPartition, Part
+from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.render import Placement
-from sidecar.assembly.scoring import DEFAULT_SCORING, Candidate, Scored, ScoringConfig, features
+from sidecar.assembly.scoring import DEFAULT_SCORING, Scored, ScoringConfig
 from sidecar.assembly.temporal import TemporalPlan
 from sidecar.memory.core.tokens import estimate_tokens
 

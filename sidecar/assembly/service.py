@@ -67,9 +67,10 @@ from sidecar.assembly.cache import (
     message_turns,
     positive_rows,
 )
+from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.heap import HeapSettler
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
-from sidecar.assembly.scoring import F32, Candidate, access_count
+from sidecar.assembly.scoring import F32, access_count
 from sidecar.assembly.search import (
     DENSE_K,
     SearchRequest,

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
+from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.plan import plan_assembly, plan_head, plan_search
 from sidecar.assembly.render import escape_text
-from sidecar.assembly.scoring import Candidate
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan, AuthoredNode
 from sidecar.memory.core.tokens import estimate_tokens
 

@@ -5,20 +5,17 @@ import itertools
 import numpy as np
 import pytest
 
+from sidecar.assembly.candidates import Candidate, authority, named_speakers, speaker_of
 from sidecar.assembly.scoring import (
-    Candidate,
     Channels,
     QueryContext,
     ScoringConfig,
     as_lexical_scorer,
-    authority,
     dense_scores,
     fuse,
     lexical_scores,
-    named_speakers,
     prior,
     rank,
-    speaker_of,
     summary_quality,
 )
 from sidecar.assembly.temporal import plan_temporal

@@ -7,17 +7,15 @@ import random
 
 import numpy as np
 
+from sidecar.assembly.candidates import Candidate, features, with_scope
 from sidecar.assembly.scoring import (
-    Candidate,
     Channels,
     QueryContext,
     Scored,
     context_scores,
-    features,
     lexical_scores,
     rank,
     rank_table,
-    with_scope,
 )
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 
