@@ -133,13 +133,13 @@ async def test_forget_waits_for_a_running_compaction(tmp_path: Path) -> None:
 async def test_at_most_max_concurrent_compactions_run_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sidecar.memory.compaction.compactor as compactor
+    import sidecar.memory.service as service_module
 
     h, close = await make_harness(
         tmp_path, **{"compaction.max_concurrent": 2, "compaction.target_size": 5}
     )
     running = peak = 0
-    real = compactor.compact_session
+    real = service_module.compact_session
 
     async def observed(*args: Any, **kwargs: Any) -> Any:
         nonlocal running, peak
@@ -151,7 +151,7 @@ async def test_at_most_max_concurrent_compactions_run_at_once(
         finally:
             running -= 1
 
-    monkeypatch.setattr(compactor, "compact_session", observed)
+    monkeypatch.setattr(service_module, "compact_session", observed)
     try:
         sessions = [f"s{i}" for i in range(6)]
         for sid in sessions:
