@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import math
 import os
 import sqlite3
 import threading
@@ -34,6 +33,7 @@ import structlog
 from sidecar.config import StoreSettings
 from sidecar.store import names as N
 from sidecar.store import reembed_stage as reembed_mod
+from sidecar.store import search as _search
 from sidecar.store.errors import (
     CorruptStore,
     FingerprintMismatch,
@@ -45,9 +45,19 @@ from sidecar.store.errors import (
     UnfinishedReembed,
     VersionConflict,
 )
-from sidecar.store.exact import F32, Candidate, top_candidates
-from sidecar.store.index import AnnParams, NeedScan, Row, VectorIndex, decode_rows
+from sidecar.store.exact import F32
+from sidecar.store.index import AnnParams, Row, VectorIndex
 from sidecar.store.lock import DirLock
+from sidecar.store.rows import (
+    BadRecord,
+    Undecodable,
+    chunks,
+    decode_meta,
+    json_encode,
+    lenient_text,
+    record_meta,
+    where_sql,
+)
 from sidecar.store.schema import SCHEMA_VERSION, migrate
 from sidecar.store.types import (
     CollectionInfo,
@@ -72,126 +82,12 @@ DB_NAME = "store.sqlite3"
 INDEX_DIR = "index"
 PROFILE_FILE = "embedding.json"
 
-_json_encode = msgspec.json.Encoder().encode
-_json_decode = msgspec.json.Decoder().decode
-
 EmbedFn = Callable[[list[str]], Any]
 Progress = Callable[[int, int | None], None]
-
-_SQL_MAX_VARS = 900
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _chunks(items: Sequence[Any], size: int = _SQL_MAX_VARS) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-class _Undecodable(str):
-    """A TEXT value whose bytes are not UTF-8 (on-disk damage), decoded with U+FFFD.
-
-    sqlite3 fails the whole query on such a value ("Could not decode to UTF-8 column"),
-    so one damaged record made its collection unreadable; this keeps the query alive and
-    lets the record be recognised and skipped."""
-
-
-def _lenient_text(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return _Undecodable(raw.decode("utf-8", "replace"))
-
-
-class _BadRecord(Exception):
-    """A record that cannot be read back (damaged text or metadata)."""
-
-
-def _decode_meta(raw: str) -> dict[str, Any]:
-    """Metadata as stored; ``{}`` when it cannot be read (see :func:`_record_meta`)."""
-    try:
-        return _record_meta(raw)
-    except _BadRecord:
-        return {}
-
-
-def _record_meta(raw: str) -> dict[str, Any]:
-    if isinstance(raw, _Undecodable):
-        raise _BadRecord("metadata is not UTF-8")
-    try:
-        value = _json_decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise _BadRecord("metadata is not JSON") from exc
-    return value if isinstance(value, dict) else {}
-
-
-def _where_sql(
-    where: Mapping[str, Any] | None, time_range: TimeRange | None
-) -> tuple[str, list[Any], list[tuple[str, Any]]]:
-    """SQL predicate (prefixed with AND) for metadata equality and time range.
-
-    Returns the clause, its parameters and the (key, value) pairs that must be checked in
-    Python (arrays/objects, keys SQLite's JSON path cannot address, huge integers).
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
-    post: list[tuple[str, Any]] = []
-    for key, val in (where or {}).items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInput("metadata filter keys must be non-empty strings")
-        if '"' in key or "\\" in key:
-            post.append((key, val))
-            continue
-        path = '$."' + key + '"'
-        if isinstance(val, bool):
-            clauses.append("json_type(metadata, ?) = ?")
-            params += [path, "true" if val else "false"]
-        elif val is None:
-            clauses.append("json_type(metadata, ?) = 'null'")
-            params.append(path)
-        elif isinstance(val, int) and not _INT64_MIN <= val <= _INT64_MAX:
-            clauses.append("json_type(metadata, ?) IN ('integer', 'real')")
-            params.append(path)
-            post.append((key, val))
-        elif isinstance(val, (int, float)):
-            clauses.append(
-                "json_type(metadata, ?) IN ('integer', 'real') AND json_extract(metadata, ?) = ?"
-            )
-            params += [path, path, val]
-        elif isinstance(val, str):
-            clauses.append("json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) = ?")
-            params += [path, path, val]
-        elif isinstance(val, (list, tuple, Mapping)):
-            clauses.append("json_type(metadata, ?) = ?")
-            params += [path, "object" if isinstance(val, Mapping) else "array"]
-            post.append((key, val))
-        else:
-            raise InvalidInput(f"unsupported metadata filter value for {key!r}")
-    if time_range is not None:
-        if time_range.start_ms is not None:
-            clauses.append("ts_ms >= ?")
-            params.append(int(time_range.start_ms))
-        if time_range.end_ms is not None:
-            clauses.append("ts_ms < ?")
-            params.append(int(time_range.end_ms))
-    sql = "".join(f" AND ({c})" for c in clauses)
-    return sql, params, post
-
-
-_HIT_SQL = "SELECT rid, id, text, metadata, version, created_ms, ts_ms FROM records WHERE rid "
-
-
-@functools.lru_cache(maxsize=128)
-def _hit_sql(n: int) -> str:
-    """The result-row query for ``n`` rids (cached: the same few strings every search)."""
-    return _HIT_SQL + ("= ?" if n == 1 else "IN (" + ",".join("?" * n) + ")")
-
-
-def _hit_order(h: Hit) -> tuple[float, str]:
-    return (-h.score, h.id)
 
 
 class Store:
@@ -382,7 +278,7 @@ class Store:
         conn = sqlite3.connect(
             self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
-        conn.text_factory = _lenient_text
+        conn.text_factory = lenient_text
         conn.execute("PRAGMA busy_timeout = 30000")
         if read_only:
             conn.execute("PRAGMA query_only = ON")
@@ -431,7 +327,7 @@ class Store:
         if "created_ms" not in meta:
             writes["created_ms"] = str(_now_ms())
         if profile is not None:
-            writes["profile"] = _json_encode(dict(profile)).decode()
+            writes["profile"] = json_encode(dict(profile)).decode()
         if writes:
             try:
                 with self._txn(self._wconn):
@@ -503,7 +399,7 @@ class Store:
         tmp = path.with_suffix(".json.tmp")
         try:
             tmp.write_bytes(
-                msgspec.json.format(_json_encode({"embedding": dict(profile)}), indent=2)
+                msgspec.json.format(json_encode({"embedding": dict(profile)}), indent=2)
             )
             os.replace(tmp, path)
         except OSError as exc:
@@ -811,7 +707,7 @@ class Store:
 
     def _fetch_vectors(self, rids: Sequence[int]) -> dict[int, F32]:
         out: dict[int, F32] = {}
-        for part in _chunks(list(rids)):
+        for part in chunks(list(rids)):
             marks = ",".join("?" * len(part))
             for rid, blob in self._read(
                 f"SELECT rid, vector FROM records WHERE rid IN ({marks})", part
@@ -826,7 +722,7 @@ class Store:
         for row in rows:
             try:
                 out.append(self._row_to_record(name, row, with_vector))
-            except _BadRecord as exc:
+            except BadRecord as exc:
                 self._report_bad(name, str(row[1]), str(exc))
         return out
 
@@ -838,8 +734,8 @@ class Store:
 
     def _row_to_record(self, name: str, row: Sequence[Any], with_vector: bool) -> Record:
         _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
-        if isinstance(text, _Undecodable) or isinstance(rec_id, _Undecodable):
-            raise _BadRecord("text is not UTF-8")
+        if isinstance(text, Undecodable) or isinstance(rec_id, Undecodable):
+            raise BadRecord("text is not UTF-8")
         vec = None
         if with_vector and row[9] is not None:
             vec = np.frombuffer(row[9], dtype=np.float32).copy()
@@ -847,7 +743,7 @@ class Store:
             collection=name,
             id=rec_id,
             text=text,
-            metadata=_record_meta(meta),
+            metadata=record_meta(meta),
             version=version,
             created_ms=created,
             updated_ms=updated,
@@ -1012,7 +908,7 @@ class Store:
                 info.cid,
                 op.id,
                 op.text,
-                _json_encode(op.metadata).decode(),
+                json_encode(op.metadata).decode(),
                 blob,
                 seq,
                 seq,
@@ -1047,7 +943,7 @@ class Store:
             raise NotFound(f"record not found: {op.collection}/{op.id}")
         assert info is not None
         rid, version, meta_raw, text, created = row
-        meta = _decode_meta(meta_raw)
+        meta = decode_meta(meta_raw)
         meta.update(op.metadata)
         new_version = version + 1 if op.bump_version else version
         tx.conn.execute(
@@ -1055,7 +951,7 @@ class Store:
             "ts_ms = ? WHERE rid = ?",
             (
                 text if op.text is None else op.text,
-                _json_encode(meta).decode(),
+                json_encode(meta).decode(),
                 new_version,
                 tx.next_seq(),
                 tx.now_ms,
@@ -1173,21 +1069,21 @@ class Store:
                 info = tx.lookup(name)
                 if info is None:
                     continue
-                for part in _chunks(ids):
+                for part in chunks(ids):
                     marks = ",".join("?" * len(part))
                     rows = tx.conn.execute(
                         f"SELECT rid, metadata FROM records WHERE cid = ? AND id IN ({marks})",
                         (info.cid, *part),
                     ).fetchall()
                     for rid, raw in rows:
-                        meta = _decode_meta(raw)
+                        meta = decode_meta(raw)
                         old = meta.get(key)
                         if isinstance(old, bool) or not isinstance(old, (int, float)):
                             old = 0
                         meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
                         tx.conn.execute(
                             "UPDATE records SET metadata = ?, seq = ? WHERE rid = ?",
-                            (_json_encode(meta).decode(), tx.next_seq(), rid),
+                            (json_encode(meta).decode(), tx.next_seq(), rid),
                         )
                         n += 1
             return n
@@ -1232,7 +1128,7 @@ class Store:
     def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
         items = list(dict.fromkeys(str(k) for k in keys))
         out: set[str] = set()
-        for part in _chunks(items):
+        for part in chunks(items):
             marks = ",".join("?" * len(part))
             out.update(
                 r[0]
@@ -1247,7 +1143,7 @@ class Store:
         """The keys among ``keys`` tombstoned under any namespace."""
         items = list(dict.fromkeys(str(k) for k in keys))
         out: set[str] = set()
-        for part in _chunks(items):
+        for part in chunks(items):
             marks = ",".join("?" * len(part))
             out.update(
                 r[0] for r in self._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
@@ -1292,7 +1188,7 @@ class Store:
             return []
         wanted = list(dict.fromkeys(ids))
         out: list[Record] = []
-        for part in _chunks(wanted):
+        for part in chunks(wanted):
             marks = ",".join("?" * len(part))
             rows = self._read(
                 f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
@@ -1320,7 +1216,7 @@ class Store:
         info = self._collections.get(collection)
         if info is None:
             return []
-        clause, params, post = _where_sql(where, time_range)
+        clause, params, post = where_sql(where, time_range)
         sql = f"SELECT {self._COLS}, vector FROM records WHERE cid = ?{clause}"
         args: list[Any] = [info.cid, *params]
         if after_id is not None:
@@ -1380,98 +1276,6 @@ class Store:
 
     # ---- search ------------------------------------------------------------------------
 
-    def _query_vector(self, info: CollectionInfo, vector: Any) -> F32:
-        if type(vector) is np.ndarray and vector.dtype == np.float32:
-            arr: F32 = vector
-        else:
-            try:
-                arr = np.asarray(vector, dtype=np.float32)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInput(f"query vector is not numeric: {exc}") from exc
-        if arr.ndim != 1:
-            raise InvalidInput("query vector must be 1-dimensional")
-        if arr.shape[0] > info.dims and info.dims > 1:
-            arr = arr[: info.dims]  # Matryoshka: a tier collection takes the query's prefix
-        if arr.shape[0] == info.dims:
-            # Fast path (every search pays it): one dot product checks finiteness (a NaN or
-            # infinity makes it non-finite) and gives the norm. Unusual magnitudes, where a
-            # float32 sum of squares could overflow or underflow, take the careful path.
-            ss = float(np.dot(arr, arr))
-            if 1e-20 < ss < 1e30:
-                out: F32 = arr * np.float32(1.0 / math.sqrt(ss))
-                return out
-        arr = N.as_vector(arr, info.dims, info.name)
-        norm = float(np.linalg.norm(arr.astype(np.float64)))  # no float32 overflow
-        if norm < 1e-12:
-            return np.zeros(info.dims, dtype=np.float32)  # a zero query scores 0 everywhere
-        unit: F32 = (arr / norm).astype(np.float32)
-        return unit
-
-    def _ids_to_rids(self, cid: int, ids: Iterable[str]) -> set[int]:
-        wanted = list(dict.fromkeys(ids))
-        out: set[int] = set()
-        for part in _chunks(wanted):
-            marks = ",".join("?" * len(part))
-            out.update(
-                r[0]
-                for r in self._read(
-                    f"SELECT rid FROM records WHERE cid = ? AND id IN ({marks})", (cid, *part)
-                )
-            )
-        return out
-
-    def _allowed_rids(
-        self,
-        cid: int,
-        where: Mapping[str, Any] | None,
-        time_range: TimeRange | None,
-    ) -> set[int] | None:
-        if not where and time_range is None:
-            return None
-        clause, params, post = _where_sql(where, time_range)
-        if not post:
-            return {
-                r[0]
-                for r in self._read(
-                    f"SELECT rid FROM records WHERE cid = ?{clause}", (cid, *params)
-                )
-            }
-        rows = self._read(
-            f"SELECT rid, metadata FROM records WHERE cid = ?{clause}", (cid, *params)
-        )
-        return {rid for rid, raw in rows if N.metadata_matches(_decode_meta(raw), post)}
-
-    def _index(self, cid: int) -> VectorIndex | None:
-        idx = self._indexes.get(cid)
-        if idx is not None and not idx.loaded and not idx.broken:
-            idx.load_exact(self._fetch_rows)
-            if self._indexer is not None:
-                self._indexer.notify(cid)
-        return idx
-
-    def _scan(
-        self,
-        info: CollectionInfo,
-        q: F32,
-        k: int,
-        exclude: set[int],
-        allowed: set[int] | None,
-    ) -> list[Candidate]:
-        """Exact search straight from SQLite (broken index, k <= 0 on big collections)."""
-        best: list[Candidate] = []
-        after = 0
-        while rows := self._fetch_rows(info.cid, None, after, 20_000):
-            after = rows[-1][0]
-            keep = [r for r in rows if r[0] not in exclude and (allowed is None or r[0] in allowed)]
-            if not keep:
-                continue
-            rids, ids, units, _v = decode_rows(keep, info.dims)
-            part = top_candidates(rids, (units @ q).astype(np.float32), ids, k)
-            best = sorted(best + part, key=lambda c: (-c[1], c[2]))
-            if k > 0:
-                best = best[:k]
-        return best
-
     def search(
         self,
         collection: str,
@@ -1486,90 +1290,8 @@ class Store:
 
         A missing collection gives ``[]``. Vectorless collections score every record 0.
         """
-        self._guard()
-        info = self._collections.get(collection)
-        if info is None:
-            return []
-        excluded_ids = list(exclude_ids)
-        if not info.has_vectors:
-            recs = self.list_records(collection, where=where, time_range=time_range)
-            if excluded_ids:
-                ex = set(excluded_ids)
-                recs = [r for r in recs if r.id not in ex]
-            if k > 0:
-                recs = recs[:k]
-            return [self._hit(r, 0.0) for r in recs]
-        q = self._query_vector(info, vector)
-        exclude = self._ids_to_rids(info.cid, excluded_ids) if excluded_ids else set()
-        allowed = self._allowed_rids(info.cid, where, time_range)
-        if allowed is not None and not allowed:
-            return []
-        idx = self._index(info.cid)
-        cands: list[Candidate]
-        if idx is None or idx.broken or k <= 0:
-            cands = self._scan(info, q, k, exclude, allowed)
-        else:
-            try:
-                cands = idx.search(q, k, exclude, allowed, self._fetch_vectors)
-            except NeedScan:
-                cands = self._scan(info, q, k, exclude, allowed)
-        return self._materialize(info, cands, k)
-
-    def _materialize(self, info: CollectionInfo, cands: list[Candidate], k: int) -> list[Hit]:
-        """Hits (text, metadata from SQLite) for the top ``k`` candidates, score desc, id asc."""
-        scores: dict[int, float] = {}
-        for rid, score, _id in cands:
-            scores[rid] = -1.0 if score < -1.0 else (1.0 if score > 1.0 else score)
-        if k > 0 and len(scores) > k:
-            # Keep every candidate tied with the k-th score so that ties resolve by id.
-            ranked = sorted(scores.values(), reverse=True)
-            cut = ranked[k - 1]
-            scores = {rid: s for rid, s in scores.items() if s >= cut}
-        if not scores:
-            return []
-        name = info.name
-        rids = list(scores)
-        if len(rids) <= _SQL_MAX_VARS:
-            rows = self._read(_hit_sql(len(rids)), rids)
-        else:
-            rows = []
-            for part in _chunks(rids):
-                rows += self._read(_hit_sql(len(part)), part)
-        hits: list[Hit] = []
-        for rid, rec_id, text, meta, version, created, ts in rows:
-            try:
-                if isinstance(text, _Undecodable):
-                    raise _BadRecord("text is not UTF-8")
-                decoded = _record_meta(meta)
-            except _BadRecord as exc:
-                self._report_bad(name, str(rec_id), str(exc))
-                continue
-            hits.append(
-                Hit(
-                    name,
-                    rec_id,
-                    text,
-                    decoded,
-                    version,
-                    scores[rid],
-                    created,
-                    created if ts is None else ts,
-                )
-            )
-        hits.sort(key=_hit_order)
-        return hits[:k] if k > 0 else hits
-
-    @staticmethod
-    def _hit(rec: Record, score: float) -> Hit:
-        return Hit(
-            collection=rec.collection,
-            id=rec.id,
-            text=rec.text,
-            metadata=rec.metadata,
-            version=rec.version,
-            score=score,
-            created_ms=rec.created_ms,
-            ts_ms=rec.ts_ms,
+        return _search.search(
+            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
         )
 
     def search_collections(
@@ -1583,16 +1305,15 @@ class Store:
         time_range: TimeRange | None = None,
     ) -> list[Hit]:
         """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-        if k <= 0 or not collections:
-            return []
-        merged: list[Hit] = []
-        for name in dict.fromkeys(collections):
-            excl = (exclude_by_collection or {}).get(name, ())
-            merged.extend(
-                self.search(name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-            )
-        merged.sort(key=lambda h: (-h.score, h.collection, h.id))
-        return merged[:k]
+        return _search.search_collections(
+            self,
+            collections,
+            vector,
+            k,
+            exclude_by_collection=exclude_by_collection,
+            where=where,
+            time_range=time_range,
+        )
 
     # ---- checkpoints and index maintenance ---------------------------------------------
 
