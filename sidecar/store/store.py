@@ -31,6 +31,7 @@ import numpy as np
 import structlog
 
 from sidecar.config import StoreSettings
+from sidecar.store import maintenance as _maintenance
 from sidecar.store import names as N
 from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store import search as _search
@@ -1319,142 +1320,30 @@ class Store:
 
     def checkpoint(self) -> dict[str, int]:
         """Repair dirty indexes, save changed graphs, truncate the WAL."""
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        saved = self._checkpoint_indexes()
-        fut = self._submit(
-            lambda tx: tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), True
-        )
-        with contextlib.suppress(StoreError, sqlite3.Error):
-            fut.result()
-        return saved
+        return _maintenance.checkpoint(self)
 
     def _checkpoint_indexes(self) -> dict[str, int]:
-        with self._ckpt_lock:
-            self._dirty_since_ckpt = False
-            self._last_checkpoint = time.monotonic()
-            saved = repaired = 0
-            markers = self._dirty_cids()
-            for idx in list(self._indexes.values()):
-                if idx.broken or idx.needs_repair or idx.cid in markers:
-                    if not self._closed:
-                        self._repair(idx)
-                        repaired += 1
-                    continue
-                try:
-                    if idx.save(self.index_dir, self.fingerprint, lambda: self._applied_seq):
-                        saved += 1
-                except OSError as exc:
-                    log.warning("index.save_failed", collection=idx.name, error=str(exc))
-            return {"saved": saved, "repaired": repaired}
+        return _maintenance._checkpoint_indexes(self)
 
     def _dirty_cids(self) -> set[int]:
-        return {r[0] for r in self._read("SELECT DISTINCT cid FROM dirty_tiers")}
-
-    def _repair(self, idx: VectorIndex) -> None:
-        """Rebuild a dirty index from SQLite and clear its marker."""
-        log.info("index.repair", collection=idx.name, dims=idx.ann_dims)
-        idx.drop_files(self.index_dir)
-        idx.reset()
-        idx.load_exact(self._fetch_rows)
-        cid = idx.cid
-
-        def clear(tx: Tx) -> None:
-            tx.conn.execute("DELETE FROM dirty_tiers WHERE cid = ?", (cid,))
-
-        with contextlib.suppress(StoreError):
-            self._submit(clear).result()
-        if self._indexer is not None:
-            self._indexer.notify(cid)
+        return _maintenance._dirty_cids(self)
 
     def _tick(self) -> None:
-        while not self._stop_event.wait(0.5):
-            now = time.monotonic()
-            idle = now - self._last_write >= self.checkpoint_idle_s
-            overdue = now - self._last_checkpoint >= max(60.0, 20 * self.checkpoint_idle_s)
-            if self._dirty_since_ckpt and (idle or overdue):
-                try:
-                    self.checkpoint()
-                except StoreClosed:
-                    return
-                except Exception:
-                    log.exception("store.checkpoint_failed")
+        return _maintenance._tick(self)
 
     def index_status(self) -> list[IndexStatus]:
-        out = []
-        for cid, idx in sorted(self._indexes.items()):
-            out.append(
-                IndexStatus(
-                    collection=idx.name,
-                    dims=idx.ann_dims,
-                    count=self._counts.get(cid, 0),
-                    mode=idx.mode(),
-                    ann_count=len(idx.ann_live),
-                    pending=idx.pending(),
-                    deleted_fraction=round(idx.deleted_fraction(), 4),
-                )
-            )
-        return out
+        return _maintenance.index_status(self)
 
     def wait_indexed(self, timeout: float = 60.0) -> bool:
         """Block until the indexer has nothing left to do (tests, benchmarks)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            busy = any(
-                idx.building
-                or idx.plan(self._counts.get(cid, 0), self.exact_threshold, self.rebuild_fraction)
-                or (
-                    not idx.loaded
-                    and not idx.broken
-                    and self._counts.get(cid, 0) >= self.exact_threshold
-                )
-                for cid, idx in list(self._indexes.items())
-            )
-            if not busy:
-                return True
-            if self._indexer is None:
-                self.run_index_work()
-            else:
-                time.sleep(0.02)
-        return False
+        return _maintenance.wait_indexed(self, timeout)
 
     def run_index_work(self) -> int:
         """Do all pending index work in the calling thread (when ``background=False``)."""
-        steps = 0
-        for cid in list(self._indexes):
-            while self._index_step(cid):
-                steps += 1
-        return steps
+        return _maintenance.run_index_work(self)
 
     def _index_step(self, cid: int) -> bool:
-        idx = self._indexes.get(cid)
-        if idx is None:
-            return False
-        count = self._counts.get(cid, 0)
-        action = idx.plan(count, self.exact_threshold, self.rebuild_fraction)
-        if action is None and not idx.loaded and count >= self.exact_threshold and not idx.broken:
-            idx.load_exact(self._fetch_rows)
-            return True
-        if action is None:
-            return False
-        try:
-            if action == "build":
-                return idx.build(
-                    self._fetch_rows,
-                    lambda: self._applied_seq,
-                    count,
-                    self._stop_event.is_set,
-                )
-            if action == "move":
-                return idx.move_chunk() > 0
-            if action == "shrink":
-                idx.shrink(self._fetch_rows)
-                return True
-        except Exception as exc:
-            log.exception("index.work_failed", collection=idx.name, action=action)
-            idx.needs_repair = True
-            self._mark_dirty(idx, f"{action} failed: {exc}")
-        return False
+        return _maintenance._index_step(self, cid)
 
     # ---- export / import / re-embed (see ndjson.py) ------------------------------------
 

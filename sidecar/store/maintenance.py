@@ -1,0 +1,169 @@
+"""Index maintenance: checkpoints of the vector indexes, repair of indexes marked dirty,
+and the background indexer's steps."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from sidecar.store.errors import StoreClosed, StoreError
+from sidecar.store.index import VectorIndex
+from sidecar.store.types import IndexStatus
+from sidecar.store.writer import Tx
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def checkpoint(store: Store) -> dict[str, int]:
+    """Repair dirty indexes, save changed graphs, truncate the WAL."""
+    if store._closed:
+        raise StoreClosed("the store is closed")
+    saved = _checkpoint_indexes(store)
+    fut = store._submit(
+        lambda tx: tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), True
+    )
+    with contextlib.suppress(StoreError, sqlite3.Error):
+        fut.result()
+    return saved
+
+
+def _checkpoint_indexes(store: Store) -> dict[str, int]:
+    with store._ckpt_lock:
+        store._dirty_since_ckpt = False
+        store._last_checkpoint = time.monotonic()
+        saved = repaired = 0
+        markers = _dirty_cids(store)
+        for idx in list(store._indexes.values()):
+            if idx.broken or idx.needs_repair or idx.cid in markers:
+                if not store._closed:
+                    _repair(store, idx)
+                    repaired += 1
+                continue
+            try:
+                if idx.save(store.index_dir, store.fingerprint, lambda: store._applied_seq):
+                    saved += 1
+            except OSError as exc:
+                log.warning("index.save_failed", collection=idx.name, error=str(exc))
+        return {"saved": saved, "repaired": repaired}
+
+
+def _dirty_cids(store: Store) -> set[int]:
+    return {r[0] for r in store._read("SELECT DISTINCT cid FROM dirty_tiers")}
+
+
+def _repair(store: Store, idx: VectorIndex) -> None:
+    """Rebuild a dirty index from SQLite and clear its marker."""
+    log.info("index.repair", collection=idx.name, dims=idx.ann_dims)
+    idx.drop_files(store.index_dir)
+    idx.reset()
+    idx.load_exact(store._fetch_rows)
+    cid = idx.cid
+
+    def clear(tx: Tx) -> None:
+        tx.conn.execute("DELETE FROM dirty_tiers WHERE cid = ?", (cid,))
+
+    with contextlib.suppress(StoreError):
+        store._submit(clear).result()
+    if store._indexer is not None:
+        store._indexer.notify(cid)
+
+
+def _tick(store: Store) -> None:
+    while not store._stop_event.wait(0.5):
+        now = time.monotonic()
+        idle = now - store._last_write >= store.checkpoint_idle_s
+        overdue = now - store._last_checkpoint >= max(60.0, 20 * store.checkpoint_idle_s)
+        if store._dirty_since_ckpt and (idle or overdue):
+            try:
+                checkpoint(store)
+            except StoreClosed:
+                return
+            except Exception:
+                log.exception("store.checkpoint_failed")
+
+
+def index_status(store: Store) -> list[IndexStatus]:
+    out = []
+    for cid, idx in sorted(store._indexes.items()):
+        out.append(
+            IndexStatus(
+                collection=idx.name,
+                dims=idx.ann_dims,
+                count=store._counts.get(cid, 0),
+                mode=idx.mode(),
+                ann_count=len(idx.ann_live),
+                pending=idx.pending(),
+                deleted_fraction=round(idx.deleted_fraction(), 4),
+            )
+        )
+    return out
+
+
+def wait_indexed(store: Store, timeout: float = 60.0) -> bool:
+    """Block until the indexer has nothing left to do (tests, benchmarks)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = any(
+            idx.building
+            or idx.plan(store._counts.get(cid, 0), store.exact_threshold, store.rebuild_fraction)
+            or (
+                not idx.loaded
+                and not idx.broken
+                and store._counts.get(cid, 0) >= store.exact_threshold
+            )
+            for cid, idx in list(store._indexes.items())
+        )
+        if not busy:
+            return True
+        if store._indexer is None:
+            run_index_work(store)
+        else:
+            time.sleep(0.02)
+    return False
+
+
+def run_index_work(store: Store) -> int:
+    """Do all pending index work in the calling thread (when ``background=False``)."""
+    steps = 0
+    for cid in list(store._indexes):
+        while _index_step(store, cid):
+            steps += 1
+    return steps
+
+
+def _index_step(store: Store, cid: int) -> bool:
+    idx = store._indexes.get(cid)
+    if idx is None:
+        return False
+    count = store._counts.get(cid, 0)
+    action = idx.plan(count, store.exact_threshold, store.rebuild_fraction)
+    if action is None and not idx.loaded and count >= store.exact_threshold and not idx.broken:
+        idx.load_exact(store._fetch_rows)
+        return True
+    if action is None:
+        return False
+    try:
+        if action == "build":
+            return idx.build(
+                store._fetch_rows,
+                lambda: store._applied_seq,
+                count,
+                store._stop_event.is_set,
+            )
+        if action == "move":
+            return idx.move_chunk() > 0
+        if action == "shrink":
+            idx.shrink(store._fetch_rows)
+            return True
+    except Exception as exc:
+        log.exception("index.work_failed", collection=idx.name, action=action)
+        idx.needs_repair = True
+        store._mark_dirty(idx, f"{action} failed: {exc}")
+    return False
