@@ -1,0 +1,193 @@
+"""The write operations inside the writer's transaction: validation of a Put / Patch /
+Delete / DropCollection, and what each does to the records, tombstones and index rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.errors import (
+    InvalidInput,
+    NotFound,
+    VersionConflict,
+)
+from sidecar.store.exact import F32
+from sidecar.store.rows import decode_meta, json_encode
+from sidecar.store.types import Delete, DropCollection, Op, OpResult, Patch, Put
+from sidecar.store.writer import Effect, Tx
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def _prepare(store: Store, op: Op) -> Op:
+    """Validate an operation in the caller's thread (cheap; nothing touches the DB)."""
+    if isinstance(op, Put):
+        name = (
+            op.collection
+            if op.collection in store._collections
+            else N.validate_collection(op.collection)
+        )
+        rid = N.validate_id(op.id)
+        text = N.validate_text(op.text)
+        meta = N.validate_metadata(op.metadata)
+        dims = store.dims_for(name)
+        vec: Any = None
+        if dims == 1:
+            if op.vector is not None:
+                arr = N.as_vector(op.vector, 1, name)
+                del arr
+        else:
+            if op.vector is None:
+                raise InvalidInput(
+                    f"a vector of {dims} dimensions is required for collection {name}"
+                )
+            vec = N.as_vector(op.vector, dims, name)
+        if op.if_version is not None and (
+            isinstance(op.if_version, bool)
+            or not isinstance(op.if_version, int)
+            or op.if_version < 0
+        ):
+            raise InvalidInput("if_version must be a non-negative integer")
+        created = op.created_ms
+        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
+            raise InvalidInput("created_ms must be an integer (milliseconds)")
+        return Put(name, rid, text, meta, vec, op.if_version, created)
+    if isinstance(op, Patch):
+        name = N.validate_collection(op.collection)
+        rid = N.validate_id(op.id)
+        meta = N.validate_metadata(op.metadata)
+        new_text = None if op.text is None else N.validate_text(op.text)
+        return Patch(name, rid, meta, new_text, op.if_version, op.bump_version, op.missing_ok)
+    if isinstance(op, Delete):
+        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
+    if isinstance(op, DropCollection):
+        return DropCollection(N.validate_collection(op.collection))
+    raise InvalidInput(f"unknown operation {type(op).__name__}")
+
+
+def _apply_op(store: Store, tx: Tx, op: Op) -> OpResult:
+    if isinstance(op, Put):
+        return _op_put(store, tx, op)
+    if isinstance(op, Patch):
+        return _op_patch(store, tx, op)
+    if isinstance(op, Delete):
+        return _op_delete(store, tx, op)
+    return _op_drop(store, tx, op.collection)
+
+
+def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
+    info = store._ensure_in_tx(tx, op.collection)
+    blob: bytes | None = None
+    vec: F32 | None = None
+    if info.has_vectors:
+        vec = op.vector
+        if not isinstance(vec, np.ndarray) or vec.shape != (info.dims,):
+            vec = N.as_vector(op.vector, info.dims, info.name)
+        blob = vec.tobytes()
+    if op.if_version is not None:
+        row = tx.conn.execute(
+            "SELECT version FROM records WHERE cid = ? AND id = ?", (info.cid, op.id)
+        ).fetchone()
+        actual = None if row is None else int(row[0])
+        if (op.if_version == 0 and row is not None) or (
+            op.if_version > 0 and actual != op.if_version
+        ):
+            raise VersionConflict(info.name, op.id, op.if_version, actual)
+    seq = tx.next_seq()
+    now = tx.now_ms
+    ts = N.explicit_ts(op.metadata)
+    created = now if op.created_ms is None else op.created_ms
+    rid, version, vseq = tx.conn.execute(
+        store._UPSERT,
+        (
+            info.cid,
+            op.id,
+            op.text,
+            json_encode(op.metadata).decode(),
+            blob,
+            seq,
+            seq,
+            created,
+            now,
+            ts,
+            created,
+            ts,
+        ),
+    ).fetchall()[0]
+    if version == 1:
+        tx.count(info.cid, 1)
+    if vec is not None and vseq == seq:
+        tx.effects.append(Effect("put", info.cid, rid, op.id, vec, seq))
+    return OpResult(version, True, version == 1)
+
+
+def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
+    info = tx.lookup(op.collection)
+    row = None
+    if info is not None:
+        row = tx.conn.execute(
+            "SELECT rid, version, metadata, text, created_ms FROM records WHERE cid = ? AND id = ?",
+            (info.cid, op.id),
+        ).fetchone()
+    actual = None if row is None else int(row[1])
+    if op.if_version is not None and actual != op.if_version:
+        raise VersionConflict(op.collection, op.id, op.if_version, actual)
+    if row is None:
+        if op.missing_ok:
+            return OpResult(0, False)
+        raise NotFound(f"record not found: {op.collection}/{op.id}")
+    assert info is not None
+    rid, version, meta_raw, text, created = row
+    meta = decode_meta(meta_raw)
+    meta.update(op.metadata)
+    new_version = version + 1 if op.bump_version else version
+    tx.conn.execute(
+        "UPDATE records SET text = ?, metadata = ?, version = ?, seq = ?, updated_ms = ?, "
+        "ts_ms = ? WHERE rid = ?",
+        (
+            text if op.text is None else op.text,
+            json_encode(meta).decode(),
+            new_version,
+            tx.next_seq(),
+            tx.now_ms,
+            N.ts_from_metadata(meta, created),
+            rid,
+        ),
+    )
+    return OpResult(new_version, True)
+
+
+def _op_delete(store: Store, tx: Tx, op: Delete) -> OpResult:
+    info = tx.lookup(op.collection)
+    if info is None:
+        return OpResult(0, False)
+    row = tx.conn.execute(
+        "SELECT rid FROM records WHERE cid = ? AND id = ?", (info.cid, op.id)
+    ).fetchone()
+    if row is None:
+        return OpResult(0, False)
+    tx.conn.execute("DELETE FROM records WHERE rid = ?", (row[0],))
+    tx.next_seq()
+    tx.count(info.cid, -1)
+    if info.has_vectors:
+        tx.effects.append(Effect("del", info.cid, row[0]))
+    return OpResult(0, True)
+
+
+def _op_drop(store: Store, tx: Tx, name: str) -> OpResult:
+    info = tx.lookup(name)
+    if info is None:
+        return OpResult(0, False)
+    tx.conn.execute("DELETE FROM records WHERE cid = ?", (info.cid,))
+    tx.conn.execute("DELETE FROM dirty_tiers WHERE cid = ?", (info.cid,))
+    tx.conn.execute("DELETE FROM collections WHERE cid = ?", (info.cid,))
+    tx.next_seq()
+    tx.set_group(name, None)
+    tx.effects.append(Effect("drop", info.cid))
+    return OpResult(0, True)
