@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import sqlite3
 import threading
@@ -26,26 +25,26 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TextIO
 
-import msgspec
 import numpy as np
 import structlog
 
 from sidecar.config import StoreSettings
 from sidecar.store import maintenance as _maintenance
 from sidecar.store import names as N
+from sidecar.store import opening as _opening
 from sidecar.store import ops as _ops
-from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store import search as _search
 from sidecar.store.errors import (
-    CorruptStore,
-    FingerprintMismatch,
     InvalidInput,
     StorageUnavailable,
     StoreClosed,
     StoreError,
-    UnfinishedReembed,
 )
 from sidecar.store.exact import F32
+from sidecar.store.files import DB_NAME as DB_NAME
+from sidecar.store.files import INDEX_DIR as INDEX_DIR
+from sidecar.store.files import PROFILE_FILE as PROFILE_FILE
+from sidecar.store.files import now_ms, warn_if_shared
 from sidecar.store.index import AnnParams, Row, VectorIndex
 from sidecar.store.lock import DirLock
 from sidecar.store.rows import (
@@ -58,7 +57,7 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.schema import SCHEMA_VERSION, migrate
+from sidecar.store.schema import SCHEMA_VERSION
 from sidecar.store.types import (
     CollectionInfo,
     Delete,
@@ -78,20 +77,15 @@ from sidecar.store.writer import Tx, Writer, map_sqlite_error
 
 log = structlog.get_logger(__name__)
 
-DB_NAME = "store.sqlite3"
-INDEX_DIR = "index"
-PROFILE_FILE = "embedding.json"
 
 EmbedFn = Callable[[list[str]], Any]
 Progress = Callable[[int, int | None], None]
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class Store:
     """SQLite-backed record store with vector search. Create with :meth:`open`."""
+
+    _wconn: sqlite3.Connection  # the writer thread's connection (store/opening.py opens it)
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -229,7 +223,7 @@ class Store:
             raise StorageUnavailable(
                 f"cannot create data directory {self.data_dir}: {exc.strerror}"
             ) from exc
-        _warn_if_shared(self.data_dir)
+        warn_if_shared(self.data_dir)
         self._lock = DirLock(self.data_dir)
         self._lock.acquire()
         try:
@@ -284,71 +278,8 @@ class Store:
             conn.execute("PRAGMA query_only = ON")
         return conn
 
-    def _check_pages(self, conn: sqlite3.Connection) -> None:
-        """Refuse a database with damaged pages before anything is written to it. Damage
-        in pages that start-up does not read would otherwise surface later, as failing
-        reads of some records; ``quick_check`` reads every page once (0.5 s for 825 MB
-        with a warm page cache: docs/store.md)."""
-        first = conn.execute("PRAGMA quick_check(1)").fetchone()
-        if first is not None and str(first[0]).lower() != "ok":
-            detail = str(first[0]).replace("*** in database main ***", "").strip()
-            raise CorruptStore(str(self.db_path), detail.splitlines()[0][:200])
-
     def _open_db(self, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
-        try:
-            conn = self._connect(read_only=False)
-            # Private before WAL mode creates -wal and -shm, which take the file's mode.
-            _make_private(self.db_path, self._sidecar_files())
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            self._wconn = conn
-            self._check_pages(conn)
-            applied = migrate(conn)
-        except sqlite3.Error as exc:
-            raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
-        if applied:
-            log.info("store.migrated", versions=applied, schema=SCHEMA_VERSION)
-        meta = dict(self._wconn.execute("SELECT key, value FROM meta").fetchall())
-        self._seq = int(meta.get("seq", "0"))
-        self._applied_seq = self._seq
-        stored = meta.get("fingerprint", "")
-        if not allow_mismatch:
-            self._check_fingerprint(meta)
-        writes: dict[str, str] = {}
-        if self.fingerprint and not stored:
-            writes["fingerprint"] = self.fingerprint
-        same_model = not stored or stored == self.fingerprint
-        if self.model and self.fingerprint and same_model and meta.get("model") != self.model:
-            writes["model"] = self.model
-        if "embed_dims" not in meta:
-            writes["embed_dims"] = str(self.embed_dims)
-        if "created_ms" not in meta:
-            writes["created_ms"] = str(_now_ms())
-        if profile is not None:
-            writes["profile"] = json_encode(dict(profile)).decode()
-        if writes:
-            try:
-                with self._txn(self._wconn):
-                    self._wconn.executemany(
-                        "INSERT INTO meta (key, value) VALUES (?, ?) "
-                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        list(writes.items()),
-                    )
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
-        if profile is not None:
-            self._write_profile_file(profile)
-        for cid, name, dims, kind, created in self._wconn.execute(
-            "SELECT cid, name, dims, kind, created_ms FROM collections"
-        ):
-            info = CollectionInfo(name, cid, dims, kind, created)
-            self._collections[name] = info
-            self._by_cid[cid] = info
-            self._counts[cid] = 0
-        for cid, n in self._wconn.execute("SELECT cid, count(*) FROM records GROUP BY cid"):
-            self._counts[cid] = n
+        return _opening._open_db(self, allow_mismatch, profile)
 
     def _check_fingerprint(self, meta: dict[str, str]) -> None:
         """Refuse vectors of another model, naming what differs and the command that fixes it.
@@ -357,53 +288,7 @@ class Store:
         model may open the store (the stage is discarded, it would go stale with the next
         write); the new model is refused until the re-embed is finished.
         """
-        stored = meta.get("fingerprint", "")
-        target = meta.get(reembed_mod.TARGET_KEY, "")
-        where = str(self.data_dir)
-        if target and reembed_mod.TARGET_DIMS_KEY not in meta and target != stored:
-            # An earlier version re-embedded in place: the vectors are mixed until it ends.
-            raise UnfinishedReembed(
-                where, meta.get(reembed_mod.TARGET_MODEL_KEY, ""), target, legacy=True
-            )
-        if target and self.fingerprint == target and target != stored:
-            done, total = reembed_mod.staged_progress(self._wconn)
-            raise UnfinishedReembed(
-                where,
-                self.model or meta.get(reembed_mod.TARGET_MODEL_KEY, ""),
-                target,
-                done=done,
-                total=total,
-            )
-        if self.fingerprint and stored and stored != self.fingerprint:
-            raise FingerprintMismatch(
-                where,
-                stored,
-                self.fingerprint,
-                stored_model=meta.get("model", ""),
-                current_model=self.model,
-                pending_target=target,
-            )
-        if target:
-            with self._txn(self._wconn):
-                reembed_mod.discard_stage(self._wconn)
-            log.warning(
-                "store.reembed_discarded",
-                data_dir=where,
-                reason="opened by the model the store was written with; the unfinished "
-                "re-embed's staged vectors were dropped (its records were untouched)",
-            )
-
-    def _write_profile_file(self, profile: Mapping[str, Any]) -> None:
-        """``<data_dir>/embedding.json`` (informational; SQLite holds the fingerprint)."""
-        path = self.data_dir / PROFILE_FILE
-        tmp = path.with_suffix(".json.tmp")
-        try:
-            tmp.write_bytes(
-                msgspec.json.format(json_encode({"embedding": dict(profile)}), indent=2)
-            )
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.warning("store.profile_file_failed", error=str(exc))
+        return _opening._check_fingerprint(self, meta)
 
     @contextlib.contextmanager
     def _txn(self, conn: sqlite3.Connection) -> Any:
@@ -426,112 +311,11 @@ class Store:
     def _refuse_vanished_database(self) -> None:
         """A data directory that held a store (its index directory, WAL or profile remain)
         but lost ``store.sqlite3`` must not silently become a new, empty store."""
-        if self.db_path.exists():
-            return
-        left = [
-            p.name
-            for p in (
-                self.index_dir,
-                self.db_path.with_name(DB_NAME + "-wal"),
-                self.data_dir / PROFILE_FILE,
-            )
-            if os.path.lexists(p)
-        ]
-        if left:
-            raise StorageUnavailable(
-                f"{self.db_path} is missing, but {self.data_dir} held a store "
-                f"({', '.join(left)} remain). Restore store.sqlite3 from a backup; to start "
-                f"an empty store there instead, remove {', '.join(left)} first.",
-                path=str(self.db_path),
-            )
-
-    def _clear_index_dir_path(self) -> None:
-        """The indexes are derived from SQLite: something else where their directory
-        belongs (a file, a broken link) is moved aside and the graphs are rebuilt."""
-        path = self.index_dir
-        if path.is_dir() or not os.path.lexists(path):
-            return
-        aside = path.with_name(f"{INDEX_DIR}.not-a-directory.{_now_ms()}")
-        try:
-            os.replace(path, aside)
-        except OSError as exc:
-            raise StorageUnavailable(
-                f"{path} is not a directory and cannot be moved aside ({exc.strerror}); "
-                f"remove it (the indexes are rebuilt from the database)",
-                path=str(path),
-            ) from exc
-        log.warning("store.index_dir_moved_aside", path=str(path), moved_to=str(aside))
-
-    def _sidecar_files(self) -> list[Path]:
-        return [self.db_path.with_name(DB_NAME + suffix) for suffix in ("-wal", "-shm")]
+        return _opening._refuse_vanished_database(self)
 
     def _load_indexes(self) -> dict[str, int]:
         """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
-        self._clear_index_dir_path()
-        self.index_dir.mkdir(exist_ok=True, mode=0o700)
-        _make_private(self.index_dir, [], directory=True)
-        dirty = {
-            cid for (cid,) in self._wconn.execute("SELECT DISTINCT cid FROM dirty_tiers").fetchall()
-        }
-        stats = {"indexes_loaded": 0, "backfilled": 0, "marked_deleted": 0, "rebuilding": 0}
-        known: set[str] = set()
-        for info in self._collections.values():
-            if not info.has_vectors:
-                continue
-            idx = self._new_index(info)
-            self._indexes[info.cid] = idx
-            stem = idx.file_stem(self.index_dir)
-            known.add(stem.name)
-            count = self._counts.get(info.cid, 0)
-            has_file = stem.with_suffix(".json").exists()
-            if info.cid in dirty:
-                log.warning("index.dirty_marker", collection=info.name, action="rebuild")
-                idx.drop_files(self.index_dir)
-            elif has_file:
-                t0 = time.monotonic()
-                try:
-                    rep = idx.load_file(
-                        self.index_dir,
-                        self.fingerprint,
-                        self._seq,
-                        functools.partial(self._live_upto, info.cid),
-                        functools.partial(self._tail_rows, info.cid),
-                    )
-                except ValueError as exc:
-                    log.warning(
-                        "index.rebuild", collection=info.name, dims=idx.ann_dims, reason=str(exc)
-                    )
-                    idx.drop_files(self.index_dir)
-                else:
-                    stats["indexes_loaded"] += 1
-                    stats["backfilled"] += rep.backfilled
-                    stats["marked_deleted"] += rep.marked_deleted
-                    log.info(
-                        "index.loaded",
-                        collection=info.name,
-                        dims=idx.ann_dims,
-                        file_seq=rep.file_seq,
-                        graph=rep.graph,
-                        backfilled=rep.backfilled,
-                        marked_deleted=rep.marked_deleted,
-                        seconds=round(time.monotonic() - t0, 3),
-                    )
-            if not idx.loaded and count >= self.exact_threshold:
-                idx.load_exact(self._fetch_rows)
-                stats["rebuilding"] += 1
-        if dirty:
-            with self._txn(self._wconn):
-                self._wconn.execute("DELETE FROM dirty_tiers")
-        self._remove_stray_files(known)
-        return stats
-
-    def _remove_stray_files(self, known: set[str]) -> None:
-        with contextlib.suppress(OSError):
-            for path in self.index_dir.iterdir():
-                stem = path.name.split(".", 1)[0]
-                if stem not in known or path.name.endswith(".tmp"):
-                    with contextlib.suppress(OSError):
-                        path.unlink()
+        return _opening._load_indexes(self)
 
     def close(self) -> None:
         """Checkpoint (save graphs), stop the threads, close SQLite, release the lock."""
@@ -580,7 +364,7 @@ class Store:
     # ---- internals used by the writer ---------------------------------------------------
 
     def _now_ms(self) -> int:
-        return _now_ms()
+        return now_ms()
 
     def _alloc_seq(self) -> int:
         self._seq += 1
@@ -1268,31 +1052,3 @@ class _Indexer(threading.Thread):
             if more:
                 with self._cond:
                     self._pending[cid] = None
-
-
-def _make_private(path: Path, others: Sequence[Path], *, directory: bool = False) -> None:
-    """Owner-only modes (0600 files, 0700 directories) on the store's own files.
-
-    Memories are personal data: files written by an earlier version or under a lax umask
-    were readable by every local user.
-    """
-    for target, mode in [(path, 0o700 if directory else 0o600), *((p, 0o600) for p in others)]:
-        try:
-            if target.exists() and (target.stat().st_mode & 0o777) != mode:
-                os.chmod(target, mode)
-        except OSError as exc:
-            log.warning("store.chmod_failed", path=str(target), error=exc.strerror)
-
-
-def _warn_if_shared(data_dir: Path) -> None:
-    """A data directory others can enter exposes every memory's metadata (names, sizes);
-    it is the user's directory, so it is reported, not changed."""
-    with contextlib.suppress(OSError):
-        mode = data_dir.stat().st_mode & 0o777
-        if mode & 0o077:
-            log.warning(
-                "data_dir_not_private",
-                data_dir=str(data_dir),
-                mode=f"{mode:04o}",
-                fix=f"chmod 700 {data_dir}",
-            )

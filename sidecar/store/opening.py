@@ -1,0 +1,272 @@
+"""Opening a store: the database file and its checks, the embedding fingerprint, the
+index directory and the vector indexes loaded from it (or rebuilt)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+
+from sidecar.store import reembed_stage as reembed_mod
+from sidecar.store.errors import (
+    CorruptStore,
+    FingerprintMismatch,
+    StorageUnavailable,
+    UnfinishedReembed,
+)
+from sidecar.store.files import DB_NAME, INDEX_DIR, PROFILE_FILE, make_private, now_ms
+from sidecar.store.rows import json_encode
+from sidecar.store.schema import SCHEMA_VERSION, migrate
+from sidecar.store.types import CollectionInfo
+from sidecar.store.writer import map_sqlite_error
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def _check_pages(store: Store, conn: sqlite3.Connection) -> None:
+    """Refuse a database with damaged pages before anything is written to it. Damage
+    in pages that start-up does not read would otherwise surface later, as failing
+    reads of some records; ``quick_check`` reads every page once (0.5 s for 825 MB
+    with a warm page cache: docs/store.md)."""
+    first = conn.execute("PRAGMA quick_check(1)").fetchone()
+    if first is not None and str(first[0]).lower() != "ok":
+        detail = str(first[0]).replace("*** in database main ***", "").strip()
+        raise CorruptStore(str(store.db_path), detail.splitlines()[0][:200])
+
+
+def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+    try:
+        conn = store._connect(read_only=False)
+        # Private before WAL mode creates -wal and -shm, which take the file's mode.
+        make_private(store.db_path, _sidecar_files(store))
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
+        conn.execute(f"PRAGMA synchronous = {store._synchronous}")
+        store._wconn = conn
+        _check_pages(store, conn)
+        applied = migrate(conn)
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, "open", str(store.db_path)) from exc
+    if applied:
+        log.info("store.migrated", versions=applied, schema=SCHEMA_VERSION)
+    meta = dict(store._wconn.execute("SELECT key, value FROM meta").fetchall())
+    store._seq = int(meta.get("seq", "0"))
+    store._applied_seq = store._seq
+    stored = meta.get("fingerprint", "")
+    if not allow_mismatch:
+        _check_fingerprint(store, meta)
+    writes: dict[str, str] = {}
+    if store.fingerprint and not stored:
+        writes["fingerprint"] = store.fingerprint
+    same_model = not stored or stored == store.fingerprint
+    if store.model and store.fingerprint and same_model and meta.get("model") != store.model:
+        writes["model"] = store.model
+    if "embed_dims" not in meta:
+        writes["embed_dims"] = str(store.embed_dims)
+    if "created_ms" not in meta:
+        writes["created_ms"] = str(now_ms())
+    if profile is not None:
+        writes["profile"] = json_encode(dict(profile)).decode()
+    if writes:
+        try:
+            with store._txn(store._wconn):
+                store._wconn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    list(writes.items()),
+                )
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, "open", str(store.db_path)) from exc
+    if profile is not None:
+        _write_profile_file(store, profile)
+    for cid, name, dims, kind, created in store._wconn.execute(
+        "SELECT cid, name, dims, kind, created_ms FROM collections"
+    ):
+        info = CollectionInfo(name, cid, dims, kind, created)
+        store._collections[name] = info
+        store._by_cid[cid] = info
+        store._counts[cid] = 0
+    for cid, n in store._wconn.execute("SELECT cid, count(*) FROM records GROUP BY cid"):
+        store._counts[cid] = n
+
+
+def _check_fingerprint(store: Store, meta: dict[str, str]) -> None:
+    """Refuse vectors of another model, naming what differs and the command that fixes it.
+
+    An unfinished ``libravdb reembed`` leaves a stage beside intact old vectors: the old
+    model may open the store (the stage is discarded, it would go stale with the next
+    write); the new model is refused until the re-embed is finished.
+    """
+    stored = meta.get("fingerprint", "")
+    target = meta.get(reembed_mod.TARGET_KEY, "")
+    where = str(store.data_dir)
+    if target and reembed_mod.TARGET_DIMS_KEY not in meta and target != stored:
+        # An earlier version re-embedded in place: the vectors are mixed until it ends.
+        raise UnfinishedReembed(
+            where, meta.get(reembed_mod.TARGET_MODEL_KEY, ""), target, legacy=True
+        )
+    if target and store.fingerprint == target and target != stored:
+        done, total = reembed_mod.staged_progress(store._wconn)
+        raise UnfinishedReembed(
+            where,
+            store.model or meta.get(reembed_mod.TARGET_MODEL_KEY, ""),
+            target,
+            done=done,
+            total=total,
+        )
+    if store.fingerprint and stored and stored != store.fingerprint:
+        raise FingerprintMismatch(
+            where,
+            stored,
+            store.fingerprint,
+            stored_model=meta.get("model", ""),
+            current_model=store.model,
+            pending_target=target,
+        )
+    if target:
+        with store._txn(store._wconn):
+            reembed_mod.discard_stage(store._wconn)
+        log.warning(
+            "store.reembed_discarded",
+            data_dir=where,
+            reason="opened by the model the store was written with; the unfinished "
+            "re-embed's staged vectors were dropped (its records were untouched)",
+        )
+
+
+def _write_profile_file(store: Store, profile: Mapping[str, Any]) -> None:
+    """``<data_dir>/embedding.json`` (informational; SQLite holds the fingerprint)."""
+    path = store.data_dir / PROFILE_FILE
+    tmp = path.with_suffix(".json.tmp")
+    try:
+        tmp.write_bytes(msgspec.json.format(json_encode({"embedding": dict(profile)}), indent=2))
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("store.profile_file_failed", error=str(exc))
+
+
+def _refuse_vanished_database(store: Store) -> None:
+    """A data directory that held a store (its index directory, WAL or profile remain)
+    but lost ``store.sqlite3`` must not silently become a new, empty store."""
+    if store.db_path.exists():
+        return
+    left = [
+        p.name
+        for p in (
+            store.index_dir,
+            store.db_path.with_name(DB_NAME + "-wal"),
+            store.data_dir / PROFILE_FILE,
+        )
+        if os.path.lexists(p)
+    ]
+    if left:
+        raise StorageUnavailable(
+            f"{store.db_path} is missing, but {store.data_dir} held a store "
+            f"({', '.join(left)} remain). Restore store.sqlite3 from a backup; to start "
+            f"an empty store there instead, remove {', '.join(left)} first.",
+            path=str(store.db_path),
+        )
+
+
+def _clear_index_dir_path(store: Store) -> None:
+    """The indexes are derived from SQLite: something else where their directory
+    belongs (a file, a broken link) is moved aside and the graphs are rebuilt."""
+    path = store.index_dir
+    if path.is_dir() or not os.path.lexists(path):
+        return
+    aside = path.with_name(f"{INDEX_DIR}.not-a-directory.{now_ms()}")
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        raise StorageUnavailable(
+            f"{path} is not a directory and cannot be moved aside ({exc.strerror}); "
+            f"remove it (the indexes are rebuilt from the database)",
+            path=str(path),
+        ) from exc
+    log.warning("store.index_dir_moved_aside", path=str(path), moved_to=str(aside))
+
+
+def _sidecar_files(store: Store) -> list[Path]:
+    return [store.db_path.with_name(DB_NAME + suffix) for suffix in ("-wal", "-shm")]
+
+
+def _load_indexes(store: Store) -> dict[str, int]:
+    """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
+    _clear_index_dir_path(store)
+    store.index_dir.mkdir(exist_ok=True, mode=0o700)
+    make_private(store.index_dir, [], directory=True)
+    dirty = {
+        cid for (cid,) in store._wconn.execute("SELECT DISTINCT cid FROM dirty_tiers").fetchall()
+    }
+    stats = {"indexes_loaded": 0, "backfilled": 0, "marked_deleted": 0, "rebuilding": 0}
+    known: set[str] = set()
+    for info in store._collections.values():
+        if not info.has_vectors:
+            continue
+        idx = store._new_index(info)
+        store._indexes[info.cid] = idx
+        stem = idx.file_stem(store.index_dir)
+        known.add(stem.name)
+        count = store._counts.get(info.cid, 0)
+        has_file = stem.with_suffix(".json").exists()
+        if info.cid in dirty:
+            log.warning("index.dirty_marker", collection=info.name, action="rebuild")
+            idx.drop_files(store.index_dir)
+        elif has_file:
+            t0 = time.monotonic()
+            try:
+                rep = idx.load_file(
+                    store.index_dir,
+                    store.fingerprint,
+                    store._seq,
+                    functools.partial(store._live_upto, info.cid),
+                    functools.partial(store._tail_rows, info.cid),
+                )
+            except ValueError as exc:
+                log.warning(
+                    "index.rebuild", collection=info.name, dims=idx.ann_dims, reason=str(exc)
+                )
+                idx.drop_files(store.index_dir)
+            else:
+                stats["indexes_loaded"] += 1
+                stats["backfilled"] += rep.backfilled
+                stats["marked_deleted"] += rep.marked_deleted
+                log.info(
+                    "index.loaded",
+                    collection=info.name,
+                    dims=idx.ann_dims,
+                    file_seq=rep.file_seq,
+                    graph=rep.graph,
+                    backfilled=rep.backfilled,
+                    marked_deleted=rep.marked_deleted,
+                    seconds=round(time.monotonic() - t0, 3),
+                )
+        if not idx.loaded and count >= store.exact_threshold:
+            idx.load_exact(store._fetch_rows)
+            stats["rebuilding"] += 1
+    if dirty:
+        with store._txn(store._wconn):
+            store._wconn.execute("DELETE FROM dirty_tiers")
+    _remove_stray_files(store, known)
+    return stats
+
+
+def _remove_stray_files(store: Store, known: set[str]) -> None:
+    with contextlib.suppress(OSError):
+        for path in store.index_dir.iterdir():
+            stem = path.name.split(".", 1)[0]
+            if stem not in known or path.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
