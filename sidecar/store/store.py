@@ -25,7 +25,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
 import structlog
 
 from sidecar.config import StoreSettings
@@ -33,6 +32,7 @@ from sidecar.store import maintenance as _maintenance
 from sidecar.store import names as N
 from sidecar.store import opening as _opening
 from sidecar.store import ops as _ops
+from sidecar.store import reads as _reads
 from sidecar.store import search as _search
 from sidecar.store.errors import (
     InvalidInput,
@@ -48,14 +48,10 @@ from sidecar.store.files import now_ms, warn_if_shared
 from sidecar.store.index import AnnParams, Row, VectorIndex
 from sidecar.store.lock import DirLock
 from sidecar.store.rows import (
-    BadRecord,
-    Undecodable,
     chunks,
     decode_meta,
     json_encode,
     lenient_text,
-    record_meta,
-    where_sql,
 )
 from sidecar.store.schema import SCHEMA_VERSION
 from sidecar.store.types import (
@@ -444,97 +440,23 @@ class Store:
 
     # ---- reads: connections and row access ----------------------------------------------
 
-    def _rconn(self) -> sqlite3.Connection:
-        if self._shut:
-            raise StoreClosed("the store is closed")
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = self._connect(read_only=True)
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc, "read") from exc
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
-
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            return self._rconn().execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise map_sqlite_error(exc, "read") from exc
+        return _reads._read(self, sql, params)
 
     def _fetch_rows(self, cid: int, max_vseq: int | None, after: int, limit: int) -> list[Row]:
-        if max_vseq is None:
-            return self._read(
-                "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? "
-                "ORDER BY rid LIMIT ?",
-                (cid, after, limit),
-            )
-        return self._read(
-            "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? AND vseq <= ? "
-            "ORDER BY rid LIMIT ?",
-            (cid, after, max_vseq, limit),
-        )
+        return _reads._fetch_rows(self, cid, max_vseq, after, limit)
 
     def _live_upto(self, cid: int, seq: int) -> set[int]:
-        rows = self._wconn.execute(
-            "SELECT rid FROM records WHERE cid = ? AND vseq <= ?", (cid, seq)
-        ).fetchall()
-        return {r[0] for r in rows}
+        return _reads._live_upto(self, cid, seq)
 
     def _tail_rows(self, cid: int, seq: int) -> list[Row]:
-        return self._wconn.execute(
-            "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND vseq > ? ORDER BY rid",
-            (cid, seq),
-        ).fetchall()
+        return _reads._tail_rows(self, cid, seq)
 
     def _fetch_vectors(self, rids: Sequence[int]) -> dict[int, F32]:
-        out: dict[int, F32] = {}
-        for part in chunks(list(rids)):
-            marks = ",".join("?" * len(part))
-            for rid, blob in self._read(
-                f"SELECT rid, vector FROM records WHERE rid IN ({marks})", part
-            ):
-                if blob is not None:
-                    out[rid] = N.normalized(np.frombuffer(blob, dtype=np.float32))
-        return out
-
-    def _records(self, name: str, rows: Iterable[Sequence[Any]], with_vector: bool) -> list[Record]:
-        """Records from rows; a damaged one is skipped and reported (never its content)."""
-        out: list[Record] = []
-        for row in rows:
-            try:
-                out.append(self._row_to_record(name, row, with_vector))
-            except BadRecord as exc:
-                self._report_bad(name, str(row[1]), str(exc))
-        return out
+        return _reads._fetch_vectors(self, rids)
 
     def _report_bad(self, collection: str, record_id: str, why: str) -> None:
-        key = (collection, record_id)
-        if key not in self.bad_records:
-            self.bad_records[key] = why
-            log.error("store.bad_record", collection=collection, id=record_id[:200], error=why)
-
-    def _row_to_record(self, name: str, row: Sequence[Any], with_vector: bool) -> Record:
-        _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
-        if isinstance(text, Undecodable) or isinstance(rec_id, Undecodable):
-            raise BadRecord("text is not UTF-8")
-        vec = None
-        if with_vector and row[9] is not None:
-            vec = np.frombuffer(row[9], dtype=np.float32).copy()
-        return Record(
-            collection=name,
-            id=rec_id,
-            text=text,
-            metadata=record_meta(meta),
-            version=version,
-            created_ms=created,
-            updated_ms=updated,
-            ts_ms=ts if ts is not None else created,
-            seq=seq,
-            vector=vec,
-        )
+        return _reads._report_bad(self, collection, record_id, why)
 
     _COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
 
@@ -795,36 +717,13 @@ class Store:
     def get(
         self, collection: str, record_id: str, *, include_vector: bool = False
     ) -> Record | None:
-        self._guard()
-        info = self._collections.get(collection)
-        if info is None:
-            return None
-        rows = self._read(
-            f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id = ?",
-            (info.cid, record_id),
-        )
-        found = self._records(info.name, rows[:1], include_vector)
-        return found[0] if found else None
+        return _reads.get(self, collection, record_id, include_vector=include_vector)
 
     def get_many(
         self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
     ) -> list[Record]:
         """Existing records among ``ids``, in id order."""
-        self._guard()
-        info = self._collections.get(collection)
-        if info is None:
-            return []
-        wanted = list(dict.fromkeys(ids))
-        out: list[Record] = []
-        for part in chunks(wanted):
-            marks = ",".join("?" * len(part))
-            rows = self._read(
-                f"SELECT {self._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
-                (info.cid, *part),
-            )
-            out.extend(self._records(info.name, rows, include_vectors))
-        out.sort(key=lambda r: r.id)
-        return out
+        return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
 
     def list_records(
         self,
@@ -840,41 +739,21 @@ class Store:
 
         ``where``: metadata equality (all pairs must match); ``after_id`` pages.
         """
-        self._guard()
-        info = self._collections.get(collection)
-        if info is None:
-            return []
-        clause, params, post = where_sql(where, time_range)
-        sql = f"SELECT {self._COLS}, vector FROM records WHERE cid = ?{clause}"
-        args: list[Any] = [info.cid, *params]
-        if after_id is not None:
-            sql += " AND id > ?"
-            args.append(after_id)
-        sql += " ORDER BY id"
-        if limit is not None and limit > 0 and not post:
-            sql += " LIMIT ?"
-            args.append(limit)
-        rows = self._read(sql, args)
-        out = self._records(info.name, rows, include_vectors)
-        if post:
-            out = [r for r in out if N.metadata_matches(r.metadata, post)]
-            if limit is not None and limit > 0:
-                out = out[:limit]
-        return out
+        return _reads.list_records(
+            self,
+            collection,
+            where=where,
+            time_range=time_range,
+            limit=limit,
+            after_id=after_id,
+            include_vectors=include_vectors,
+        )
 
     def iter_records(
         self, collection: str, *, include_vectors: bool = True, batch: int = 1000
     ) -> Iterable[Record]:
         """All records of a collection in id order, paged (for export and re-embedding)."""
-        after: str | None = None
-        while True:
-            page = self.list_records(
-                collection, after_id=after, limit=batch, include_vectors=include_vectors
-            )
-            if not page:
-                return
-            yield from page
-            after = page[-1].id
+        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
 
     def count(self, collection: str) -> int:
         info = self._collections.get(collection)

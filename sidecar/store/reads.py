@@ -1,0 +1,225 @@
+"""Reading records back: the per-thread read connections, row fetching in chunks, damaged
+records reported and skipped, and get / list / iterate."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.errors import StoreClosed
+from sidecar.store.exact import F32
+from sidecar.store.index import Row
+from sidecar.store.rows import (
+    BadRecord,
+    Undecodable,
+    chunks,
+    record_meta,
+    where_sql,
+)
+from sidecar.store.types import Record, TimeRange
+from sidecar.store.writer import map_sqlite_error
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def _rconn(store: Store) -> sqlite3.Connection:
+    if store._shut:
+        raise StoreClosed("the store is closed")
+    conn: sqlite3.Connection | None = getattr(store._local, "conn", None)
+    if conn is None:
+        try:
+            conn = store._connect(read_only=True)
+        except sqlite3.Error as exc:
+            raise map_sqlite_error(exc, "read") from exc
+        store._local.conn = conn
+        with store._readers_lock:
+            store._readers.append(conn)
+    return conn
+
+
+def _read(store: Store, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    try:
+        return _rconn(store).execute(sql, params).fetchall()
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, "read") from exc
+
+
+def _fetch_rows(store: Store, cid: int, max_vseq: int | None, after: int, limit: int) -> list[Row]:
+    if max_vseq is None:
+        return _read(
+            store,
+            "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? "
+            "ORDER BY rid LIMIT ?",
+            (cid, after, limit),
+        )
+    return _read(
+        store,
+        "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND rid > ? AND vseq <= ? "
+        "ORDER BY rid LIMIT ?",
+        (cid, after, max_vseq, limit),
+    )
+
+
+def _live_upto(store: Store, cid: int, seq: int) -> set[int]:
+    rows = store._wconn.execute(
+        "SELECT rid FROM records WHERE cid = ? AND vseq <= ?", (cid, seq)
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _tail_rows(store: Store, cid: int, seq: int) -> list[Row]:
+    return store._wconn.execute(
+        "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND vseq > ? ORDER BY rid",
+        (cid, seq),
+    ).fetchall()
+
+
+def _fetch_vectors(store: Store, rids: Sequence[int]) -> dict[int, F32]:
+    out: dict[int, F32] = {}
+    for part in chunks(list(rids)):
+        marks = ",".join("?" * len(part))
+        for rid, blob in _read(
+            store, f"SELECT rid, vector FROM records WHERE rid IN ({marks})", part
+        ):
+            if blob is not None:
+                out[rid] = N.normalized(np.frombuffer(blob, dtype=np.float32))
+    return out
+
+
+def _records(
+    store: Store, name: str, rows: Iterable[Sequence[Any]], with_vector: bool
+) -> list[Record]:
+    """Records from rows; a damaged one is skipped and reported (never its content)."""
+    out: list[Record] = []
+    for row in rows:
+        try:
+            out.append(_row_to_record(store, name, row, with_vector))
+        except BadRecord as exc:
+            _report_bad(store, name, str(row[1]), str(exc))
+    return out
+
+
+def _report_bad(store: Store, collection: str, record_id: str, why: str) -> None:
+    key = (collection, record_id)
+    if key not in store.bad_records:
+        store.bad_records[key] = why
+        log.error("store.bad_record", collection=collection, id=record_id[:200], error=why)
+
+
+def _row_to_record(store: Store, name: str, row: Sequence[Any], with_vector: bool) -> Record:
+    _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
+    if isinstance(text, Undecodable) or isinstance(rec_id, Undecodable):
+        raise BadRecord("text is not UTF-8")
+    vec = None
+    if with_vector and row[9] is not None:
+        vec = np.frombuffer(row[9], dtype=np.float32).copy()
+    return Record(
+        collection=name,
+        id=rec_id,
+        text=text,
+        metadata=record_meta(meta),
+        version=version,
+        created_ms=created,
+        updated_ms=updated,
+        ts_ms=ts if ts is not None else created,
+        seq=seq,
+        vector=vec,
+    )
+
+
+def get(
+    store: Store, collection: str, record_id: str, *, include_vector: bool = False
+) -> Record | None:
+    store._guard()
+    info = store._collections.get(collection)
+    if info is None:
+        return None
+    rows = _read(
+        store,
+        f"SELECT {store._COLS}, vector FROM records WHERE cid = ? AND id = ?",
+        (info.cid, record_id),
+    )
+    found = _records(store, info.name, rows[:1], include_vector)
+    return found[0] if found else None
+
+
+def get_many(
+    store: Store, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+) -> list[Record]:
+    """Existing records among ``ids``, in id order."""
+    store._guard()
+    info = store._collections.get(collection)
+    if info is None:
+        return []
+    wanted = list(dict.fromkeys(ids))
+    out: list[Record] = []
+    for part in chunks(wanted):
+        marks = ",".join("?" * len(part))
+        rows = _read(
+            store,
+            f"SELECT {store._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
+            (info.cid, *part),
+        )
+        out.extend(_records(store, info.name, rows, include_vectors))
+    out.sort(key=lambda r: r.id)
+    return out
+
+
+def list_records(
+    store: Store,
+    collection: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    time_range: TimeRange | None = None,
+    limit: int | None = None,
+    after_id: str | None = None,
+    include_vectors: bool = False,
+) -> list[Record]:
+    """Records of a collection in id order (byte order of UTF-8, like Go's sort).
+
+    ``where``: metadata equality (all pairs must match); ``after_id`` pages.
+    """
+    store._guard()
+    info = store._collections.get(collection)
+    if info is None:
+        return []
+    clause, params, post = where_sql(where, time_range)
+    sql = f"SELECT {store._COLS}, vector FROM records WHERE cid = ?{clause}"
+    args: list[Any] = [info.cid, *params]
+    if after_id is not None:
+        sql += " AND id > ?"
+        args.append(after_id)
+    sql += " ORDER BY id"
+    if limit is not None and limit > 0 and not post:
+        sql += " LIMIT ?"
+        args.append(limit)
+    rows = _read(store, sql, args)
+    out = _records(store, info.name, rows, include_vectors)
+    if post:
+        out = [r for r in out if N.metadata_matches(r.metadata, post)]
+        if limit is not None and limit > 0:
+            out = out[:limit]
+    return out
+
+
+def iter_records(
+    store: Store, collection: str, *, include_vectors: bool = True, batch: int = 1000
+) -> Iterable[Record]:
+    """All records of a collection in id order, paged (for export and re-embedding)."""
+    after: str | None = None
+    while True:
+        page = list_records(
+            store, collection, after_id=after, limit=batch, include_vectors=include_vectors
+        )
+        if not page:
+            return
+        yield from page
+        after = page[-1].id
