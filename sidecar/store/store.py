@@ -28,12 +28,14 @@ from typing import Any, TextIO
 import structlog
 
 from sidecar.config import StoreSettings
+from sidecar.store import commits as _commits
 from sidecar.store import maintenance as _maintenance
 from sidecar.store import names as N
 from sidecar.store import opening as _opening
 from sidecar.store import ops as _ops
 from sidecar.store import reads as _reads
 from sidecar.store import search as _search
+from sidecar.store import tombstones as _tombstones
 from sidecar.store.errors import (
     InvalidInput,
     StorageUnavailable,
@@ -48,9 +50,6 @@ from sidecar.store.files import now_ms, warn_if_shared
 from sidecar.store.index import AnnParams, Row, VectorIndex
 from sidecar.store.lock import DirLock
 from sidecar.store.rows import (
-    chunks,
-    decode_meta,
-    json_encode,
     lenient_text,
 )
 from sidecar.store.schema import SCHEMA_VERSION
@@ -371,68 +370,11 @@ class Store:
 
     def _after_commit(self, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
         """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
-        for name, info in group.items():
-            old = self._collections.pop(name, None)
-            if old is not None:
-                self._by_cid.pop(old.cid, None)
-            if info is not None:
-                self._collections[name] = info
-                self._by_cid[info.cid] = info
-                self._counts.setdefault(info.cid, 0)
-                if info.has_vectors and info.cid not in self._indexes:
-                    idx = self._new_index(info)
-                    idx.loaded = True  # new and empty: nothing to load
-                    self._indexes[info.cid] = idx
-        by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
-        for tx in txs:
-            for cid, delta in tx.counts.items():
-                self._counts[cid] = self._counts.get(cid, 0) + delta
-            for eff in tx.effects:
-                if eff.kind == "drop":
-                    self._apply_drop(eff.cid)
-                    by_cid.pop(eff.cid, None)
-                else:
-                    by_cid.setdefault(eff.cid, []).append(
-                        (eff.kind, eff.rid, eff.rec_id, eff.unit, eff.vseq)
-                    )
-        for cid, changes in by_cid.items():
-            target = self._indexes.get(cid)
-            if target is None:
-                continue
-            try:
-                target.apply(changes)
-            except Exception as exc:
-                log.exception("index.update_failed", collection=target.name)
-                target.broken = True
-                self._mark_dirty(target, f"update failed: {exc}")
-        self._applied_seq = self._seq
-        self._last_write = time.monotonic()
-        self._dirty_since_ckpt = True
-        if self._indexer is not None:
-            for cid in by_cid:
-                self._indexer.notify(cid)
-
-    def _apply_drop(self, cid: int) -> None:
-        idx = self._indexes.pop(cid, None)
-        self._counts.pop(cid, None)
-        if idx is not None:
-            idx.dropped = True
-            idx.drop_files(self.index_dir)
+        return _commits._after_commit(self, txs, group)
 
     def _mark_dirty(self, idx: VectorIndex, reason: str) -> None:
         """Persist a dirty marker (repaired at the next checkpoint or start)."""
-        cid, dims = idx.cid, idx.ann_dims
-
-        def job(tx: Tx) -> None:
-            if cid in self._by_cid:
-                tx.conn.execute(
-                    "INSERT OR REPLACE INTO dirty_tiers (cid, dims, reason, created_ms) "
-                    "VALUES (?, ?, ?, ?)",
-                    (cid, dims, reason[:500], tx.now_ms),
-                )
-
-        if not self._closed:
-            self._writer.submit(job)
+        return _commits._mark_dirty(self, idx, reason)
 
     def _guard(self) -> None:
         if self._closed:
@@ -482,20 +424,7 @@ class Store:
         return sorted(out, key=lambda c: c.name)
 
     def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
-        info = tx.lookup(name)
-        if info is not None:
-            return info
-        dims = N.dims_for_collection(name, self.embed_dims)
-        kind = N.kind_for_dims(dims)
-        cur = tx.conn.execute(
-            "INSERT INTO collections (name, dims, kind, created_ms) VALUES (?, ?, ?, ?)",
-            (name, dims, kind, tx.now_ms),
-        )
-        cid = cur.lastrowid
-        assert cid is not None
-        info = CollectionInfo(name, cid, dims, kind, tx.now_ms)
-        tx.set_group(name, info)
-        return info
+        return _commits._ensure_in_tx(self, tx, name)
 
     def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
         return self.ensure_collections_future(names).result()
@@ -608,37 +537,7 @@ class Store:
         Duplicate ids in one update count once. The version is not bumped (an access count
         is bookkeeping, not an edit, so it never breaks a compare-and-swap).
         """
-        plan: list[tuple[str, list[str]]] = []
-        for coll, ids in updates.items():
-            name = N.validate_collection(coll)
-            plan.append((name, sorted({N.validate_id(i) for i in ids})))
-
-        def job(tx: Tx) -> int:
-            n = 0
-            for name, ids in plan:
-                info = tx.lookup(name)
-                if info is None:
-                    continue
-                for part in chunks(ids):
-                    marks = ",".join("?" * len(part))
-                    rows = tx.conn.execute(
-                        f"SELECT rid, metadata FROM records WHERE cid = ? AND id IN ({marks})",
-                        (info.cid, *part),
-                    ).fetchall()
-                    for rid, raw in rows:
-                        meta = decode_meta(raw)
-                        old = meta.get(key)
-                        if isinstance(old, bool) or not isinstance(old, (int, float)):
-                            old = 0
-                        meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
-                        tx.conn.execute(
-                            "UPDATE records SET metadata = ?, seq = ? WHERE rid = ?",
-                            (json_encode(meta).decode(), tx.next_seq(), rid),
-                        )
-                        n += 1
-            return n
-
-        return self._submit(job)
+        return _commits.increment_future(self, updates, key)
 
     def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
         return self._result(self.increment_future(updates, key))  # type: ignore[no-any-return]
@@ -646,71 +545,21 @@ class Store:
     # ---- tombstones --------------------------------------------------------------------
 
     def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
-        items = [str(k) for k in keys]
-
-        def job(tx: Tx) -> int:
-            tx.conn.executemany(
-                "INSERT OR REPLACE INTO tombstones (namespace, key, reason, created_ms) "
-                "VALUES (?, ?, ?, ?)",
-                [(namespace, k, reason, tx.now_ms) for k in items],
-            )
-            return len(items)
-
-        return self._result(self._submit(job))  # type: ignore[no-any-return]
+        return _tombstones.add_tombstones(self, namespace, keys, reason)
 
     def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int:
-        items = None if keys is None else [str(k) for k in keys]
-
-        def job(tx: Tx) -> int:
-            if items is None:
-                return tx.conn.execute(
-                    "DELETE FROM tombstones WHERE namespace = ?", (namespace,)
-                ).rowcount
-            n = 0
-            for k in items:
-                n += tx.conn.execute(
-                    "DELETE FROM tombstones WHERE namespace = ? AND key = ?", (namespace, k)
-                ).rowcount
-            return n
-
-        return self._result(self._submit(job))  # type: ignore[no-any-return]
+        return _tombstones.remove_tombstones(self, namespace, keys)
 
     def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
-        items = list(dict.fromkeys(str(k) for k in keys))
-        out: set[str] = set()
-        for part in chunks(items):
-            marks = ",".join("?" * len(part))
-            out.update(
-                r[0]
-                for r in self._read(
-                    f"SELECT key FROM tombstones WHERE namespace = ? AND key IN ({marks})",
-                    (namespace, *part),
-                )
-            )
-        return out
+        return _tombstones.tombstoned(self, namespace, keys)
 
     def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
         """The keys among ``keys`` tombstoned under any namespace."""
-        items = list(dict.fromkeys(str(k) for k in keys))
-        out: set[str] = set()
-        for part in chunks(items):
-            marks = ",".join("?" * len(part))
-            out.update(
-                r[0] for r in self._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
-            )
-        return out
+        return _tombstones.tombstoned_anywhere(self, keys)
 
     def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
         """(namespace, key, reason, created_ms) sorted by namespace, key."""
-        if namespace is None:
-            return self._read(
-                "SELECT namespace, key, reason, created_ms FROM tombstones ORDER BY 1, 2"
-            )
-        return self._read(
-            "SELECT namespace, key, reason, created_ms FROM tombstones WHERE namespace = ? "
-            "ORDER BY key",
-            (namespace,),
-        )
+        return _tombstones.list_tombstones(self, namespace)
 
     # ---- reads -------------------------------------------------------------------------
 

@@ -1,0 +1,149 @@
+"""What follows a committed write (index rows applied, dropped collections removed, damaged
+indexes marked for rebuild), creating collections inside a transaction, and counters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.exact import F32
+from sidecar.store.index import VectorIndex
+from sidecar.store.rows import chunks, decode_meta, json_encode
+from sidecar.store.types import CollectionInfo
+from sidecar.store.writer import Tx
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
+    """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
+    for name, info in group.items():
+        old = store._collections.pop(name, None)
+        if old is not None:
+            store._by_cid.pop(old.cid, None)
+        if info is not None:
+            store._collections[name] = info
+            store._by_cid[info.cid] = info
+            store._counts.setdefault(info.cid, 0)
+            if info.has_vectors and info.cid not in store._indexes:
+                idx = store._new_index(info)
+                idx.loaded = True  # new and empty: nothing to load
+                store._indexes[info.cid] = idx
+    by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
+    for tx in txs:
+        for cid, delta in tx.counts.items():
+            store._counts[cid] = store._counts.get(cid, 0) + delta
+        for eff in tx.effects:
+            if eff.kind == "drop":
+                _apply_drop(store, eff.cid)
+                by_cid.pop(eff.cid, None)
+            else:
+                by_cid.setdefault(eff.cid, []).append(
+                    (eff.kind, eff.rid, eff.rec_id, eff.unit, eff.vseq)
+                )
+    for cid, changes in by_cid.items():
+        target = store._indexes.get(cid)
+        if target is None:
+            continue
+        try:
+            target.apply(changes)
+        except Exception as exc:
+            log.exception("index.update_failed", collection=target.name)
+            target.broken = True
+            _mark_dirty(store, target, f"update failed: {exc}")
+    store._applied_seq = store._seq
+    store._last_write = time.monotonic()
+    store._dirty_since_ckpt = True
+    if store._indexer is not None:
+        for cid in by_cid:
+            store._indexer.notify(cid)
+
+
+def _apply_drop(store: Store, cid: int) -> None:
+    idx = store._indexes.pop(cid, None)
+    store._counts.pop(cid, None)
+    if idx is not None:
+        idx.dropped = True
+        idx.drop_files(store.index_dir)
+
+
+def _mark_dirty(store: Store, idx: VectorIndex, reason: str) -> None:
+    """Persist a dirty marker (repaired at the next checkpoint or start)."""
+    cid, dims = idx.cid, idx.ann_dims
+
+    def job(tx: Tx) -> None:
+        if cid in store._by_cid:
+            tx.conn.execute(
+                "INSERT OR REPLACE INTO dirty_tiers (cid, dims, reason, created_ms) "
+                "VALUES (?, ?, ?, ?)",
+                (cid, dims, reason[:500], tx.now_ms),
+            )
+
+    if not store._closed:
+        store._writer.submit(job)
+
+
+def _ensure_in_tx(store: Store, tx: Tx, name: str) -> CollectionInfo:
+    info = tx.lookup(name)
+    if info is not None:
+        return info
+    dims = N.dims_for_collection(name, store.embed_dims)
+    kind = N.kind_for_dims(dims)
+    cur = tx.conn.execute(
+        "INSERT INTO collections (name, dims, kind, created_ms) VALUES (?, ?, ?, ?)",
+        (name, dims, kind, tx.now_ms),
+    )
+    cid = cur.lastrowid
+    assert cid is not None
+    info = CollectionInfo(name, cid, dims, kind, tx.now_ms)
+    tx.set_group(name, info)
+    return info
+
+
+def increment_future(
+    store: Store, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+) -> Future[int]:
+    """``metadata[key] += 1`` for each existing (collection, id); missing ones skipped.
+
+    Duplicate ids in one update count once. The version is not bumped (an access count
+    is bookkeeping, not an edit, so it never breaks a compare-and-swap).
+    """
+    plan: list[tuple[str, list[str]]] = []
+    for coll, ids in updates.items():
+        name = N.validate_collection(coll)
+        plan.append((name, sorted({N.validate_id(i) for i in ids})))
+
+    def job(tx: Tx) -> int:
+        n = 0
+        for name, ids in plan:
+            info = tx.lookup(name)
+            if info is None:
+                continue
+            for part in chunks(ids):
+                marks = ",".join("?" * len(part))
+                rows = tx.conn.execute(
+                    f"SELECT rid, metadata FROM records WHERE cid = ? AND id IN ({marks})",
+                    (info.cid, *part),
+                ).fetchall()
+                for rid, raw in rows:
+                    meta = decode_meta(raw)
+                    old = meta.get(key)
+                    if isinstance(old, bool) or not isinstance(old, (int, float)):
+                        old = 0
+                    meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+                    tx.conn.execute(
+                        "UPDATE records SET metadata = ?, seq = ? WHERE rid = ?",
+                        (json_encode(meta).decode(), tx.next_seq(), rid),
+                    )
+                    n += 1
+        return n
+
+    return store._submit(job)
