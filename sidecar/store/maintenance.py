@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -167,3 +168,42 @@ def _index_step(store: Store, cid: int) -> bool:
         idx.needs_repair = True
         store._mark_dirty(idx, f"{action} failed: {exc}")
     return False
+
+
+class Indexer(threading.Thread):
+    """Background index maintenance: builds, tail moves, rebuilds, shrinks."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(name="libravdb-store-indexer", daemon=True)
+        self.store = store
+        self._cond = threading.Condition()
+        self._pending: dict[int, None] = {}
+        self._stopping = False
+
+    def notify(self, cid: int) -> None:
+        with self._cond:
+            self._pending[cid] = None
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait(1.0)
+                if self._stopping:
+                    return
+                cid = next(iter(self._pending))
+                del self._pending[cid]
+            try:
+                more = self.store._index_step(cid)
+            except Exception:
+                log.exception("index.indexer_failed")
+                more = False
+            if more:
+                with self._cond:
+                    self._pending[cid] = None

@@ -209,7 +209,7 @@ class Store:
         self._last_checkpoint = time.monotonic()
         self._dirty_since_ckpt = False
         self._stop_event = threading.Event()
-        self._indexer: _Indexer | None = None
+        self._indexer: _maintenance.Indexer | None = None
         self._ticker: threading.Thread | None = None
 
         try:
@@ -237,7 +237,7 @@ class Store:
         self._writer = Writer(self)
         self._writer.start()
         if background:
-            self._indexer = _Indexer(self)
+            self._indexer = _maintenance.Indexer(self)
             self._indexer.start()
             for cid in self._indexes:
                 self._indexer.notify(cid)
@@ -741,42 +741,3 @@ class Store:
             "schema": SCHEMA_VERSION,
             "indexes": [dataclasses.asdict(s) for s in self.index_status()],
         }
-
-
-class _Indexer(threading.Thread):
-    """Background index maintenance: builds, tail moves, rebuilds, shrinks."""
-
-    def __init__(self, store: Store) -> None:
-        super().__init__(name="libravdb-store-indexer", daemon=True)
-        self.store = store
-        self._cond = threading.Condition()
-        self._pending: dict[int, None] = {}
-        self._stopping = False
-
-    def notify(self, cid: int) -> None:
-        with self._cond:
-            self._pending[cid] = None
-            self._cond.notify()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-
-    def run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait(1.0)
-                if self._stopping:
-                    return
-                cid = next(iter(self._pending))
-                del self._pending[cid]
-            try:
-                more = self.store._index_step(cid)
-            except Exception:
-                log.exception("index.indexer_failed")
-                more = False
-            if more:
-                with self._cond:
-                    self._pending[cid] = None
