@@ -65,6 +65,34 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sidecar.memory.authored.lexicon import (
+    CONTRACTIONS,
+    DETERMINERS,
+    DISCOURSE_ADVERBS,
+    DONT_IDIOMS,
+    EPISTEMIC_PRONOUNS,
+    EPISTEMIC_STATES,
+    FINITE_AFTER_NOUN,
+    IMPERATIVE_VERBS,
+    INFORMATIONAL_AFTER_CAN,
+    INTENSIFIERS,
+    IRREGULAR_PARTICIPLES,
+    KNOWLEDGE_VERBS,
+    METATEXT_NOUNS,
+    NARRATIVE_FRAMES,
+    NEGATIVE_SUBJECTS,
+    NEVER_STATEMENT,
+    NO_INTERJECTIONS,
+    NO_PREPOSITIONS,
+    PLAN_PERIODS,
+    PLAN_TIMES,
+    REPORTING_VERBS,
+    ROLE_NOUNS,
+    SUBJECT_SKIP_ADVERBS,
+    SUBORDINATORS,
+    TASK_MARKERS,
+)
+
 
 class Modality(enum.IntFlag):
     """Modality bits, with the reference's values."""
@@ -109,237 +137,6 @@ def label_for_mask(mask: int) -> DeonticClass:
 # ------------------------------------------------------------------------------ lexicon
 
 
-def _words(text: str) -> list[str]:
-    return text.split()
-
-
-IMPERATIVE_VERBS = frozenset(
-    _words(
-        """
-        act add adhere adopt align annotate answer append apply archive ask assert attach audit
-        back benchmark bind block break build bump cache call cap capture catch check cite
-        clarify clean clear close collapse collect commit compare compile compress configure
-        confirm consider consult contact convert copy correct count create cross-check cut debug
-        declare decline default defer define delete deploy deprecate describe design detect
-        disable discard document double-check download drain drop dump edit embed emit enable
-        greet remind
-        encode enforce ensure escalate escape estimate evaluate exclude execute explain export
-        expose extract favor favour fetch file fill filter find fix flag flush focus follow
-        forget format freeze gate give ground group guard handle hash highlight hold honor
-        honour identify ignore implement import include index inform initialize insert inspect
-        install invalidate investigate isolate keep label leave limit link lint list load lock
-        log look maintain make map mark mask measure mention merge migrate minimize mirror mock
-        modify monitor move name normalize notify observe open optimize order pass pause persist
-        pick pin place plan poll post prefer prepare prepend preserve print prioritise
-        prioritize probe profile prompt protect prove provide prune publish pull push put quote
-        raise rank re-run read rebase rebuild recheck record redact reduce refactor refer
-        reference refresh register reject release reload remember remove rename render reorder
-        repeat replace reply report reproduce request rerun reserve reset resolve respect
-        respond restart restore restrict retain retry return reuse review revert rewrite
-        rollback rotate route run sanitise sanitize save say scan search select send separate
-        serialize serve set share ship show shut sign simplify skip sort specify split squash
-        start state stay stick store stream strip structure submit suggest summarise summarize
-        supply support switch sync tag take talk tell test throttle time-box track translate
-        treat trim trust try turn unify unlock update upgrade upload use validate verify version
-        wait warn watch wrap write
-        """
-    )
-)
-
-# Finite verbs that reveal a sentence-initial "verb" to be a noun ("Use cases are ...").
-FINITE_AFTER_NOUN = frozenset(
-    _words(
-        """
-        is are was were has have had will would can could should may might must shall do does
-        did seem seems vary varies differ differs depend depends remain remains indicate
-        indicates show shows look looks take takes include includes mean means become becomes
-        goes reduce reduces increase increases happen happens cause causes matter matters appear
-        appears contain contains describe describes live lives lives tend tends went
-        """
-    )
-)
-
-ROLE_NOUNS = frozenset(
-    _words(
-        """
-        you user users contributor contributors maintainer maintainers agent agents assistant
-        assistants developer developers engineer engineers employee employees staff member
-        members guest guests visitor visitors reviewer reviewers author authors client clients
-        admin admins administrator administrators operator operators player players student
-        students team teams everyone anyone people customer customers caller callers plugin
-        plugins extension extensions bot bots model models participant participants
-        """
-    )
-)
-
-EPISTEMIC_PRONOUNS = frozenset(
-    _words(
-        """
-        he she they him her them it this that there which who something someone somebody
-        everything nothing
-        """
-    )
-)
-
-EPISTEMIC_STATES = frozenset(
-    _words(
-        """
-        tired exhausted joking kidding hungry thirsty sleepy new mistaken confused crazy lonely
-        proud happy sad busy relieved thrilled frustrated frustrating nice lovely hard difficult
-        tough fun exciting excited wonderful great amazing awful terrible painful annoying
-        worried upset bored boring glad wrong right cold freezing hot exhausting a an the some
-        so really very
-        """
-    )
-)
-
-IRREGULAR_PARTICIPLES = frozenset(
-    _words(
-        """
-        been done made kept written run built set put sent given taken shown known held left
-        read found paid said told thought had got gotten forgotten seen gone begun drawn driven
-        eaten fallen felt fed hidden hit hurt laid led lent let lit lost meant met quit rung
-        shut sold split spent spread stood struck sworn swept thrown torn understood undone
-        woken worn won withdrawn rewritten rebuilt rerun reset upset
-        """
-    )
-)
-
-INFORMATIONAL_AFTER_CAN = frozenset(
-    _words(
-        """
-        see find tell imagine expect notice hear guess learn spot recognize recognise probably
-        also still
-        """
-    )
-)
-
-REPORTING_VERBS = frozenset(
-    _words(
-        """
-        said says say told decreed declared insisted claimed thought believed knew wrote
-        announced swore promised warned ordered argued explained mentioned whispered shouted
-        replied admitted agreed felt feared hoped realized realised
-        think thinks believe believes reckon reckons suggested suggests
-        """
-    )
-)
-
-SUBORDINATORS = frozenset(
-    _words(
-        """
-        if when whenever before after unless once while until to in for during as since where
-        wherever because although though from starting going
-        """
-    )
-)
-
-DISCOURSE_ADVERBS = frozenset(
-    _words(
-        """
-        also and so then finally additionally generally ideally instead otherwise however but
-        now first second third next lastly again likewise similarly therefore thus hence
-        """
-    )
-)
-
-SUBJECT_SKIP_ADVERBS = frozenset(
-    _words(
-        """
-        also always never really still then just only absolutely probably definitely certainly
-        generally usually ideally all both each
-        """
-    )
-)
-
-NO_INTERJECTIONS = frozenset(
-    _words(
-        """
-        worries worry problem problems prob thanks thank idea way doubt matter one body longer
-        more less kidding wonder offense offence rush sweat clue comment big two three four
-        single other such sir joke chance pressure biggie biggy longer dice comment luck
-        """
-    )
-)
-
-NO_PREPOSITIONS = frozenset(
-    _words(
-        """
-        in on at to for from into inside outside without before after during until unless within
-        across near past under over with onto beyond
-        """
-    )
-)
-
-DONT_IDIOMS = frozenset(
-    _words(
-        """
-        worry mention panic fret
-        """
-    )
-)
-NEGATIVE_SUBJECTS = frozenset(
-    _words(
-        """
-        nobody none noone
-        """
-    )
-)
-NARRATIVE_FRAMES = frozenset(
-    _words(
-        """
-        story tale book legend novel film movie game dream myth poem song play show episode
-        chapter fable saga
-        """
-    )
-)
-DETERMINERS = frozenset(
-    _words(
-        """
-        the a an this that these those every each all any some no your my our their his her its
-        """
-    )
-)
-KNOWLEDGE_VERBS = frozenset(
-    _words(
-        """
-        know understand remember mind care get think want like see
-        """
-    )
-)
-METATEXT_NOUNS = frozenset(
-    _words(
-        """
-        goal goals purpose aim aims intent intention idea point objective objectives plan
-        motivation rationale premise thesis question problem
-        """
-    )
-)
-TASK_MARKERS = frozenset(
-    _words(
-        """
-        todo fixme xxx hack
-        """
-    )
-)
-
-_CONTRACTIONS: dict[str, tuple[str, ...]] = {
-    "can't": ("can", "not"),
-    "cannot": ("can", "not"),
-    "won't": ("will", "not"),
-    "shan't": ("shall", "not"),
-    "let's": ("let", "us"),
-    "it's": ("it", "is"),
-    "that's": ("that", "is"),
-    "there's": ("there", "is"),
-    "what's": ("what", "is"),
-    "he's": ("he", "is"),
-    "she's": ("she", "is"),
-    "here's": ("here", "is"),
-    "i'm": ("i", "am"),
-    "ain't": ("is", "not"),
-}
-
 _TOKEN_RE = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*|->|[,;:!?.]")
 _COMMENT_RE = re.compile(r"^\s*(?://+|#+(?=\s|$)|/\*+|--+(?=\s))\s*")
 _COMMENT_END_RE = re.compile(r"\s*\*+/\s*$")
@@ -349,8 +146,8 @@ _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[^a-z\s])|\n+")
 
 
 def _expand(word: str) -> list[str]:
-    if word in _CONTRACTIONS:
-        return list(_CONTRACTIONS[word])
+    if word in CONTRACTIONS:
+        return list(CONTRACTIONS[word])
     if word.endswith("n't"):
         return [word[:-3], "not"]
     for suffix, full in (
@@ -424,10 +221,6 @@ def _strip_leading(clause: list[str]) -> list[str]:
 
 
 # When a plan is for: "We should grab coffee sometime", "... go camping this summer".
-PLAN_TIMES = frozenset(_words("sometime someday soon again tonight tomorrow"))
-PLAN_PERIODS = frozenset(_words("summer winter spring autumn weekend week month year time day"))
-
-
 def _is_plan(rest: Sequence[str]) -> bool:
     """A suggestion about a future occasion rather than a standing rule."""
     if rest[:1] in (["always"], ["never"], ["not"]):
@@ -486,36 +279,10 @@ class _Scan:
         self.cues.append(cue)
 
 
-_INTENSIFIERS = frozenset(
-    {"please", "kindly", "always", "strictly", "only", "absolutely", "just", "simply", "also"}
-)
-# After "never": words that make it a statement about the past or a habit, not a rule.
-_NEVER_STATEMENT = frozenset(
-    {
-        "mind",
-        "before",
-        "again",
-        "have",
-        "has",
-        "had",
-        "did",
-        "was",
-        "were",
-        "is",
-        "are",
-        "will",
-        "would",
-        "could",
-        "can",
-        "once",
-    }
-)
-
-
 def _start_rules(words: list[str], scan: _Scan) -> None:
     """Rules that apply at the start of a (main) clause."""
     intensified = False
-    while words and words[0] in _INTENSIFIERS:
+    while words and words[0] in INTENSIFIERS:
         words = words[1:]
         intensified = True
     if not words:
@@ -525,7 +292,7 @@ def _start_rules(words: list[str], scan: _Scan) -> None:
     if w0 == "do" and w1 == "not":
         _dont_rule(words, scan)
     elif w0 == "never":
-        if w1 == "ever" or (w1 and w1 not in _NEVER_STATEMENT):
+        if w1 == "ever" or (w1 and w1 not in NEVER_STATEMENT):
             scan.add(Modality.PROHIBITION, "never")
     elif w0 == "no":
         _no_rule(words, scan)
