@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from sidecar.config import load_settings  # noqa: E402
 from sidecar.engines import EngineHub  # noqa: E402
-from sidecar.memory.core.lexical import analyze, query_terms  # noqa: E402
+from sidecar.memory.core.analyzer import analyze, query_terms  # noqa: E402
 
 DEFAULT_SET = REPO / "tests" / "memory" / "data" / "relevance_pairs.json"
 

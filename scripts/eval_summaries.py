@@ -38,7 +38,7 @@ from scripts.eval_locomo import (  # noqa: E402
 )
 from sidecar.config import CompactionSettings  # noqa: E402
 from sidecar.memory.compaction.quality import DEFAULT_DENSITY, extractive_select  # noqa: E402
-from sidecar.memory.core.lexical import analyze  # noqa: E402
+from sidecar.memory.core.analyzer import analyze  # noqa: E402
 from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"

@@ -26,7 +26,7 @@ from sidecar.assembly.selection import (
     reason_text,
 )
 from sidecar.assembly.temporal import TemporalPlan
-from sidecar.memory.core.lexical import analyze
+from sidecar.memory.core.analyzer import analyze
 from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
 
 

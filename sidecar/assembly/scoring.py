@@ -85,7 +85,8 @@ from sidecar.assembly.candidates import (
     stack_rows,
 )
 from sidecar.assembly.temporal import TemporalPlan
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex, analyze, query_terms
+from sidecar.memory.core.analyzer import analyze, query_terms
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]

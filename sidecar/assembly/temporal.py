@@ -61,7 +61,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.memory.core.lexical import STOPWORDS, analyze
+from sidecar.memory.core.analyzer import STOPWORDS, analyze
 
 DAY_MS = 86_400_000
 GRANULARITY_MS = {

@@ -6,14 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.memory.core.lexical import (
-    BM25Index,
-    LexicalIndex,
-    analyze,
-    keyword_coverage,
-    light_stem,
-    query_terms,
-)
+from sidecar.memory.core.analyzer import analyze, light_stem, query_terms
+from sidecar.memory.core.lexical import BM25Index, LexicalIndex, keyword_coverage
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.memory.core.lexical import analyze
+from sidecar.memory.core.analyzer import analyze
 from sidecar.memory.core.tokens import estimate_tokens
 
 PRESERVATION_THRESHOLD = 0.65

@@ -2,7 +2,8 @@
 
 Owns the raw turn (``turns``), the one token estimator (``tokens``), collection names,
 record ids and metadata keys (``layout``), which collections a namespace owns (``scope``),
-text analysis and the BM25 index (``lexical``), per-key locks (``keyed_locks``), change
-callbacks (``callbacks``), progress reporting (``progress``) and the input-refusal error
-(``errors``). Imports only ``sidecar.store`` (names and types), never another memory package.
+text analysis (``analyzer``) and the BM25 index (``lexical``), per-key locks
+(``keyed_locks``), change callbacks (``callbacks``), progress reporting (``progress``) and
+the input-refusal errors (``errors``). Imports only ``sidecar.store`` (names and types),
+never another memory package.
 """
