@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import math
 
-import msgspec
-
 from protocol.assemble import (
     AssembleParams,
     AssembleResult,
-    SearchHitOut,
     SearchParams,
     SearchResult,
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
+from sidecar.api.wire import assemble_result, search_hit_out
 from sidecar.assembly.search import SEARCH_SCOPES, SearchRequest
 from sidecar.assembly.service import Retrieval
 from sidecar.assembly.window import window_start
@@ -87,13 +85,7 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
         if params.tail_placement is None
         else params.tail_placement == "messages",
     )
-    wire = plan.to_wire()
-    planned = wire.get("timings", {})
-    if "totalMs" in planned:
-        planned["planMs"] = planned.pop("totalMs")
-    wire["timings"] = {**{k: round(v, 3) for k, v in timings.items()}, **planned}
-    wire["windowStart"] = start
-    return msgspec.convert(wire, AssembleResult)
+    return assemble_result(plan, timings, start)
 
 
 @methods.method("search")
@@ -129,7 +121,7 @@ async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
             kind=f.kind if f else None,
         )
     )
-    return SearchResult(hits=[msgspec.convert(h.to_wire(), SearchHitOut) for h in hits])
+    return SearchResult(hits=[search_hit_out(h) for h in hits])
 
 
 register = methods.register

@@ -28,6 +28,7 @@ from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
 from sidecar.api.v1_store import _clean_ids, _embed, _fit, _result, _store, _svc
+from sidecar.api.wire import gating_result
 from sidecar.errors import InvalidInput
 from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
 from sidecar.memory.core import layout as C
@@ -124,7 +125,7 @@ async def gating_scalar(ctx: CallContext, params: GatingScalarParams) -> GatingS
         sig = compute_gating(params.text, turn_scores, mem_scores, cfg)
     else:
         sig = compute_gating(params.text, turn_scores, mem_scores)
-    return msgspec.convert(sig.to_wire(), GatingSignalsResult)
+    return gating_result(sig)
 
 
 @methods.method("compact_session")

@@ -143,18 +143,6 @@ class BudgetPartition:
     def used(self) -> int:
         return self.hard + self.tail + self.soft + self.elevated + self.retrieval + self.recovery
 
-    def to_wire(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "hard": self.hard,
-            "tail": self.tail,
-            "soft": self.soft,
-            "elevated": self.elevated,
-            "retrieval": self.retrieval,
-            "recovery": self.recovery,
-            "used": self.used,
-        }
-
 
 class BudgetLedger:
     """Running account of the memory budget in precedence order."""

@@ -679,19 +679,6 @@ class SearchHit:
     ts: int | None = None
     score: float = 0.0
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "collection": self.collection,
-            "id": self.id,
-            "turnIds": list(self.turn_ids),
-            "sessionId": self.session_id,
-            "role": self.role,
-            "ts": self.ts,
-            "score": round(self.score, 6),
-            "text": self.text,
-        }
-
 
 def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,

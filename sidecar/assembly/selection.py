@@ -56,20 +56,6 @@ class SelectedItem:
     scope: str = ""
     source: str = ""  # an authored node's document
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "collection": self.collection,
-            "id": self.id,
-            "turnIds": list(self.turn_ids),
-            "sessionId": self.session_id,
-            "role": self.role,
-            "ts": self.ts,
-            "score": round(self.score, 6),
-            "tokens": self.tokens,
-            "reason": self.reason,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class AssemblyConfig:
@@ -115,20 +101,6 @@ class AssemblyPlan:
     dream: bool = False
     recovery: tuple[str, ...] = ()  # why recovery ran (empty: it did not)
     timings: Mapping[str, float] = field(default_factory=dict)
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "messages": self.messages,
-            "systemPromptAddition": self.system_prompt_addition,
-            "estimatedTokens": self.estimated_tokens,
-            "budget": self.budget.to_wire(),
-            "selected": [s.to_wire() for s in self.selected],
-        }
-        if self.degraded:
-            out["degraded"] = list(self.degraded)
-        if self.timings:
-            out["timings"] = {k: round(v, 3) for k, v in self.timings.items()}
-        return out
 
 
 class Chosen:

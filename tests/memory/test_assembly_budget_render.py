@@ -3,10 +3,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sidecar.api.wire import budget_out
 from sidecar.assembly.budget import (
     REASON_HARD_PLUS_TAIL,
     REASON_HARD_RESERVE,
@@ -76,7 +78,7 @@ def test_ledger_and_partition() -> None:
         led.charge("retrieval", 51)
     led.charge("retrieval", 50)
     p = led.partition()
-    assert p.to_wire() == {
+    assert msgspec.to_builtins(budget_out(p)) == {
         "total": 100,
         "hard": 30,
         "tail": 20,

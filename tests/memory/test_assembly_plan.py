@@ -3,11 +3,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sidecar.api.wire import assemble_result, search_hit_out
 from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.plan import plan_assembly, plan_head, plan_search
@@ -96,7 +98,7 @@ def test_fresh_session_retrieval_under_budget() -> None:
     assert p.budget.retrieval == p.budget.used
     assert all(s.part == "retrieval" for s in p.selected)
     assert p.degraded == ()
-    wire = p.to_wire()
+    wire = msgspec.to_builtins(assemble_result(p))
     assert set(wire) >= {
         "messages",
         "systemPromptAddition",
@@ -198,7 +200,7 @@ def test_degraded_when_hard_plus_base_exceed_budget() -> None:
     assert p.budget.used > p.budget.total
     assert p.budget.retrieval == p.budget.soft == 0
     assert p.system_prompt_addition.startswith("<memory_degraded>")
-    assert p.to_wire()["degraded"] == [REASON_HARD_PLUS_TAIL]
+    assert msgspec.to_builtins(assemble_result(p))["degraded"] == [REASON_HARD_PLUS_TAIL]
 
 
 def test_soft_prefix_is_position_preserving() -> None:
@@ -443,7 +445,7 @@ def test_search_filters_dedupe_and_wire() -> None:
         query="what did I dream about?", query_vector=QV, candidates=[dream], now_ms=NOW
     )
     assert [h.id for h in got] == ["d1"]
-    assert set(got[0].to_wire()) == {
+    assert set(msgspec.to_builtins(search_hit_out(got[0]))) == {
         "kind",
         "collection",
         "id",

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from sidecar.api.wire import gating_result
 from sidecar.memory.ingest.gate import (
     ERROR_CODE,
     FILE_PATH,
@@ -161,7 +163,7 @@ def test_no_self_hit_and_centroid_k() -> None:
 def test_threshold_and_outputs() -> None:
     s = compute_gating("ok", [0.99] * 5, [0.99] * 5, GatingConfig(threshold=0.9))
     assert not s.admitted
-    wire = s.to_wire()
+    wire = msgspec.to_builtins(gating_result(s))
     assert set(wire) == {
         "g", "t", "h", "r", "d", "inputFreq", "memSaturation", "p", "a", "dtech", "gconv", "gtech"
     }  # fmt: skip

@@ -199,23 +199,6 @@ class GatingSignals:
     threshold: float
     admitted: bool
 
-    def to_wire(self) -> dict[str, float]:
-        """The reference ``gating_scalar`` result (camelCase keys, no decision)."""
-        return {
-            "g": self.g,
-            "t": self.t,
-            "h": self.h,
-            "r": self.r,
-            "d": self.d,
-            "inputFreq": self.input_freq,
-            "memSaturation": self.mem_saturation,
-            "p": self.p,
-            "a": self.a,
-            "dtech": self.dtech,
-            "gconv": self.gconv,
-            "gtech": self.gtech,
-        }
-
     def to_metadata(self) -> dict[str, float | bool]:
         """Record metadata: ``gating_score`` plus ``gating_<signal>`` for every signal."""
         out: dict[str, float | bool] = {"gating_score": self.g}
