@@ -207,6 +207,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_COMPACTION_AUTO": "compaction.auto",
     "LIBRAVDB_COMPACTION_MIN_TURNS": "compaction.min_turns",
     "LIBRAVDB_COMPACTION_MAX_CONCURRENT": "compaction.max_concurrent",
+    "LIBRAVDB_COMPACTION_IDLE_FORGET_S": "compaction.idle_forget_s",
     "LIBRAVDB_COMPACTION_SESSION_BUDGET_TOKENS": "compaction.session_budget_tokens",
 }
 
