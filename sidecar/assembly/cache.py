@@ -325,6 +325,19 @@ class CollectionView:
             return []
         return [self.by_id[i] for i, _ in self.bm25.search(terms_query, k) if i in self.by_id]
 
+    def neighbours(self, turns: Sequence[Candidate]) -> list[Candidate]:
+        """The turns just before and after each of ``turns`` in their session (the
+        question before an answer, the answer after a question)."""
+        out: list[Candidate] = []
+        for c in turns:
+            if c.seq is None:
+                continue
+            for d in (-1, 1):
+                j = self.by_pos.get((c.session_id, c.seq + d))
+                if j is not None:
+                    out.append(self.cands[j])
+        return out
+
     def session_turns(self) -> list[Candidate]:
         """The collection's turns in session order (cached until it changes)."""
         if self._turns is None:

@@ -117,23 +117,8 @@ def _rows(
     return idx
 
 
-def _neighbours(
-    turns_coll: CollectionView | None,
-) -> Callable[[Sequence[Candidate]], list[Candidate]]:
-    def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
-        if turns_coll is None:
-            return []
-        out: list[Candidate] = []
-        for c in turns:
-            if c.seq is None:
-                continue
-            for d in (-1, 1):
-                j = turns_coll.by_pos.get((c.session_id, c.seq + d))
-                if j is not None:
-                    out.append(turns_coll.cands[j])
-        return out
-
-    return neighbors
+def _none(turns: Sequence[Candidate]) -> list[Candidate]:
+    return []
 
 
 def run_search(
@@ -155,6 +140,7 @@ def run_search(
         cands += [coll.cands[i] for i in _rows(coll, req, qvec, lex_query, depth)]
     if req.session_id and "session" in wanted and "history" not in wanted:
         cands = [c for c in cands if c.session_id == req.session_id or c.kind != "turn"]
+    history = colls.get(C.turns(req.namespace))
     return plan_search(
         query=req.query,
         query_vector=qvec,
@@ -167,7 +153,7 @@ def run_search(
         now_ms=now,
         lexical=lexical,
         terms_of=terms_lookup(colls),
-        neighbors=_neighbours(colls.get(C.turns(req.namespace))),
+        neighbors=history.neighbours if history is not None else _none,
         config=config,
         # named scopes are what the caller asked for; by default dreams only answer
         # dream questions, as in assembly

@@ -516,17 +516,6 @@ class Retrieval:
         variant = p.colls[C.AUTHORED_VARIANT]
         gathered_ms = (time.perf_counter() - t0) * 1000
 
-        def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
-            out: list[Candidate] = []
-            for c in turns:
-                if c.seq is None:
-                    continue
-                for d in (-1, 1):
-                    j = turns_coll.by_pos.get((c.session_id, c.seq + d))
-                    if j is not None:
-                        out.append(turns_coll.cands[j])
-            return out
-
         def hops(ids: Sequence[str]) -> list[Candidate]:
             return [variant.cands[variant.by_id[i]] for i in ids if i in variant.by_id]
 
@@ -561,7 +550,7 @@ class Retrieval:
             now_ms=now,
             lexical=p.lexical,
             terms_of=terms_lookup(p.colls),
-            neighbors=neighbors,
+            neighbors=turns_coll.neighbours,
             hops=hops,
             expand=expand,
             recover=recover,
