@@ -24,6 +24,7 @@ from sidecar.engines.embedder import Embedder
 from sidecar.memory.core import layout as C
 from sidecar.memory.core import scope
 from sidecar.store import Store, StoreError, StoreLocked
+from sidecar.store.files import DB_NAME
 from sidecar.store.reembed import reembed
 
 
@@ -98,6 +99,17 @@ def _tool_error(exc: StoreError, command: str) -> ToolError:
     return ToolError(exc.message)
 
 
+def _require_store(settings: Settings) -> None:
+    """Offline commands other than ``import`` work on an existing store: a mistyped
+    ``--data-dir`` must fail, not create an empty store and report success on it."""
+    db = settings.data_path / DB_NAME
+    if not db.is_file():
+        raise ToolError(
+            f"no store in {settings.data_path} (no {DB_NAME} there): check --data-dir or "
+            "LIBRAVDB_DATA_DIR; nothing was written"
+        )
+
+
 @contextmanager
 def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterator[Store]:
     tiers = (
@@ -123,6 +135,7 @@ def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterato
 
 
 def run_reembed(settings: Settings) -> str:
+    _require_store(settings)
     embedder = _embedder(settings)
     bar = ProgressBar("re-embedding")
     try:
@@ -161,6 +174,7 @@ class ExportRequest:
 def run_export(settings: Settings, request: ExportRequest, stdout: TextIO) -> str:
     """Export to ``request.output`` atomically (a temporary file renamed on success, so an
     existing backup is never truncated by a failed run), or to ``stdout``."""
+    _require_store(settings)
     embedder = _embedder(settings)
     try:
         with _open_store(settings, embedder, "export") as store:
@@ -237,6 +251,7 @@ def atomic_text_file(path: Path) -> Iterator[TextIO]:
 def run_import(settings: Settings, source: Path) -> str:
     if not source.exists():
         raise ToolError(f"{source}: no such file")
+    new_store = not (settings.data_path / DB_NAME).is_file()
     embedder = _embedder(settings)
     try:
         with (
@@ -257,8 +272,9 @@ def run_import(settings: Settings, source: Path) -> str:
         raise _tool_error(exc, "import") from exc
     finally:
         embedder.close()
+    into = f"a new store at {settings.data_path}, " if new_store else ""
     return (
-        f"imported {stats.records} records into {stats.collections} collections "
+        f"imported {stats.records} records into {into}{stats.collections} collections "
         f"({stats.reembedded} re-embedded, {stats.skipped} forgotten records skipped, "
         f"{stats.tombstones} tombstones)"
     )

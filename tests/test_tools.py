@@ -168,3 +168,32 @@ def test_import_cannot_resurrect_forgotten_records(tmp_path: Path) -> None:
                 assert listed["result"]["results"] == [], collection
     finally:
         daemon.stop()
+
+
+def test_offline_commands_refuse_a_directory_without_a_store(tmp_path: Path) -> None:
+    # Regression: `export --data-dir /tmp/typo` created an empty store there and exited 0.
+    typo = tmp_path / "typo"
+    for args in (["export", "--data-dir", str(typo)], ["reembed", "--data-dir", str(typo)]):
+        done = libravdb(tmp_path, *args)
+        assert done.returncode == 1, done.stderr
+        assert f"no store in {typo}" in done.stderr and "--data-dir" in done.stderr
+        assert not typo.exists()  # nothing was written
+
+
+def test_import_into_a_new_directory_says_so(tmp_path: Path) -> None:
+    from sidecar.store.ndjson import FORMAT, VERSION
+
+    dump = tmp_path / "dump.ndjson"
+    lines = [
+        {"kind": "header", "format": FORMAT, "version": VERSION, "fingerprint": ""},
+        {"kind": "collection", "name": "user:u1"},
+        {"kind": "record", "collection": "user:u1", "id": "a", "text": "likes tea"},
+        {"kind": "end", "records": 1, "collections": 1, "tombstones": 0},
+    ]
+    dump.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    fresh = tmp_path / "fresh"
+    done = libravdb(tmp_path, "import", "--data-dir", str(fresh), str(dump))
+    assert done.returncode == 0, done.stderr
+    assert f"a new store at {fresh}" in done.stderr
+    again = libravdb(tmp_path, "import", "--data-dir", str(fresh), str(dump))
+    assert again.returncode == 0 and "new store" not in again.stderr
