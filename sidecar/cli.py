@@ -24,6 +24,11 @@ def _serve_parser(sub: Any) -> None:
     serve.add_argument("--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)")
     serve.add_argument("--config", metavar="FILE", help="TOML settings file")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info, warning, error")
+    serve.add_argument(
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="stderr log lines: json, text, or auto (text at a terminal; the default)",
+    )
     serve.add_argument("--max-frame-bytes", type=int, metavar="N", help="request line size cap")
 
 
@@ -32,6 +37,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "data_dir": args.data_dir,
         "config_file": args.config,
         "log_level": args.log_level,
+        "log_format": args.log_format,
         "server.max_frame_bytes": args.max_frame_bytes,
     }
     if args.stdio:
@@ -54,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"{SERVER_NAME}: {exc}", file=sys.stderr)
         return 1
-    sink = configure_logging(settings.log_level)
+    sink = configure_logging(settings.log_level, fmt=settings.log_format)
     from sidecar.allocator import tune_allocator
 
     tune_allocator()

@@ -138,6 +138,9 @@ class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     data_dir: str = ""  # filled by load_settings: $HOME/.clawdb/data
     log_level: str = "info"
+    # "json" (one JSON object per line), "text" (for a person) or "auto": text when stderr
+    # is a terminal, JSON otherwise (a host or a log collector reads it).
+    log_format: str = "auto"
     config_file: str = ""
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     embedding: EmbeddingSettings = msgspec.field(default_factory=EmbeddingSettings)
@@ -164,6 +167,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_DATA_DIR": "data_dir",
     "LIBRAVDB_DB_PATH": "data_dir",
     "LIBRAVDB_LOG_LEVEL": "log_level",
+    "LIBRAVDB_LOG_FORMAT": "log_format",
     "LIBRAVDB_RPC_ENDPOINT": "server.endpoint",
     "LIBRAVDB_MAX_FRAME_BYTES": "server.max_frame_bytes",
     "LIBRAVDB_SHUTDOWN_GRACE_S": "server.shutdown_grace_s",
@@ -290,6 +294,8 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(f"server.{key} must be at least 1")
     if settings.server.transport not in ("socket", "stdio"):
         raise ConfigError("server.transport must be 'socket' or 'stdio'")
+    if settings.log_format not in ("auto", "json", "text"):
+        raise ConfigError(f"log format {settings.log_format!r} is not one of auto, json, text")
     if settings.log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise ConfigError(
             f"log level {settings.log_level!r} is not one of debug, info, warning, error, critical"

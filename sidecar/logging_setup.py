@@ -116,15 +116,34 @@ def sink() -> LogSink | None:
     return _sink
 
 
-def configure_logging(level: str = "info", stream: TextIO | None = None) -> LogSink:
+def renders_text(fmt: str, stream: TextIO) -> bool:
+    """``auto`` means text for a person at a terminal, JSON for a program reading a pipe."""
+    if fmt == "auto":
+        try:
+            return stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+    return fmt == "text"
+
+
+def configure_logging(
+    level: str = "info", stream: TextIO | None = None, fmt: str = "json"
+) -> LogSink:
+    """Logs at ``level`` and above to ``stream`` (stderr), as JSON lines or, with ``fmt``
+    "text" (or "auto" at a terminal), as aligned human lines with the same fields."""
     global _sink
     numeric = getattr(logging, level.upper(), logging.INFO)
     target = stream if stream is not None else sys.stderr
+    renderer: structlog.types.Processor = (
+        structlog.dev.ConsoleRenderer(colors=False)
+        if renders_text(fmt, target)
+        else structlog.processors.JSONRenderer()
+    )
     if _sink is not None:
         _sink.flush()
     _sink = new = LogSink(target.fileno())
-    # Standard-library loggers go through the same JSON renderer, so stderr carries only
-    # JSON lines at every level.
+    # Standard-library loggers go through the same renderer, so stderr carries one format
+    # at every level.
     handler = _SinkHandler(new)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
@@ -132,7 +151,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> LogS
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
-                structlog.processors.JSONRenderer(),
+                renderer,
             ],
         )
     )
@@ -146,7 +165,7 @@ def configure_logging(level: str = "info", stream: TextIO | None = None) -> LogS
         processors=[
             *_SHARED,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=factory,
