@@ -46,7 +46,9 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class EmbeddingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backend: str = "bundled"
     profile: str = "all-minilm-l6-v2"
-    fallback_profile: str = "all-minilm-l6-v2"
+    # A profile used when the configured one cannot load. Empty (the default): the daemon
+    # refuses to start and says why, rather than run another model without telling.
+    fallback_profile: str = ""
     model: str = ""  # directory, embedding.json, or .onnx file
     tokenizer: str = ""
     dimensions: int = 0

@@ -57,7 +57,9 @@ def background_of(app: App) -> BackgroundActivity:
 
 
 def health_of(app: App) -> HealthResult:
-    """Healthy unless a required component failed. Models still loading are reported, not fatal."""
+    """Healthy unless a required component failed. Models still loading are reported, not
+    fatal; a component working in a lesser mode (another embedding profile than configured,
+    summaries without the seq2seq model) keeps health ok and the message says so."""
     states = app.component_states()
     failed = {name: s for name, s in states.items() if s.state == "failed"}
     if app.closing:
@@ -65,6 +67,9 @@ def health_of(app: App) -> HealthResult:
     if failed:
         name, state = next(iter(failed.items()))
         return HealthResult(ok=False, message=f"{name} failed: {state.reason}", models=states)
+    degraded = [f"{name}: {s.reason}" for name, s in states.items() if s.state == "degraded"]
+    if degraded:
+        return HealthResult(ok=True, message="degraded: " + "; ".join(degraded), models=states)
     return HealthResult(ok=True, message="ok", models=states)
 
 

@@ -453,7 +453,7 @@ def resolve_embedding(
     *,
     backend: str = "bundled",
     profile: str = DEFAULT_PROFILE,
-    fallback_profile: str = DEFAULT_PROFILE,
+    fallback_profile: str = "",
     model: str = "",
     tokenizer: str = "",
     dimensions: int = 0,

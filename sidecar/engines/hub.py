@@ -195,9 +195,12 @@ class EngineHub:
             emb = ComponentState(state=ModelState.FAILED.value, reason=self.embedder_error)
         else:
             e = self.embedder
+            fallback = e.spec.fallback_reason
+            failed = e.slot.state is ModelState.FAILED
             emb = ComponentState(
-                state=e.slot.state.value,
-                reason=e.slot.reason,
+                # running another profile than the configured one (embedding.fallback_profile)
+                state="degraded" if fallback and not failed else e.slot.state.value,
+                reason=fallback if fallback and not failed else e.slot.reason,
                 profile=e.profile,
                 fingerprint=e.fingerprint,
                 dims=e.dims,

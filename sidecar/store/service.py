@@ -76,11 +76,13 @@ class StoreService:
     async def start(self) -> None:
         dims, fingerprint, tiers = self._embed_dims, self._fingerprint, self._tiers
         model = ""
+        no_embedder = ""
         if self.hub is not None:
             try:
                 embedder = self.hub.require_embedder()
             except Exception as exc:  # the engines report it; open with what the store knows
-                log.warning("store.no_embedder", error=str(exc))
+                no_embedder = str(exc)
+                log.warning("store.no_embedder", error=no_embedder)
             else:
                 dims = dims or embedder.dims
                 fingerprint = embedder.fingerprint if fingerprint is None else fingerprint
@@ -88,7 +90,8 @@ class StoreService:
                 if tiers is None and embedder.supports_matryoshka:
                     tiers = tuple(d for d in embedder.matryoshka_dims if d < embedder.dims)
         if not dims:
-            self._error = "embedding dimension unknown (no embedder)"
+            # the cause, not its consequence: the model that could not load and why
+            self._error = no_embedder or "embedding dimension unknown (no embedder)"
             raise StoreStartError(f"cannot open the store: {self._error}")
         try:
             self._store = await AsyncStore.open(

@@ -41,7 +41,11 @@ def test_bundled_nomic_without_assets_falls_back_and_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    spec = resolve_embedding(profile="nomic-embed-text-v1.5")
+    # without a fallback configured, a profile whose files are missing is an error ...
+    with pytest.raises(AssetNotFoundError, match=r"nomic-embed-text-v1\.5"):
+        resolve_embedding(profile="nomic-embed-text-v1.5")
+    # ... and with one, the fallback runs and says why
+    spec = resolve_embedding(profile="nomic-embed-text-v1.5", fallback_profile="all-minilm-l6-v2")
     assert spec.profile == "all-minilm-l6-v2"
     assert "nomic-embed-text-v1.5 unavailable" in spec.fallback_reason
     assert spec.describe()["fallbackReason"] == spec.fallback_reason
