@@ -680,6 +680,20 @@ class SearchHit:
     score: float = 0.0
 
 
+def passes_filters(
+    c: Candidate, role: str | None, since: int | None, until: int | None, kind: str | None
+) -> bool:
+    """``search``'s filters: role and kind equal, ``ts`` within ``since``..``until``
+    (inclusive, epoch ms; a candidate without ``ts`` fails a time filter)."""
+    if role is not None and c.role != role:
+        return False
+    if kind is not None and c.kind != kind:
+        return False
+    if since is not None and (c.ts is None or c.ts < since):
+        return False
+    return not (until is not None and (c.ts is None or c.ts > until))
+
+
 def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,
     query: str,
@@ -707,27 +721,20 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     dream = is_dream_query(query) if dreams is None else dreams
 
     def ok(c: Candidate) -> bool:
-        if role is not None and c.role != role:
-            return False
-        if kind is not None and c.kind != kind:
-            return False
-        if since is not None and (c.ts is None or c.ts < since):
-            return False
-        if until is not None and (c.ts is None or c.ts > until):
-            return False
-        return dream or c.scope != "dream"
+        return passes_filters(c, role, since, until, kind) and (dream or c.scope != "dream")
 
     pool = dedupe([c for c in candidates if ok(c)], Chosen())
     channels = Channels.compute(qctx, pool, lexical)
     if neighbors is not None and pool and config.neighbor_fetch > 0:
-        rel = preliminary(channels, config.scoring)
-        order = np.argsort(-rel, kind="stable").tolist()
-        top = [pool[i] for i in order if pool[i].kind == "turn"][: config.neighbor_fetch]
-        known = {c.key for c in pool}
-        extra = [c for c in dedupe(neighbors(top), Chosen()) if c.key not in known and ok(c)]
-        if extra:
-            pool = pool + extra
-            channels = channels.extend(Channels.compute(qctx, extra, lexical))
+        hook = neighbors
+
+        def allowed_neighbours(turns: Sequence[Candidate]) -> list[Candidate]:
+            return [c for c in hook(turns) if ok(c)]
+
+        pool, channels = _with_neighbours(
+            qctx, pool, channels, {c.key for c in pool}, Chosen(), allowed_neighbours,
+            lexical, config,
+        )  # fmt: skip
     ranked = rank(
         qctx, pool, lexical=lexical, cfg=config.scoring, terms_of=terms_of, channels=channels
     )

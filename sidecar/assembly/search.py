@@ -15,7 +15,7 @@ import numpy as np
 
 from sidecar.assembly.cache import CollectionView, SharedLexical
 from sidecar.assembly.candidates import Candidate
-from sidecar.assembly.plan import SearchHit, plan_search
+from sidecar.assembly.plan import SearchHit, passes_filters, plan_search
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AssemblyConfig
 from sidecar.assembly.temporal import plan_temporal
@@ -66,18 +66,6 @@ class SearchRequest:
         return passes_filters(c, self.role, self.since, self.until, self.kind)
 
 
-def passes_filters(
-    c: Candidate, role: str | None, since: int | None, until: int | None, kind: str | None
-) -> bool:
-    if role is not None and c.role != role:
-        return False
-    if kind is not None and c.kind != kind:
-        return False
-    if since is not None and (c.ts is None or c.ts < since):
-        return False
-    return not (until is not None and (c.ts is None or c.ts > until))
-
-
 def terms_lookup(colls: Mapping[str, CollectionView]) -> Any:
     def terms_of(c: Candidate) -> Mapping[str, int]:
         coll = colls.get(c.collection)
@@ -117,10 +105,6 @@ def _rows(
     return idx
 
 
-def _none(turns: Sequence[Candidate]) -> list[Candidate]:
-    return []
-
-
 def run_search(
     req: SearchRequest,
     qvec: F32 | None,
@@ -153,7 +137,7 @@ def run_search(
         now_ms=now,
         lexical=lexical,
         terms_of=terms_lookup(colls),
-        neighbors=history.neighbours if history is not None else _none,
+        neighbors=history.neighbours if history is not None else None,
         config=config,
         # named scopes are what the caller asked for; by default dreams only answer
         # dream questions, as in assembly
