@@ -261,6 +261,7 @@ class MemoryService:
         progress: Progress | None = None,
     ) -> CompactionOutcome:
         opts = options or CompactionOptions.from_settings(self.settings)
+        self.idle.touch(session_id)  # compaction keeps an epoch for the session too
         async with self.compaction_lock(session_id), self._compaction_slots:
             if progress is None:
                 return await compact_session(self, session_id, opts)

@@ -86,3 +86,30 @@ async def test_an_idle_session_loses_its_bookkeeping_not_its_memory(tmp_path: Pa
     finally:
         await memory.close()
         await store.close()
+
+
+async def test_a_session_only_compacted_is_dropped_too(tmp_path: Path) -> None:
+    # Regression: only ingest marked a session active, so a session compacted after a
+    # restart (its turns ingested by an earlier process) kept its epoch forever.
+    settings = load_settings(
+        flags={"data_dir": str(tmp_path / "data"), "compaction.idle_forget_s": 600}, env={}
+    )
+    store = StoreService(settings, embed=hash_embedder(DIMS), embed_dims=DIMS, fingerprint="h")
+    await store.start()
+    try:
+        earlier = MemoryService(settings, store)
+        await earlier.ingest("s1", messages_from_wire(_msgs("s1", 12)), namespace="ns")
+        await earlier.close()
+        clock = Clock()
+        memory = MemoryService(settings, store, clock=clock)
+        out = await memory.compact(
+            "s1", CompactionOptions(min_turns=2, tail_tokens=8, target_size=4)
+        )
+        assert out.did_compact and len(memory.barrier) == 1 and len(memory.idle) == 1
+        clock.now += 601
+        await memory.ingest("s2", messages_from_wire(_msgs("s2", 2)), namespace="ns")
+        assert len(memory.barrier) == 0 and len(memory.idle) == 1
+        assert await memory.load_epoch("s1") == 1
+        await memory.close()
+    finally:
+        await store.close()
