@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.locomo_report import CATEGORIES  # noqa: E402
+from sidecar.assembly.temporal import MONTHS  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
 
@@ -57,25 +58,7 @@ class Conversation:
 _DATE_RE = re.compile(
     r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I
 )
-_MONTHS = {
-    m: i + 1
-    for i, m in enumerate(
-        [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ]
-    )
-}
+_MONTHS = {m: i + 1 for i, m in enumerate(MONTHS)}
 
 
 def parse_session_date(text: str) -> int:
