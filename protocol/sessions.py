@@ -86,14 +86,65 @@ class ExpandResult(WireStruct):
     turns: list[ExpandedTurn]
 
 
+MAX_FORGET_ITEMS = 1_000
+MAX_FORGET_QUERY_HITS = 50
+
+
+class RecordRef(Params):
+    """One stored record: its collection and id (as ``search`` and ``memory.get`` name
+    it)."""
+
+    collection: str
+    id: str
+
+
 class ForgetParams(Params):
+    """Without ``messageIds``, ``records`` or ``query``: the whole namespace (its sessions
+    too with ``includeSessions``). With any of them: just those things, completely: a
+    turn goes from every collection that holds a copy and every summary covering it is
+    rebuilt without it. ``query`` forgets the ``limit`` best matches among the
+    namespace's turns and durable memories. ``dryRun`` lists what would go and changes
+    nothing."""
+
     namespace: str | None = None
     user_id: str | None = None
     include_sessions: bool = False
+    message_ids: Annotated[list[str], msgspec.Meta(max_length=MAX_FORGET_ITEMS)] | None = None
+    records: Annotated[list[RecordRef], msgspec.Meta(max_length=MAX_FORGET_ITEMS)] | None = None
+    query: str | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_FORGET_QUERY_HITS)] = 1
+    dry_run: bool = False
+
+
+class MissingItem(WireStruct):
+    """A message id (``collection`` "") or record asked for and not found."""
+
+    collection: str
+    id: str
+
+
+class ForgottenItem(WireStruct):
+    """A turn (``sessionId`` set; ``copies`` = records holding it) or one plain record."""
+
+    collection: str
+    id: str
+    text: str
+    session_id: str
+    copies: int
 
 
 class ForgetResult(WireStruct):
+    """``deleted`` counts records deleted (in a dry run: that would be). ``items`` lists
+    what was (or would be) forgotten by id or query; ``missing`` the ids and records not
+    found in the namespace. ``summariesRebuilt``/``summariesRemoved`` count summaries
+    rebuilt without a forgotten turn or left with nothing to cover."""
+
     deleted: int
+    items: list[ForgottenItem] = msgspec.field(default_factory=list)
+    missing: list[MissingItem] = msgspec.field(default_factory=list)
+    summaries_rebuilt: int = 0
+    summaries_removed: int = 0
+    dry_run: bool = False
 
 
 METHODS: dict[str, MethodSchema] = {
@@ -115,6 +166,8 @@ METHODS: dict[str, MethodSchema] = {
     "forget": MethodSchema(
         ForgetParams,
         ForgetResult,
-        "delete every record of a namespace (and its sessions when asked), leaving tombstones",
+        "forget a whole namespace (and its sessions when asked), or chosen messages, records "
+        "or the best matches of a query completely (summaries rebuilt without them); "
+        "tombstones keep them from coming back; dryRun lists what would go",
     ),
 }

@@ -14,20 +14,8 @@ from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
 from sidecar.assembly.cache import scope_of
 from sidecar.errors import InvalidInput, NotFound
-from sidecar.memory.core import layout as C
-from sidecar.memory.ingest.sessions import named_namespace, request_namespace, session_namespace
-from sidecar.store.aio import AsyncStore
-
-# Per-session collections a search reads (not the state, edges or v1 active view).
-_SESSION_PREFIXES = (C.SESSION_SUMMARY_PREFIX, C.SESSION_RAW_PREFIX, C.ELEVATED_SESSION_PREFIX)
-
-
-async def _readable(store: AsyncStore, ns: str, collection: str) -> bool:
-    if collection in (*C.namespace_collections(ns), C.GLOBAL, *C.AUTHORED_COLLECTIONS):
-        return True
-    sid = C.session_id_of(collection) if collection.startswith(_SESSION_PREFIXES) else None
-    return sid is not None and await session_namespace(store, sid, None, None) == ns
-
+from sidecar.memory.ingest.sessions import named_namespace, request_namespace
+from sidecar.memory.lifecycle.forget_items import readable_by
 
 methods = MethodTable()
 
@@ -42,7 +30,7 @@ async def memory_get(ctx: CallContext, params: MemoryGetParams) -> MemoryGetResu
     if named is None and not sid:
         raise InvalidInput("namespace, userId or sessionId is required")
     ns = await request_namespace(svc.store, sid, params.namespace, params.user_id)
-    allowed = await _readable(svc.store, ns, params.collection)
+    allowed = await readable_by(svc.store, ns, params.collection)
     record = await svc.store.get(params.collection, params.id) if allowed else None
     if record is None:
         # The same answer for "not yours" and "absent": existence is not revealed.

@@ -1,4 +1,5 @@
-"""v2 session memory methods: ``ingest``, ``compact``, ``expand``, ``forget``.
+"""v2 session memory methods: ``ingest``, ``compact``, ``expand`` (``forget`` is in
+``api/forget.py``).
 
 The logic lives in ``sidecar.memory`` (``MemoryService``); these handlers only decode,
 map errors and shape results.
@@ -14,8 +15,6 @@ from protocol.sessions import (
     ExpandedTurn,
     ExpandParams,
     ExpandResult,
-    ForgetParams,
-    ForgetResult,
     IngestParams,
     IngestResult,
 )
@@ -26,9 +25,7 @@ from sidecar.memory.compaction.compactor import CompactionOptions, expand_summar
 from sidecar.memory.core import layout as C
 from sidecar.memory.ingest.sessions import (
     messages_from_wire,
-    named_namespace,
 )
-from sidecar.memory.lifecycle.forget import forget_namespace
 from sidecar.memory.service import MemoryService
 from sidecar.store.names import explicit_ts
 
@@ -127,16 +124,6 @@ async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
                 )
             )
     return ExpandResult(turns=turns)
-
-
-@methods.method("forget")
-async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
-    svc = memory_service(ctx)
-    ns = named_namespace(params.namespace, params.user_id)
-    if ns is None:
-        raise InvalidInput("namespace or userId is required")
-    out = await forget_namespace(svc, ns, include_sessions=params.include_sessions)
-    return ForgetResult(deleted=out.deleted)
 
 
 register = methods.register

@@ -224,3 +224,22 @@ def test_guidance_only_compaction_moves_rules_verbatim(conn: RawConnection) -> N
     shards = listc(conn, "elevated:session:g1") + listc(conn, "elevated:user:gus")
     assert shards, "protected turns are kept verbatim as guidance shards"
     assert len(listc(conn, "session_raw:g1")) == 12
+
+
+def test_forget_one_fact_by_query_with_the_real_model(conn: RawConnection) -> None:
+    """The issue's case: "forget that I'm allergic" removes that fact, not the user."""
+    fact = "I'm allergic to peanuts, so never suggest recipes with peanuts."
+    texts = [*TOPICS[:3], fact, *TOPICS[3:]]
+    msgs = [{"id": f"p{i}", "role": "user", "content": t} for i, t in enumerate(texts)]
+    ok(conn.call("ingest", {"sessionId": "pn1", "userId": "pia", "messages": msgs}))
+    ok(conn.call("compact", {"sessionId": "pn1", "force": True, "targetSize": 3}))
+    dry = ok(conn.call("forget", {"userId": "pia", "query": "my peanut allergy", "dryRun": True}))
+    assert [i["id"] for i in dry["items"]] == ["p3"] and dry["dryRun"] is True
+    assert len(listc(conn, "session_raw:pn1")) == len(texts)  # nothing changed yet
+    gone = ok(conn.call("forget", {"userId": "pia", "query": "my peanut allergy"}))
+    assert [i["id"] for i in gone["items"]] == ["p3"]
+    hits = ok(conn.call("search", {"query": "peanut allergy", "userId": "pia", "k": 20}))["hits"]
+    assert not [h for h in hits if "peanut" in h["text"].lower()]
+    for coll in ("session_raw:pn1", "session_summary:pn1", "turns:pia", "user:pia"):
+        assert not [r for r in listc(conn, coll) if "peanut" in r["text"].lower()], coll
+    assert {r["id"] for r in listc(conn, "session_raw:pn1")} == {m["id"] for m in msgs} - {"p3"}

@@ -81,6 +81,7 @@ from protocol.sessions import (
     ForgetResult,
     IngestMessage,
     IngestResult,
+    RecordRef,
 )
 
 T = TypeVar("T")
@@ -626,16 +627,33 @@ class AsyncClient:
         params = ExpandParams(session_id=session_id, summary_id=summary_id, max_depth=max_depth)
         return await self.call_typed("expand", params, ExpandResult, timeout=timeout)
 
-    async def forget(
+    async def forget(  # noqa: PLR0913 - keyword-only options of one RPC
         self,
         *,
         namespace: str | None = None,
         user_id: str | None = None,
         include_sessions: bool = False,
+        message_ids: Sequence[str] | None = None,
+        records: Sequence[tuple[str, str]] | None = None,
+        query: str | None = None,
+        limit: int = 1,
+        dry_run: bool = False,
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> ForgetResult:
+        """The whole namespace, or just ``message_ids``, ``records`` ((collection, id)
+        pairs) or the ``limit`` best matches of ``query``; ``dry_run`` lists what would
+        go and changes nothing."""
         params = ForgetParams(
-            namespace=namespace, user_id=user_id, include_sessions=include_sessions
+            namespace=namespace,
+            user_id=user_id,
+            include_sessions=include_sessions,
+            message_ids=list(message_ids) if message_ids is not None else None,
+            records=[RecordRef(collection=c, id=i) for c, i in records]
+            if records is not None
+            else None,
+            query=query,
+            limit=limit,
+            dry_run=dry_run,
         )
         return await self.call_typed("forget", params, ForgetResult, timeout=timeout)
 

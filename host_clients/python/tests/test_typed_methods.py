@@ -77,6 +77,12 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
         journal = c.lifecycle_journal(session_id="typed-s1")
         assert journal.entries[0].id == hint.id
 
+        dry = c.forget(user_id="typed", query="boat trip", limit=2, dry_run=True)
+        assert dry.dry_run and len(dry.items) == 2 and dry.items[0].session_id
+        one = c.forget(user_id="typed", message_ids=[dry.items[0].id])
+        assert [i.id for i in one.items] == [dry.items[0].id] and one.deleted >= 2
+        by_record = c.forget(user_id="typed", records=[(hits.hits[0].collection, hits.hits[0].id)])
+        assert by_record.items and not by_record.missing
         assert c.forget(user_id="typed", include_sessions=True).deleted > 0
         with pytest.raises(NotFound):
             c.compact("never-ingested")
@@ -99,6 +105,8 @@ async def test_async_typed_methods(tcp_daemon: DaemonProcess) -> None:
         assert got.record.role == "user" and got.record.session_id == "atyped"
         listed = await c.authored_list()
         assert listed.documents == [] or all(d.source_doc for d in listed.documents)
+        gone = await c.forget(user_id="atyped", message_ids=[stored.ids[0], "no-such-id"])
+        assert len(gone.items) == 1 and [m.id for m in gone.missing] == ["no-such-id"]
         assert (await c.forget(user_id="atyped")).deleted > 0
 
 

@@ -41,6 +41,26 @@ for (const transport of ["unix", "tcp"] as const) {
       assert.ok((hits.hits ?? []).some((h) => h.text.includes("Porto")));
     });
 
+    test("forget one message: a dry run lists it, then it goes from search", async () => {
+      await client.ingest({
+        sessionId: "f1",
+        userId: "fio",
+        messages: [
+          { id: "k1", role: "user", content: "My locker code at the gym is 4417." },
+          { id: "k2", role: "user", content: "I play five-a-side football on Tuesdays." },
+        ],
+      });
+      const dry = await client.forget({ userId: "fio", query: "locker code", dryRun: true });
+      assert.deepEqual((dry.items ?? []).map((i) => [i.id, i.sessionId]), [["k1", "f1"]]);
+      const gone = await client.forget({ userId: "fio", messageIds: ["k1"] });
+      assert.equal(gone.dryRun, false);
+      assert.ok(gone.deleted >= 2);
+      const hits = await client.search({ query: "locker code", userId: "fio", k: 10 });
+      assert.ok(!(hits.hits ?? []).some((h) => h.text.includes("4417")));
+      const kept = await client.search({ query: "football on Tuesdays", userId: "fio", k: 10 });
+      assert.ok((kept.hits ?? []).some((h) => h.text.includes("football")));
+    });
+
     test("many calls in flight on one connection all get their own reply", async () => {
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => client.call("embed", { texts: [`text ${i}`], kind: "query" })));
       assert.equal(results.length, 20);

@@ -512,7 +512,7 @@ def _write_ops(run: _Run, state: Record | None, summaries: Sequence[_NewSummary]
     ops: list[Op] = list(run.shard_puts)
     for rec, vec, items in summaries:
         ops.append(Put(sum_coll, rec.id, rec.text, rec.metadata, vec))
-        ops.extend(_edge_puts(sid, rec.id, items, run.by_id, run.now))
+        ops.extend(edge_puts(sid, rec.id, items, run.by_id, run.now))
     last_ids = out.condensed_ids or out.summary_ids
     state_meta: dict[str, Any] = {
         "type": C.TYPE_SESSION_STATE,
@@ -548,7 +548,7 @@ def _finish(run: _Run, turns: Sequence[TurnRec]) -> None:
     )
 
 
-def _edge_puts(
+def edge_puts(
     session_id: str,
     summary: str,
     items: Sequence[L.SourceItem],

@@ -57,8 +57,9 @@ async def sessions_of_namespace(store: AsyncStore, namespace: str) -> list[str]:
 
 
 async def forget_namespace(
-    svc: MemoryService, namespace: str, *, include_sessions: bool = False
+    svc: MemoryService, namespace: str, *, include_sessions: bool = False, dry_run: bool = False
 ) -> ForgetOutcome:
+    """Forget the whole namespace (module doc); ``dry_run`` counts what would go."""
     if not isinstance(namespace, str) or not namespace.strip():
         raise MemoryInputError("namespace or userId is required")
     store = svc.store
@@ -71,10 +72,12 @@ async def forget_namespace(
             await held.enter_async_context(svc.compaction_lock(sid))
         for sid in known:
             await held.enter_async_context(svc.ingest_lock(sid))
-        return await _forget_locked(svc, namespace, known if include_sessions else [])
+        return await _forget_locked(svc, namespace, known if include_sessions else [], dry_run)
 
 
-async def _forget_locked(svc: MemoryService, namespace: str, sessions: list[str]) -> ForgetOutcome:
+async def _forget_locked(
+    svc: MemoryService, namespace: str, sessions: list[str], dry_run: bool
+) -> ForgetOutcome:
     store = svc.store
     scopes = [C.turns(namespace), C.user(namespace), C.elevated_user(namespace), C.dream(namespace)]
     exact: set[str] = set()
@@ -92,6 +95,8 @@ async def _forget_locked(svc: MemoryService, namespace: str, sessions: list[str]
         keys.extend(C.tombstone_keys(name, [r.id for r in records]))
         if name.startswith(C.DREAM_PREFIX):  # dream ids are positional: block the content
             keys.extend(C.tombstone_key(name, C.content_tombstone_id(r.text)) for r in records)
+    if dry_run:
+        return out
     if keys:
         out.tombstones = await store.add_tombstones(namespace, keys, C.TOMBSTONE_REASON_FORGET)
     if doomed:

@@ -332,14 +332,58 @@ export interface ExportedRecord {
  */
 export type FlushParams = Record<string, unknown>;
 
+/**
+ * Without ``messageIds``, ``records`` or ``query``: the whole namespace (its sessions
+ * too with ``includeSessions``). With any of them: just those things, completely: a
+ * turn goes from every collection that holds a copy and every summary covering it is
+ * rebuilt without it. ``query`` forgets the ``limit`` best matches among the
+ * namespace's turns and durable memories. ``dryRun`` lists what would go and changes
+ * nothing.
+ */
 export interface ForgetParams {
   namespace?: string | null;
   userId?: string | null;
   includeSessions?: boolean;
+  /**
+   * Bounds: items <= 1000.
+   */
+  messageIds?: string[] | null;
+  /**
+   * Bounds: items <= 1000.
+   */
+  records?: RecordRef[] | null;
+  query?: string | null;
+  /**
+   * Bounds: >= 1, <= 50.
+   */
+  limit?: number;
+  dryRun?: boolean;
 }
 
+/**
+ * ``deleted`` counts records deleted (in a dry run: that would be). ``items`` lists
+ * what was (or would be) forgotten by id or query; ``missing`` the ids and records not
+ * found in the namespace. ``summariesRebuilt``/``summariesRemoved`` count summaries
+ * rebuilt without a forgotten turn or left with nothing to cover.
+ */
 export interface ForgetResult {
   deleted: number;
+  items?: ForgottenItem[];
+  missing?: MissingItem[];
+  summariesRebuilt?: number;
+  summariesRemoved?: number;
+  dryRun?: boolean;
+}
+
+/**
+ * A turn (``sessionId`` set; ``copies`` = records holding it) or one plain record.
+ */
+export interface ForgottenItem {
+  collection: string;
+  id: string;
+  text: string;
+  sessionId: string;
+  copies: number;
 }
 
 export interface GatingScalarParams {
@@ -558,6 +602,14 @@ export interface MethodStats {
   p95Ms: number;
 }
 
+/**
+ * A message id (``collection`` "") or record asked for and not found.
+ */
+export interface MissingItem {
+  collection: string;
+  id: string;
+}
+
 export interface NamespaceParams {
   userId?: string;
   namespace?: string;
@@ -601,6 +653,15 @@ export interface QueryRawSessionParams {
   text?: string;
   k?: number;
   excludeIds?: string[] | null;
+}
+
+/**
+ * One stored record: its collection and id (as ``search`` and ``memory.get`` name
+ * it).
+ */
+export interface RecordRef {
+  collection: string;
+  id: string;
 }
 
 export interface Request {
@@ -894,7 +955,7 @@ export interface Methods {
    */
   "flush_namespace": { params: NamespaceParams; result: OkResult };
   /**
-   * delete every record of a namespace (and its sessions when asked), leaving tombstones
+   * forget a whole namespace (and its sessions when asked), or chosen messages, records or the best matches of a query completely (summaries rebuilt without them); tombstones keep them from coming back; dryRun lists what would go
    */
   "forget": { params: ForgetParams; result: ForgetResult };
   /**

@@ -1,0 +1,81 @@
+"""v2 ``forget``: a whole namespace, or chosen messages, records or query matches.
+
+The logic lives in ``sidecar.memory.lifecycle`` (``forget`` for a namespace,
+``forget_items`` for single things); a query is turned into records here, through the
+same search the host's ``search`` uses, so what a dry run lists is what a search finds.
+"""
+
+from __future__ import annotations
+
+from protocol.sessions import ForgetParams, ForgetResult, ForgottenItem, MissingItem
+from sidecar.api.context import CallContext
+from sidecar.api.registry import MethodTable
+from sidecar.api.sessions import memory_service
+from sidecar.assembly.search import SearchRequest
+from sidecar.assembly.service import Retrieval
+from sidecar.errors import InvalidInput
+from sidecar.memory.ingest.sessions import named_namespace
+from sidecar.memory.lifecycle.forget import forget_namespace
+from sidecar.memory.lifecycle.forget_items import RecordRef, forget_items
+from sidecar.store.names import validate_name_part
+
+# What a query may forget: the namespace's own memory of turns (never authored rules or
+# shared global memory, which a search also reads).
+QUERY_SCOPES = ("history", "durable", "elevated", "dream")
+
+methods = MethodTable()
+
+
+def _selects_items(params: ForgetParams) -> bool:
+    return bool(params.message_ids or params.records or params.query is not None)
+
+
+async def _query_records(ctx: CallContext, ns: str, query: str, limit: int) -> list[RecordRef]:
+    if not query.strip():
+        raise InvalidInput("query must not be blank")
+    hits = await ctx.app.service(Retrieval).search(
+        SearchRequest(query=query, namespace=ns, scopes=QUERY_SCOPES, k=limit)
+    )
+    return [RecordRef(h.collection, h.id) for h in hits[:limit]]
+
+
+@methods.method("forget")
+async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
+    svc = memory_service(ctx)
+    named = named_namespace(params.namespace, params.user_id)
+    if named is None:
+        raise InvalidInput("namespace or userId is required")
+    ns = validate_name_part(named, "namespace")
+    if not _selects_items(params):
+        whole = await forget_namespace(
+            svc, ns, include_sessions=params.include_sessions, dry_run=params.dry_run
+        )
+        return ForgetResult(deleted=whole.deleted, dry_run=params.dry_run)
+    if params.include_sessions:
+        raise InvalidInput("includeSessions applies only to forgetting a whole namespace")
+    records = [RecordRef(r.collection, r.id) for r in params.records or []]
+    if params.query is not None:
+        records += await _query_records(ctx, ns, params.query, params.limit)
+    out = await forget_items(
+        svc, ns, message_ids=params.message_ids or [], records=records, dry_run=params.dry_run
+    )
+    return ForgetResult(
+        deleted=out.deleted if not params.dry_run else sum(i.copies for i in out.items),
+        items=[
+            ForgottenItem(
+                collection=i.collection,
+                id=i.id,
+                text=i.text,
+                session_id=i.session_id,
+                copies=i.copies,
+            )
+            for i in out.items
+        ],
+        missing=[MissingItem(collection=m.collection, id=m.id) for m in out.missing],
+        summaries_rebuilt=out.summaries_rebuilt,
+        summaries_removed=out.summaries_removed,
+        dry_run=params.dry_run,
+    )
+
+
+register = methods.register
