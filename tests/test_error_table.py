@@ -14,7 +14,7 @@ from sidecar.engines.errors import (
     ModelUnavailableError,
 )
 from sidecar.errors import Busy, RpcError
-from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
+from sidecar.memory.core.errors import MemoryInputError, MemoryNotFound, SessionNamespaceError
 from sidecar.store import errors as se
 
 
@@ -23,6 +23,7 @@ from sidecar.store import errors as se
     [
         (Busy("busy"), ErrorCode.BUSY),
         (SessionNamespaceError("session s belongs to a"), ErrorCode.WRONG_NAMESPACE),
+        (MemoryNotFound("no record 'x' in 'user:a'"), ErrorCode.NOT_FOUND),
         (MemoryInputError("sessionId is required"), ErrorCode.INVALID_INPUT),
         (se.InvalidInput("bad name", field="collection"), ErrorCode.INVALID_INPUT),
         (se.NotFound("no such record"), ErrorCode.NOT_FOUND),

@@ -25,7 +25,7 @@ from sidecar.errors import (
     StorageError,
     WrongNamespace,
 )
-from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
+from sidecar.memory.core.errors import MemoryInputError, MemoryNotFound, SessionNamespaceError
 from sidecar.store import errors as se
 
 __all__ = ["rpc_error_for", "store_rpc_error"]
@@ -70,15 +70,20 @@ def _wrong_namespace(exc: Exception, method: str) -> RpcError:
     return WrongNamespace(str(exc))
 
 
+def _not_found(exc: Exception, method: str) -> RpcError:
+    return NotFound(str(exc))
+
+
 def _refused(exc: Exception, method: str) -> RpcError:
     return InvalidInput(str(exc))
 
 
 # Checked in order; the first matching type wins (a SessionNamespaceError is also a
-# refusal, so it comes before MemoryInputError).
+# refusal, so it comes before MemoryInputError; so is a MemoryNotFound).
 _TABLE: tuple[tuple[type[Exception], Callable[[Exception, str], RpcError]], ...] = (
     (RpcError, _as_is),
     (SessionNamespaceError, _wrong_namespace),
+    (MemoryNotFound, _not_found),
     (MemoryInputError, _refused),
     (se.StoreError, _from_store),
     (EngineError, _engine_error),

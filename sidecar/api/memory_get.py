@@ -8,16 +8,27 @@ the session, and a session collection is served only when that session belongs t
 
 from __future__ import annotations
 
-from protocol.assemble import MemoryGetParams, MemoryGetResult, MemoryRecord
+from protocol.assemble import MemoryGetParams, MemoryGetResult
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
-from sidecar.assembly.cache import scope_of
+from sidecar.api.wire import memory_record_out
 from sidecar.errors import InvalidInput, NotFound
 from sidecar.memory.ingest.sessions import named_namespace, request_namespace
 from sidecar.memory.lifecycle.forget_items import readable_by
+from sidecar.memory.service import MemoryService
 
 methods = MethodTable()
+
+
+async def reader_namespace(
+    svc: MemoryService, namespace: str | None, user_id: str | None, session_id: str | None
+) -> str:
+    """The namespace a memory.* request works in: named, or its session's."""
+    sid = session_id.strip() if session_id else ""
+    if named_namespace(namespace, user_id) is None and not sid:
+        raise InvalidInput("namespace, userId or sessionId is required")
+    return await request_namespace(svc.store, sid, namespace, user_id)
 
 
 @methods.method("memory.get")
@@ -25,31 +36,13 @@ async def memory_get(ctx: CallContext, params: MemoryGetParams) -> MemoryGetResu
     if not params.collection.strip() or not params.id.strip():
         raise InvalidInput("collection and id are required")
     svc = memory_service(ctx)
-    named = named_namespace(params.namespace, params.user_id)
-    sid = params.session_id.strip() if params.session_id else ""
-    if named is None and not sid:
-        raise InvalidInput("namespace, userId or sessionId is required")
-    ns = await request_namespace(svc.store, sid, params.namespace, params.user_id)
+    ns = await reader_namespace(svc, params.namespace, params.user_id, params.session_id)
     allowed = await readable_by(svc.store, ns, params.collection)
     record = await svc.store.get(params.collection, params.id) if allowed else None
     if record is None:
         # The same answer for "not yours" and "absent": existence is not revealed.
         raise NotFound(f"no record {params.id!r} in {params.collection!r} for this namespace")
-    meta = record.metadata
-    scope, kind = scope_of(record.collection)
-    ts = meta.get("ts")
-    return MemoryGetResult(
-        record=MemoryRecord(
-            collection=record.collection,
-            id=record.id,
-            text=record.text,
-            kind=kind if kind else scope,
-            role=str(meta.get("role") or ""),
-            session_id=str(meta.get("sessionId") or ""),
-            ts=int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
-            metadata=dict(meta),
-        )
-    )
+    return MemoryGetResult(record=memory_record_out(record))
 
 
 register = methods.register

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from protocol.assemble import AssembleBudget, AssembleResult, AssembleSelected, SearchHitOut
+from protocol.assemble import (
+    AssembleBudget,
+    AssembleResult,
+    AssembleSelected,
+    MemoryRecord,
+    SearchHitOut,
+)
 from protocol.v1_memory import GatingSignalsResult
 from sidecar.assembly.budget import BudgetPartition
+from sidecar.assembly.cache import scope_of
 from sidecar.assembly.plan import SearchHit
 from sidecar.assembly.selection import AssemblyPlan, SelectedItem
 from sidecar.memory.ingest.gate import GatingSignals
+from sidecar.store.names import explicit_ts
+from sidecar.store.types import Record
 
 SCORE_DIGITS = 6  # scores: more digits only carry float noise
 MS_DIGITS = 3
@@ -94,4 +103,20 @@ def gating_result(s: GatingSignals) -> GatingSignalsResult:
         dtech=s.dtech,
         gconv=s.gconv,
         gtech=s.gtech,
+    )
+
+
+def memory_record_out(record: Record) -> MemoryRecord:
+    """A stored record as ``memory.get``/``memory.list``/``memory.update`` return it."""
+    meta = record.metadata
+    scope, kind = scope_of(record.collection)
+    return MemoryRecord(
+        collection=record.collection,
+        id=record.id,
+        text=record.text,
+        kind=kind if kind else scope,
+        role=str(meta.get("role") or ""),
+        session_id=str(meta.get("sessionId") or ""),
+        ts=explicit_ts(meta),
+        metadata=dict(meta),
     )

@@ -174,12 +174,13 @@ class Features:
         "session_copy",
         "sources",
         "speaker",
+        "superseded",
         "terms",
         "turn",
         "vector",
     )
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every cached part, set once per candidate
         self,
         key: tuple[str, str],
         covered: tuple[str, ...],
@@ -189,6 +190,7 @@ class Features:
         decay: float,
         authority: float,
         vector: F32 | None,
+        superseded: object = None,
     ) -> None:
         self.key = key
         self.covered = covered
@@ -198,6 +200,8 @@ class Features:
         self.decay = decay  # a summary's decay rate in [0, 1] (summary_quality); 0 otherwise
         self.authority = authority
         self.vector = vector
+        # replaced by a correction (memory.update): ranks far below the current fact
+        self.superseded = bool(superseded)
         self.terms: frozenset[str] | None = None
         self.turn: Any = None
         self.session_copy: Candidate | None = None
@@ -231,6 +235,7 @@ def features(c: Candidate) -> Features:
             decay,
             authority(c),
             v if type(v) is np.ndarray and v.ndim == 1 and v.dtype is _F32_DTYPE else None,
+            c.metadata.get("superseded_by"),
         )
         object.__setattr__(c, "_features", f)
     return f
@@ -262,7 +267,15 @@ def with_scope(c: Candidate, scope: str) -> Candidate:
     f = c._features
     if f is not None:
         g = Features(
-            f.key, f.covered, f.sources, f.is_summary, f.speaker, f.decay, authority(new), f.vector
+            f.key,
+            f.covered,
+            f.sources,
+            f.is_summary,
+            f.speaker,
+            f.decay,
+            authority(new),
+            f.vector,
+            f.superseded,
         )
         g.terms, g.turn = f.terms, f.turn
         object.__setattr__(new, "_features", g)

@@ -40,6 +40,9 @@ can lift an irrelevant record above a relevant one::
   the share of the query's keywords (lexical analyzer terms) found in ``d``; kappa 0.1
   (mostly redundant with BM25 once the lexical channel is fused; higher values cost
   recall on the dev split).
+* **Superseded** facts (``superseded_by`` set by ``memory.update``) are multiplied by
+  ``superseded_factor`` (0.3): the correction outranks what it replaced, which stays
+  findable. Chosen, not fitted: the dev split has no corrections.
 * **Temporal** ``T(d) = 1 + tau * affinity(ts(d)) + w_o * order(d)`` from the query's
   :class:`~sidecar.assembly.temporal.TemporalPlan`: tau 0.3 for date anchors; ``order``
   the chronological position (earliest = 1 for "first" questions, latest = 1 for "last"
@@ -117,6 +120,7 @@ class ScoringConfig:
     tau: float = 0.3  # temporal affinity
     order_weight: float = 0.05  # first/last ordering preference
     theta1: float = 0.05  # similarity floor (with no keyword overlap)
+    superseded_factor: float = 0.3  # a fact replaced by memory.update (never tuned on dev)
     scopes: Mapping[str, ScopeParams] = field(default_factory=lambda: dict(SCOPES))
 
     def scope(self, name: str) -> ScopeParams:
@@ -792,6 +796,8 @@ def rank_table(
             order_term[i] = (1.0 - frac) if plan.order == "asc" else frac
     t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
     final = ctx * pri * q * omega * kw * t
+    if any(f.superseded for f in feats):
+        final = final * np.array([cfg.superseded_factor if f.superseded else 1.0 for f in feats])
     keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
     parts = np.vstack((final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n)))
     kept = np.flatnonzero(keep)

@@ -122,8 +122,10 @@ class AsyncStore:
 
     # ---- reads -------------------------------------------------------------------------
 
-    async def get(self, collection: str, record_id: str) -> Record | None:
-        return await self._run(self.store.get, collection, record_id)
+    async def get(
+        self, collection: str, record_id: str, *, include_vector: bool = False
+    ) -> Record | None:
+        return await self._run(self.store.get, collection, record_id, include_vector=include_vector)
 
     async def get_many(self, collection: str, ids: Iterable[str]) -> list[Record]:
         return await self._run(self.store.get_many, collection, list(ids))

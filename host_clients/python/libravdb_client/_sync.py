@@ -72,6 +72,13 @@ from protocol.authored import (
 )
 from protocol.core import HealthResult, InitializeResult, ShutdownResult, StatusResult
 from protocol.engines import EmbedParams, EmbedResult, SummarizeParams, SummarizeResult
+from protocol.memory import (
+    ListScope,
+    MemoryListParams,
+    MemoryListResult,
+    MemoryUpdateParams,
+    MemoryUpdateResult,
+)
 from protocol.sessions import (
     CompactParams,
     CompactResult,
@@ -638,6 +645,52 @@ class Client:
             session_id=session_id,
         )
         return self.call_typed("memory.get", params, MemoryGetResult, timeout=timeout)
+
+    def memory_list(  # noqa: PLR0913 - keyword-only options of one RPC
+        self,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        scope: ListScope = "durable",
+        since: int | None = None,
+        until: int | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        include_superseded: bool = False,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> MemoryListResult:
+        """One page of the namespace's records of ``scope``, newest first; pass the
+        result's ``next_cursor`` as ``cursor`` for the next page ("" = the last)."""
+        params = MemoryListParams(
+            namespace=namespace,
+            user_id=user_id,
+            session_id=session_id,
+            scope=scope,
+            since=since,
+            until=until,
+            limit=limit,
+            cursor=cursor,
+            include_superseded=include_superseded,
+        )
+        return self.call_typed("memory.list", params, MemoryListResult, timeout=timeout)
+
+    def memory_update(
+        self,
+        collection: str,
+        id: str,
+        text: str,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> MemoryUpdateResult:
+        """Replace a durable fact's text (or correct a turn of ``turns:<ns>``); the old
+        text is kept as a superseded version (``previous``)."""
+        params = MemoryUpdateParams(
+            collection=collection, id=id, text=text, namespace=namespace, user_id=user_id
+        )
+        return self.call_typed("memory.update", params, MemoryUpdateResult, timeout=timeout)
 
     def compact(
         self,

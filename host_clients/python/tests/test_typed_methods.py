@@ -77,6 +77,14 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
         journal = c.lifecycle_journal(session_id="typed-s1")
         assert journal.entries[0].id == hint.id
 
+        page = c.memory_list(user_id="typed", scope="history", limit=2)
+        assert len(page.records) == 2 and page.total > 2 and page.next_cursor
+        rest = c.memory_list(user_id="typed", scope="history", cursor=page.next_cursor, limit=500)
+        assert len(rest.records) == page.total - 2
+        fixed = c.memory_update(
+            "turns:typed", page.records[0].id, "Lena studies in Dundee.", user_id="typed"
+        )
+        assert fixed.record.collection == "user:typed" and fixed.record.text.endswith("Dundee.")
         dry = c.forget(user_id="typed", query="boat trip", limit=2, dry_run=True)
         assert dry.dry_run and len(dry.items) == 2 and dry.items[0].session_id
         one = c.forget(user_id="typed", message_ids=[dry.items[0].id])

@@ -61,6 +61,25 @@ for (const transport of ["unix", "tcp"] as const) {
       assert.ok((kept.hits ?? []).some((h) => h.text.includes("football")));
     });
 
+    test("memory.list pages what is kept; memory.update corrects a fact", async () => {
+      await client.ingest({
+        sessionId: "m1",
+        userId: "mo",
+        messages: [1, 2, 3].map((i) => ({ id: `q${i}`, role: "user", content: `Fact ${i}: I own ${i} bicycles.`, ts: 1_700_000_000_000 + i })),
+      });
+      const page = await client.memoryList({ userId: "mo", scope: "history", limit: 2 });
+      assert.deepEqual(page.records.map((r) => r.id), ["m1:q3", "m1:q2"]);
+      assert.equal(page.total, 3);
+      const next = await client.memoryList({ userId: "mo", scope: "history", cursor: page.nextCursor });
+      assert.deepEqual(next.records.map((r) => r.id), ["m1:q1"]);
+      assert.equal(next.nextCursor, "");
+      const fixed = await client.memoryUpdate({ userId: "mo", collection: "turns:mo", id: "m1:q3", text: "I own four bicycles." });
+      assert.equal(fixed.record.collection, "user:mo");
+      assert.equal(fixed.record.text, "I own four bicycles.");
+      const got = await client.memoryGet({ userId: "mo", collection: "user:mo", id: "m1:q3" });
+      assert.equal(got.record.metadata["provenance_class"], "user_update");
+    });
+
     test("many calls in flight on one connection all get their own reply", async () => {
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => client.call("embed", { texts: [`text ${i}`], kind: "query" })));
       assert.equal(results.length, 20);

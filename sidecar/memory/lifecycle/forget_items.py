@@ -44,6 +44,7 @@ from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.lifecycle.forget import sessions_of_namespace
+from sidecar.memory.lifecycle.listing import SUPERSEDED_BY
 from sidecar.store.aio import AsyncStore
 from sidecar.store.types import Delete, Op, Put, Record
 
@@ -212,8 +213,18 @@ async def _count_copies(
         for tid, rec in recs.items():
             user = rec.metadata.get("userId")
             deletes = _copy_deletes(namespace, sid, user if isinstance(user, str) else "", tid)
-            counts[(sid, tid)] = len(await _present(svc.store, deletes))
+            versions = await _old_versions(svc.store, namespace, sid, tid)
+            counts[(sid, tid)] = len(await _present(svc.store, deletes)) + len(versions)
     return counts
+
+
+async def _old_versions(store: AsyncStore, namespace: str, sid: str, tid: str) -> list[Delete]:
+    """The superseded versions (``memory.update``) of the turn's durable copy."""
+    durable = C.user(namespace)
+    if store.store.collection(durable) is None:
+        return []
+    where = {SUPERSEDED_BY: C.namespace_turn_id(sid, tid)}
+    return [Delete(durable, r.id) for r in await store.list_records(durable, where=where)]
 
 
 async def _present(store: AsyncStore, deletes: Sequence[Delete]) -> list[Delete]:
@@ -317,7 +328,7 @@ async def _session_ops(
     for tid in doomed:
         turn = by_id.get(tid)
         deletes = _copy_deletes(namespace, sid, turn.user_id if turn else "", tid)
-        present = await _present(store, deletes)
+        present = await _present(store, deletes) + await _old_versions(store, namespace, sid, tid)
         ops += present
         copies[tid] = len(present)
     ops += await _rebuild_summaries(svc, sid, doomed, turns, summaries, graph, counts)

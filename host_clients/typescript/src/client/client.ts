@@ -18,6 +18,12 @@ import type {
   IngestParams,
   IngestResult,
   InitializeResult,
+  MemoryGetParams,
+  MemoryGetResult,
+  MemoryListParams,
+  MemoryListResult,
+  MemoryUpdateParams,
+  MemoryUpdateResult,
   MethodName,
   ParamsOf,
   ProgressParams,
@@ -259,5 +265,14 @@ export class LibravdbClient {
   }
   forget(params: ForgetParams, options?: CallOptions): Promise<ForgetResult> {
     return this.call("forget", params, options);
+  }
+  memoryGet(params: MemoryGetParams, options?: CallOptions): Promise<MemoryGetResult> {
+    return this.call("memory.get", params, options);
+  }
+  memoryList(params: MemoryListParams, options?: CallOptions): Promise<MemoryListResult> {
+    return this.call("memory.list", params, options);
+  }
+  memoryUpdate(params: MemoryUpdateParams, options?: CallOptions): Promise<MemoryUpdateResult> {
+    return this.call("memory.update", params, options);
   }
 }

@@ -584,6 +584,39 @@ export interface MemoryGetResult {
   record: MemoryRecord;
 }
 
+/**
+ * One page of a namespace's records of one ``scope``, newest first (by ``ts``).
+ *
+ * ``sessionId`` keeps only that session's records (it must belong to the namespace;
+ * alone it names the namespace too). ``since``/``until`` bound ``ts`` (epoch ms,
+ * inclusive). ``cursor`` is the ``nextCursor`` of the previous page.
+ * ``includeSuperseded`` also lists durable facts replaced by ``memory.update``.
+ */
+export interface MemoryListParams {
+  namespace?: string | null;
+  userId?: string | null;
+  sessionId?: string | null;
+  scope?: "dream" | "durable" | "elevated" | "history" | "summary";
+  since?: number | null;
+  until?: number | null;
+  /**
+   * Bounds: >= 1, <= 500.
+   */
+  limit?: number;
+  cursor?: string | null;
+  includeSuperseded?: boolean;
+}
+
+/**
+ * ``total`` counts every record that matches (all pages); ``nextCursor`` is "" on
+ * the last page.
+ */
+export interface MemoryListResult {
+  records: MemoryRecord[];
+  total: number;
+  nextCursor: string;
+}
+
 export interface MemoryRecord {
   collection: string;
   id: string;
@@ -593,6 +626,28 @@ export interface MemoryRecord {
   sessionId: string;
   ts: number | null;
   metadata: Record<string, unknown>;
+}
+
+/**
+ * Replace the text of a durable fact (``user:<ns>``), or correct a raw turn of the
+ * namespace (``turns:<ns>``: its durable copy gets the new text). The old text is kept
+ * as a superseded version; a superseded fact ranks far below the current one.
+ */
+export interface MemoryUpdateParams {
+  collection: string;
+  id: string;
+  text: string;
+  namespace?: string | null;
+  userId?: string | null;
+}
+
+/**
+ * ``record`` is the durable fact now; ``previous`` the version kept as history
+ * (``superseded_by`` in its metadata names ``record``).
+ */
+export interface MemoryUpdateResult {
+  record: MemoryRecord;
+  previous: MemoryRecord | null;
 }
 
 export interface MethodStats {
@@ -1011,6 +1066,14 @@ export interface Methods {
    */
   "memory.get": { params: MemoryGetParams; result: MemoryGetResult };
   /**
+   * list a namespace's durable facts, history, summaries, guidance or dream entries, newest first, a page at a time
+   */
+  "memory.list": { params: MemoryListParams; result: MemoryListResult };
+  /**
+   * replace a durable fact's text; the old version is kept as superseded history
+   */
+  "memory.update": { params: MemoryUpdateParams; result: MemoryUpdateResult };
+  /**
    * v1: gate dream-diary entries; accepted ones atomically replace the doc's earlier entries
    */
   "promote_dream_entries": { params: PromoteDreamEntriesParams; result: PromoteDreamEntriesResult };
@@ -1051,4 +1114,4 @@ export interface Methods {
 export type MethodName = keyof Methods;
 export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
-export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","shutdown","status","summarize"];
+export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","memory.list","memory.update","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","shutdown","status","summarize"];
