@@ -3,8 +3,8 @@
 The durable record keeps its id and gets the new text, a new vector, ``ts`` = now,
 ``revision`` + 1 and ``provenance_class: "user_update"``; its ``source_turn_id`` becomes
 ``corrects_turn_id``, since it no longer copies the turn (retrieval dedupes records that
-stand for one turn, and would otherwise drop the correction or the original). The text it had is written
-beside it in ``user:<ns>`` as ``<id>~v<revision>`` with ``superseded_by: <id>`` and
+stand for one turn, and would otherwise drop the correction or the original). The text it
+had is written beside it in ``user:<ns>`` as ``<id>~v<revision>`` with ``superseded_by: <id>`` and
 ``superseded_at``; the raw turn it came from (``turns:<ns>``, ``session_raw:<sid>``)
 keeps its text (history is lossless) and is marked ``superseded_by`` too. Ranking
 multiplies a superseded record's score by ``superseded_factor`` (scoring), so the
