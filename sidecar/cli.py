@@ -104,6 +104,9 @@ def _tool_commands(sub: Any) -> None:
     authored.add_argument("action", choices=["list"], help="list: documents, tiers, sources")
     authored.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     authored.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    from sidecar import console_memory
+
+    console_memory.add_parser(sub)
 
 
 def _maintenance_commands(sub: Any) -> None:
@@ -174,6 +177,10 @@ def _run_tool(args: argparse.Namespace) -> int:
         return console.run_console(args.endpoint)
     if args.command == "authored":
         return console.run_authored_list(args.endpoint, as_json=args.json)
+    if args.command == "memory":
+        from sidecar import console_memory
+
+        return console_memory.run(args)
     if args.command == "call":
         return console.run_call(args.endpoint, args.method, args.params, args.timeout, raw=args.raw)
     raise AssertionError(args.command)

@@ -401,7 +401,7 @@ def resolve_auth_token() -> str | None:
     return load_token(path)
 
 
-def _connect_failure(exc: Exception, err: TextIO) -> int:
+def connect_failure(exc: Exception, err: TextIO) -> int:
     hint = ""
     if isinstance(exc, ConnectError):
         hint = "\nIs the daemon running? Start it with `libravdbd serve` or pass --endpoint."
@@ -425,7 +425,7 @@ def run_console(
     try:
         console = Console(target, timeout=30.0, out=out, err=err, interactive=interactive)
     except (LibravdbError, ValueError) as exc:
-        return _connect_failure(exc, err)
+        return connect_failure(exc, err)
     try:
         return _interactive(console) if interactive else _piped(console, stdin)
     finally:
@@ -473,7 +473,7 @@ def run_call(
         print(format_rpc_error(exc), file=sys.stderr)
         return EXIT_RPC_ERROR
     except (LibravdbError, ValueError) as exc:
-        return _connect_failure(exc, sys.stderr)
+        return connect_failure(exc, sys.stderr)
     if raw is not None:
         try:
             value = field_at(result, raw)
@@ -496,7 +496,7 @@ def run_authored_list(endpoint: str | None, *, as_json: bool = False) -> int:
         print(format_rpc_error(exc), file=sys.stderr)
         return EXIT_RPC_ERROR
     except (LibravdbError, ValueError) as exc:
-        return _connect_failure(exc, sys.stderr)
+        return connect_failure(exc, sys.stderr)
     docs = result.get("documents", [])
     if as_json:
         print(format_json(docs), flush=True)

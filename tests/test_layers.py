@@ -36,6 +36,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "sidecar.cli",
             "sidecar.console",
             "sidecar.console_input",
+            "sidecar.console_memory",
             "sidecar.tools",
             "sidecar.__main__",
         ),

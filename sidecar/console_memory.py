@@ -1,0 +1,217 @@
+"""``libravdb memory list|get|update|forget``: see and correct what the memory keeps, from
+a shell, through the running daemon.
+
+Tables on stdout (``--json`` prints the results as JSON instead); errors on stderr with the
+console's exit statuses (0 ok, 1 the daemon refused, 2 no answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from libravdb_client import Client, LibravdbError, RpcError
+
+from sidecar.console import (
+    EXIT_OK,
+    EXIT_RPC_ERROR,
+    connect_failure,
+    resolve_auth_token,
+    resolve_endpoint,
+)
+from sidecar.console_input import format_json, format_rpc_error
+
+TEXT_WIDTH = 80
+SCOPES = ("durable", "history", "summary", "elevated", "dream")
+
+
+def add_parser(sub: Any) -> None:
+    memory = sub.add_parser("memory", help="list, show, correct or forget memories")
+    actions = memory.add_subparsers(dest="action", required=True)
+
+    def common(cmd: Any, *, namespace_required: bool = True) -> None:
+        cmd.add_argument(
+            "--user", "--namespace", dest="user", required=namespace_required, metavar="NS"
+        )
+        cmd.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+        cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    lst = actions.add_parser("list", help="records of one scope, newest first")
+    common(lst, namespace_required=False)
+    lst.add_argument("--scope", choices=SCOPES, default="durable")
+    lst.add_argument("--session", metavar="SID", help="only this session's records")
+    lst.add_argument("--since", type=int, metavar="MS", help="ts >= MS (epoch ms)")
+    lst.add_argument("--until", type=int, metavar="MS", help="ts <= MS (epoch ms)")
+    lst.add_argument("--limit", type=int, default=50, help="records per page (1..500)")
+    lst.add_argument("--all", action="store_true", help="every page, not just the first")
+    lst.add_argument("--superseded", action="store_true", help="include corrected versions")
+    get = actions.add_parser("get", help="one record, in full")
+    common(get)
+    get.add_argument("collection")
+    get.add_argument("id")
+    upd = actions.add_parser("update", help="replace a durable fact's text (old one kept)")
+    common(upd)
+    upd.add_argument("collection", help="user:<ns> or turns:<ns>")
+    upd.add_argument("id")
+    upd.add_argument("text")
+    fgt = actions.add_parser("forget", help="forget messages, records or a query's matches")
+    common(fgt)
+    fgt.add_argument("--message", action="append", default=[], metavar="ID")
+    fgt.add_argument("--record", action="append", default=[], metavar="COLLECTION/ID")
+    fgt.add_argument("--query", metavar="TEXT")
+    fgt.add_argument("--limit", type=int, default=1, help="matches of --query (default 1)")
+    fgt.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = sys.stdout if out is None else out
+    try:
+        with Client(
+            resolve_endpoint(args.endpoint), timeout=60.0, auth_token=resolve_auth_token()
+        ) as client:
+            return _ACTIONS[args.action](client, args, out)
+    except RpcError as exc:
+        print(format_rpc_error(exc), file=sys.stderr)
+        return EXIT_RPC_ERROR
+    except (LibravdbError, ValueError) as exc:
+        return connect_failure(exc, sys.stderr)
+
+
+def _namespace(args: argparse.Namespace) -> dict[str, Any]:
+    return {"namespace": args.user} if args.user else {}
+
+
+def _list(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    params: dict[str, Any] = {**_namespace(args), "scope": args.scope, "limit": args.limit}
+    optional = {"sessionId": args.session, "since": args.since, "until": args.until}
+    params.update({k: v for k, v in optional.items() if v is not None})
+    if args.superseded:
+        params["includeSuperseded"] = True
+    records: list[dict[str, Any]] = []
+    total = 0
+    while True:
+        page = client.call("memory.list", params)
+        records += page["records"]
+        total = page["total"]
+        if not args.all or not page["nextCursor"]:
+            break
+        params["cursor"] = page["nextCursor"]
+    if args.json:
+        print(format_json({"records": records, "total": total}), file=out)
+        return EXIT_OK
+    print(format_records(records), file=out)
+    more = f" (first {len(records)}; --all for every page)" if len(records) < total else ""
+    print(f"{total} record(s) in {args.scope}{more}", file=out)
+    return EXIT_OK
+
+
+def _get(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    res = client.call(
+        "memory.get", {**_namespace(args), "collection": args.collection, "id": args.id}
+    )
+    print(format_json(res["record"]) if args.json else format_record(res["record"]), file=out)
+    return EXIT_OK
+
+
+def _update(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    params = {
+        **_namespace(args),
+        "collection": args.collection,
+        "id": args.id,
+        "text": args.text,
+    }
+    res = client.call("memory.update", params)
+    if args.json:
+        print(format_json(res), file=out)
+        return EXIT_OK
+    rec, prev = res["record"], res["previous"]
+    print(
+        f"updated {rec['collection']}/{rec['id']} (revision {rec['metadata']['revision']})",
+        file=out,
+    )
+    if prev is not None:
+        print(f"kept the old text as {prev['id']}: {_clip(prev['text'])}", file=out)
+    return EXIT_OK
+
+
+def _forget(client: Client, args: argparse.Namespace, out: TextIO) -> int:
+    if not (args.message or args.record or args.query):
+        raise ValueError(
+            "name what to forget: --message, --record or --query (a whole namespace: "
+            "libravdb call forget namespace=NS includeSessions=true)"
+        )
+    records = []
+    for ref in args.record:
+        coll, sep, rid = ref.rpartition("/")
+        if not sep or not coll or not rid:
+            raise ValueError(f"--record wants COLLECTION/ID, got {ref!r}")
+        records.append({"collection": coll, "id": rid})
+    params: dict[str, Any] = {**_namespace(args), "dryRun": args.dry_run}
+    if args.message:
+        params["messageIds"] = args.message
+    if records:
+        params["records"] = records
+    if args.query:
+        params["query"], params["limit"] = args.query, args.limit
+    res = client.call("forget", params)
+    if args.json:
+        print(format_json(res), file=out)
+        return EXIT_OK
+    verb = "would forget" if res["dryRun"] else "forgot"
+    for item in res["items"]:
+        where = f"session {item['sessionId']}" if item["sessionId"] else item["collection"]
+        print(
+            f"{verb} {item['id']} ({where}, {item['copies']} copies): {_clip(item['text'])}",
+            file=out,
+        )
+    for miss in res["missing"]:
+        print(
+            f"not found: {miss['collection'] + '/' if miss['collection'] else ''}{miss['id']}",
+            file=out,
+        )
+    rebuilt = res["summariesRebuilt"]
+    print(f"{res['deleted']} record(s), {rebuilt} summary(ies) rebuilt", file=out)
+    return EXIT_OK
+
+
+_ACTIONS: dict[str, Callable[[Client, argparse.Namespace, TextIO], int]] = {
+    "list": _list,
+    "get": _get,
+    "update": _update,
+    "forget": _forget,
+}
+
+
+def _clip(text: str, width: int = TEXT_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _when(ts: object) -> str:
+    if not isinstance(ts, int):
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts / 1000))
+
+
+def format_records(records: list[dict[str, Any]]) -> str:
+    """One line per record: when (UTC), where, id, the text clipped."""
+    rows = [("when (UTC)", "collection", "id", "text")]
+    rows += [(_when(r.get("ts")), r["collection"], r["id"], _clip(r["text"])) for r in records]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:3])) + "  " + r[3] for r in rows
+    )
+
+
+def format_record(rec: dict[str, Any]) -> str:
+    lines = [
+        f"{rec['collection']}/{rec['id']}",
+        f"  when     {_when(rec.get('ts'))} UTC",
+        f"  kind     {rec['kind']}   role {rec['role'] or '-'}   session {rec['sessionId'] or '-'}",
+        "",
+        rec["text"],
+    ]
+    return "\n".join(lines)
