@@ -1,4 +1,4 @@
-"""Authored markdown → tiered nodes, with the core-document fix.
+"""Authored markdown → tiered nodes: rules, notes and the structure around them.
 
 The body is parsed as strict CommonMark (markdown-it-py ``"commonmark"`` preset: no
 tables, strikethrough or task lists). Top-level blocks become nodes:
@@ -6,14 +6,26 @@ tables, strikethrough or task lists). Top-level blocks become nodes:
 ==============  =====================================================================
 kind            text
 ==============  =====================================================================
-YAMLFrontmatter the trimmed frontmatter source (node 0 when present)
-Heading         inline text
 Paragraph       inline text
 List            one node per top-level list item; nested lists are flattened into it
 Blockquote      one node for the whole quote
 CodeBlock       fenced or indented code, raw content lines, trimmed
 HTMLBlock       the HTML source, trimmed
 ==============  =====================================================================
+
+**Front matter and headings are structure, never nodes.** The reference made the front
+matter node 0 (a hard rule in a core document, so ``title: Team handbook core: true``
+was injected as a rule) and every heading a node of its own (so a bare "Rules" was
+recalled as a memory). Here the front matter is metadata: ``core`` decides the tiers,
+``title`` and ``tags`` go into every node's metadata, the hop keys give hop targets.
+Headings give each node its ``headings`` path (the enclosing headings, outermost first).
+
+Tags: the front matter's ``tags``/``tag`` (a list, or a scalar of words separated by
+commas or blanks; a leading ``#`` is dropped) are the document's tags. Obsidian inline
+tags (``#word``, ``#nested/tag``; not ``#123``, not inside code) are the node's own; a
+paragraph of tags only is not a node, its tags join the document's. Every node carries the
+document's tags and its own (``tags``). A document tagged ``core`` is core, like
+``core: true``.
 
 Inline text concatenates text, code spans, link text and image alt text, with a space
 for line breaks; autolink URLs and inline HTML are dropped; Obsidian wiki-links
@@ -22,21 +34,21 @@ Empty nodes are skipped.
 
 Tiers (values as in the reference: variant 0, hard 1, soft 2):
 
-* **Only a core document yields hard nodes.** A document is core when its frontmatter
-  says ``core: true`` (``yes``/``on``/``1``), or when the caller passes
-  ``core_doc=True`` and the frontmatter does not say ``core: false``. In a core document
-  the frontmatter and every top-level list item are hard and blockquotes are soft
-  (reference behaviour). The reference treated *every* watched note as core, so every
-  list item of an Obsidian vault became a hard invariant.
+* **Only a core document yields hard nodes.** A document is core when its front matter
+  says ``core: true`` (``yes``/``on``/``1``) or tags it ``core``, or when the caller
+  passes ``core_doc=True`` and the front matter does not say ``core: false``. In a core
+  document every top-level list item is hard and blockquotes are soft (reference
+  behaviour). The reference treated *every* watched note as core, so every list item of
+  an Obsidian vault became a hard invariant.
 * In a non-core document, list items and blockquotes are soft when the deontic
-  classifier finds a rule in them, else variant; the frontmatter is variant.
+  classifier finds a rule in them, else variant.
 * In any document a paragraph is soft when it states a rule (promoted), else variant;
-  headings, code and HTML are variant.
+  code and HTML are variant.
 
-Frontmatter: an optional UTF-8 BOM, then a first line that is
+Front matter: an optional UTF-8 BOM, then a first line that is
 exactly ``---`` (trailing spaces allowed) ended by LF or CRLF; it closes at the next line
 that is ``---`` or ``...``, ended by a newline **or by end of input**. Without a closing
-line there is no frontmatter. The content is read as a small YAML subset (scalars,
+line there is no front matter. The content is read as a small YAML subset (scalars,
 quoted strings, inline ``[a, b]`` lists, block ``- item`` lists, ``#`` comments); nested
 mappings are kept as raw text. Hop targets come from the ``hop_targets``, ``hops``,
 ``links`` and ``related`` keys (list or scalar; ``[[wiki]]`` syntax accepted) followed by
@@ -44,9 +56,9 @@ the body's wiki-links, deduplicated in order; links to attachments (a file exten
 other than ``.md``) are not hop targets. Variant nodes carry the document's hop targets,
 every node its own wiki-links.
 
-Node ids are ``<sourceDoc>#%06d`` of the ordinal (0-based, in document order).
-``position`` is the UTF-8 byte offset in the raw input where the node's text starts
-(the first inline text of the block, else its first non-blank character), non-
+Node ids are ``<sourceDoc>#%06d`` of the ordinal (0-based, in document order of the
+nodes). ``position`` is the UTF-8 byte offset in the raw input where the node's text
+starts (the first inline text of the block, else its first non-blank character), non-
 decreasing; ``line``/``end_line`` are 1-based raw line numbers. ``token_estimate`` uses
 the one estimator of :mod:`sidecar.memory.core.tokens`. Replacing a stored document
 atomically is the store's job; this module only builds the model.
@@ -65,13 +77,24 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sidecar.memory.authored.deontic import evaluate_text
+from sidecar.memory.authored.frontmatter import (
+    HOP_KEYS,
+    LINE_SPLIT_RE,
+    WIKI_RE,
+    WS_RE,
+    Frontmatter,
+    FrontmatterValue,
+    dedupe,
+    frontmatter_tags,
+    hop_values,
+    is_truthy,
+    split_frontmatter,
+    wiki_target,
+)
 from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.core.tokens import estimate_tokens
 
 DEFAULT_TOKENIZER_ID = "markdown-ingest:v1"
-HOP_KEYS = ("hop_targets", "hops", "links", "related")
-
-FrontmatterValue = str | bool | list[str]
 
 
 class NodeKind(enum.StrEnum):
@@ -107,15 +130,7 @@ class AuthoredNode:
     modality_mask: int
     hop_targets: tuple[str, ...]
     links: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Frontmatter:
-    raw: str  # trimmed content, LF line ends
-    values: Mapping[str, FrontmatterValue]
-    start: int  # byte offset of the content (after the opening line)
-    end: int  # byte offset just after the closing line
-    end_line: int  # 1-based raw line number of the last content line
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +142,8 @@ class AuthoredDocument:
     frontmatter: Frontmatter | None
     hop_targets: tuple[str, ...]
     nodes: tuple[AuthoredNode, ...] = field(default_factory=tuple)
+    title: str = ""
+    tags: tuple[str, ...] = ()
 
     @property
     def authority(self) -> float:
@@ -157,205 +174,14 @@ class AuthoredDocument:
             meta["headings"] = list(node.headings)
         if node.hop_targets:
             meta["hop_targets"] = list(node.hop_targets)
+        if node.tags:
+            meta["tags"] = list(node.tags)
+        if self.title:
+            meta["title"] = self.title
         return meta
 
 
 # ----------------------------------------------------------------------------- frontmatter
-
-_OPEN_RE = re.compile(r"---[ \t]*(\r\n|\n)")
-_CLOSE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\r\n|\n|\r)?")
-_KEY_RE = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
-_ITEM_RE = re.compile(r"^[ \t]*-(?:[ \t]+(.*)|[ \t]*)$")
-_WIKI_RE = re.compile(r"(!?)\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]+))?\]\]")
-_WS_RE = re.compile(r"\s+")
-_LINE_SPLIT_RE = re.compile(r"\r\n|\r|\n")
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in {"'", '"'}:
-        return value[1:-1]
-    return value
-
-
-def _strip_comment(value: str) -> str:
-    value = value.strip()
-    if value[:1] in {"'", '"'}:
-        end = value.find(value[0], 1)
-        if end > 0 and (not value[end + 1 :].strip() or value[end + 1 :].lstrip()[0] == "#"):
-            return value[: end + 1]
-        return value
-    m = re.search(r"\s#", value)
-    return value[: m.start()] if m else value
-
-
-def _split_inline_list(body: str) -> list[str]:
-    items: list[str] = []
-    buf: list[str] = []
-    quote = ""
-    depth = 0
-    for ch in body:
-        if quote:
-            buf.append(ch)
-            if ch == quote:
-                quote = ""
-        elif ch in {"'", '"'}:
-            quote = ch
-            buf.append(ch)
-        elif ch == "[":
-            depth += 1
-            buf.append(ch)
-        elif ch == "]":
-            depth -= 1
-            buf.append(ch)
-        elif ch == "," and depth == 0:
-            items.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-    items.append("".join(buf))
-    return [_unquote(i) for i in items if i.strip()]
-
-
-def _scalar(value: str) -> FrontmatterValue:
-    value = _strip_comment(value).strip()
-    if value.startswith("[") and value.endswith("]") and not value.startswith("[["):
-        return _split_inline_list(value[1:-1])
-    low = value.lower()
-    if low in {"true", "false"}:
-        return low == "true"
-    return _unquote(value)
-
-
-def parse_frontmatter_values(text: str) -> dict[str, FrontmatterValue]:
-    """Parse the YAML subset described in the module doc. Never raises."""
-    out: dict[str, FrontmatterValue] = {}
-    lines = _LINE_SPLIT_RE.split(text)
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        m = _KEY_RE.match(line)
-        if m is None or line[:1].isspace():
-            i += 1
-            continue
-        key, value = m.group(1), (m.group(2) or "").strip()
-        i += 1
-        if value in {"|", ">", "|-", ">-", "|+", ">+"}:
-            block: list[str] = []
-            while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace()):
-                block.append(lines[i].strip())
-                i += 1
-            joiner = "\n" if value.startswith("|") else " "
-            out[key] = joiner.join(block).strip()
-            continue
-        if value:
-            out[key] = _scalar(value)
-            continue
-        items: list[str] = []
-        nested: list[str] = []
-        j = i
-        while j < len(lines):
-            nxt = lines[j]
-            if not nxt.strip():
-                j += 1
-                continue
-            im = _ITEM_RE.match(nxt)
-            if im is not None:
-                items.append(_unquote(_strip_comment(im.group(1) or "")))
-                j += 1
-                i = j
-                continue
-            if nxt[:1].isspace() and not items:
-                nested.append(nxt.strip())
-                j += 1
-                i = j
-                continue
-            break
-        if items:
-            out[key] = [it for it in items if it]
-        else:
-            out[key] = "\n".join(nested)
-    return out
-
-
-def split_frontmatter(raw: str) -> tuple[Frontmatter | None, int]:
-    """The frontmatter of ``raw`` (or None) and the character index where the body starts."""
-    start = 1 if raw.startswith("\ufeff") else 0
-    m = _OPEN_RE.match(raw, start)
-    if m is None:
-        return None, 0
-    content_start = m.end()
-    pos = content_start
-    while pos <= len(raw):
-        nl = _LINE_SPLIT_RE.search(raw, pos)
-        line_end = nl.start() if nl else len(raw)
-        after = nl.end() if nl else len(raw)
-        line = raw[pos:line_end]
-        if line.rstrip(" \t") in {"---", "..."}:
-            content = raw[content_start:pos]
-            fm = Frontmatter(
-                raw=_LINE_SPLIT_RE.sub("\n", content).strip(),
-                values=parse_frontmatter_values(content),
-                start=len(raw[:content_start].encode("utf-8")),
-                end=len(raw[:after].encode("utf-8")),
-                end_line=1 + len(_LINE_SPLIT_RE.findall(content)),
-            )
-            return fm, after
-        if nl is None:
-            break
-        pos = after
-    return None, 0
-
-
-def is_truthy(value: FrontmatterValue | None) -> bool | None:
-    """``True``/``False`` for boolean-like values, ``None`` when absent or not boolean."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in _TRUE:
-            return True
-        if low in _FALSE:
-            return False
-    return None
-
-
-def _wiki_target(target: str) -> str | None:
-    target = target.strip()
-    if not target:
-        return None
-    base = target.rsplit("/", 1)[-1]
-    if "." in base and not base.lower().endswith(".md"):
-        return None  # an attachment, not a note
-    return target
-
-
-def _hop_values(value: FrontmatterValue) -> list[str]:
-    if isinstance(value, bool):
-        return []
-    values = value if isinstance(value, list) else [value]
-    out: list[str] = []
-    for v in values:
-        v = _unquote(v)
-        m = _WIKI_RE.fullmatch(v.strip())
-        if m is not None:
-            v = m.group(2)
-        v = v.strip()
-        if v:
-            out.append(v)
-    return out
-
-
-def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for it in items:
-        if it not in seen:
-            seen.add(it)
-            out.append(it)
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------- body
@@ -364,7 +190,7 @@ def _dedupe(items: Sequence[str]) -> tuple[str, ...]:
 def _render_wiki(text: str, links: list[str]) -> str:
     def repl(m: re.Match[str]) -> str:
         target, heading, alias = m.group(2), m.group(3), m.group(4)
-        t = _wiki_target(target)
+        t = wiki_target(target)
         if t is not None and not m.group(1):
             links.append(t)
         if alias:
@@ -372,7 +198,7 @@ def _render_wiki(text: str, links: list[str]) -> str:
         shown = target.strip() or (heading or "").strip()
         return shown
 
-    return _WIKI_RE.sub(repl, text)
+    return WIKI_RE.sub(repl, text)
 
 
 def _inline_text(tokens: Sequence[Token], links: list[str]) -> str:
@@ -400,7 +226,7 @@ def _inline_text(tokens: Sequence[Token], links: list[str]) -> str:
             flush()
             parts.append(tok.content)
     flush()
-    return _WS_RE.sub(" ", "".join(parts)).strip()
+    return WS_RE.sub(" ", "".join(parts)).strip()
 
 
 class _Lines:
@@ -416,7 +242,7 @@ class _Lines:
         self.offsets: list[int] = []
         off = self.base_bytes
         pos = 0
-        for m in _LINE_SPLIT_RE.finditer(body):
+        for m in LINE_SPLIT_RE.finditer(body):
             line = body[pos : m.start()]
             self.lines.append(line)
             self.offsets.append(off)
@@ -571,79 +397,63 @@ def parse_document(
         raise MemoryInputError("sourceDoc is required")
     fm, body_start = split_frontmatter(raw)
     values: Mapping[str, FrontmatterValue] = fm.values if fm else {}
-    fm_core = is_truthy(values.get("core"))
-    core = fm_core if fm_core is not None else bool(core_doc)
 
     fm_hops: list[str] = []
     for key in HOP_KEYS:
         if key in values:
-            fm_hops.extend(_hop_values(values[key]))
+            fm_hops.extend(hop_values(values[key]))
 
     lines = _Lines(raw, body_start)
     blocks = _blocks(_PARSER.parse(raw[body_start:]))
     body_links = [link for b in blocks for link in b.links]
-    hop_targets = _dedupe(fm_hops + body_links)
+    hop_targets = dedupe(fm_hops + body_links)
+    doc_tags = list(frontmatter_tags(values))
+    doc_tags += [t for b in blocks if _only_tags(b) for t in inline_tags(b.text)]
+    tags = dedupe(doc_tags)
+    fm_core = is_truthy(values.get("core"))
+    if fm_core is None and "core" in {t.lower() for t in tags}:
+        fm_core = True
+    core = fm_core if fm_core is not None else bool(core_doc)
+    title = values.get("title")
 
     nodes: list[AuthoredNode] = []
     headings: list[tuple[int, str]] = []  # (level, text)
-
-    def add(
-        kind: NodeKind,
-        text: str,
-        position: int,
-        line: int,
-        end_line: int,
-        path: tuple[str, ...],
-        links: Sequence[str],
-    ) -> None:
-        promoted = False
-        mask = 0
-        if kind in {NodeKind.PARAGRAPH, NodeKind.LIST, NodeKind.BLOCKQUOTE}:
-            res = evaluate_text(text)
+    for b in blocks:
+        if b.kind == NodeKind.HEADING:
+            # structure, not a node: the path of the nodes below it
+            while headings and headings[-1][0] >= b.level:
+                headings.pop()
+            if b.text:
+                headings.append((b.level, b.text))
+            continue
+        if not b.text or _only_tags(b):
+            continue
+        promoted, mask = False, 0
+        if b.kind in {NodeKind.PARAGRAPH, NodeKind.LIST, NodeKind.BLOCKQUOTE}:
+            res = evaluate_text(b.text)
             promoted, mask = res.promoted, int(res.mask)
-        tier = _tier(kind, core=core, promoted=promoted)
+        tier = _tier(b.kind, core=core, promoted=promoted)
+        own = inline_tags(b.text) if b.kind not in {NodeKind.CODE, NodeKind.HTML} else ()
         ordinal = len(nodes)
         nodes.append(
             AuthoredNode(
                 id=node_id(source_doc, ordinal),
                 source_doc=source_doc,
                 ordinal=ordinal,
-                kind=kind,
+                kind=b.kind,
                 tier=tier,
-                text=text,
-                position=position,
-                line=line,
-                end_line=end_line,
-                headings=path,
-                token_estimate=estimate_tokens(text),
+                text=b.text,
+                position=lines.position(b.line_idx, b.needle),
+                line=lines.raw_line(b.line_idx),
+                end_line=lines.raw_line(max(b.end_idx - 1, b.line_idx)),
+                headings=tuple(t for _, t in headings),
+                token_estimate=estimate_tokens(b.text),
                 promoted=promoted,
                 modality_mask=mask,
                 hop_targets=hop_targets if tier == Tier.VARIANT else (),
-                links=_dedupe(list(links)),
+                links=dedupe(b.links),
+                tags=dedupe([*tags, *own]),
             )
-        )
-
-    if fm is not None and fm.raw:
-        add(NodeKind.FRONTMATTER, fm.raw, fm.start, 2, max(2, fm.end_line), (), fm_hops)
-
-    for b in blocks:
-        if not b.text:
-            continue
-        path = tuple(t for _, t in headings)
-        if b.kind == NodeKind.HEADING:
-            level = b.level
-            while headings and headings[-1][0] >= level:
-                headings.pop()
-            path = tuple(t for _, t in headings)
-            headings.append((level, b.text))
-        add(
-            b.kind,
-            b.text,
-            lines.position(b.line_idx, b.needle),
-            lines.raw_line(b.line_idx),
-            lines.raw_line(max(b.end_idx - 1, b.line_idx)),
-            path,
-            b.links,
         )
 
     return AuthoredDocument(
@@ -654,12 +464,27 @@ def parse_document(
         frontmatter=fm,
         hop_targets=hop_targets,
         nodes=tuple(nodes),
+        title=title.strip() if isinstance(title, str) else "",
+        tags=tags,
     )
 
 
+# Obsidian tags: '#' then a letter or '_' then word characters, '/' or '-'; not after a
+# word character, '#', '&' or '/' (so not "C#", "&#39;", "a/#b") and not all digits.
+_TAG_RE = re.compile(r"(?<![\w#&/])#([A-Za-z_][\w/-]*)")
+
+
+def inline_tags(text: str) -> tuple[str, ...]:
+    """The Obsidian ``#tags`` in ``text``, in order, without the ``#``."""
+    return dedupe([m.group(1).rstrip("/-") for m in _TAG_RE.finditer(text)])
+
+
+def _only_tags(b: _Block) -> bool:
+    """A paragraph of tags and nothing else: document metadata, not a note."""
+    return b.kind == NodeKind.PARAGRAPH and bool(b.text) and not _TAG_RE.sub("", b.text).strip()
+
+
 def _tier(kind: NodeKind, *, core: bool, promoted: bool) -> Tier:
-    if kind in {NodeKind.FRONTMATTER}:
-        return Tier.HARD if core else Tier.VARIANT
     if kind == NodeKind.LIST:
         if core:
             return Tier.HARD
