@@ -29,6 +29,8 @@ class AssembleParams(Params):
     # what the memory budget leaves, from a user message on; older ones are left to memory.
     # The result's windowStart says where the kept messages begin.
     window_messages: bool = False
+    # Add ``considered``: the best-ranked candidates left out, with their scores and why.
+    explain: bool = False
 
 
 class AssembleBudget(WireStruct):
@@ -55,6 +57,20 @@ class AssembleSelected(WireStruct):
     reason: str
 
 
+class AssembleConsidered(WireStruct):
+    """A candidate ranked but not injected: ``why`` it was left out, ``reason`` how it
+    scored (the parts, as in a selected item's ``reason``)."""
+
+    kind: str
+    collection: str
+    id: str
+    text: str
+    score: float
+    tokens: int
+    why: str
+    reason: str
+
+
 class AssembleResult(WireStruct, omit_defaults=True):
     messages: list[Any]
     system_prompt_addition: str
@@ -65,6 +81,8 @@ class AssembleResult(WireStruct, omit_defaults=True):
     timings: dict[str, float] | None = None
     # index of the first host message kept (windowMessages); the returned messages start there
     window_start: int = 0
+    # with ``explain``: the best-ranked candidates left out (at most 10, best first)
+    considered: list[AssembleConsidered] | None = None
 
 
 class SearchFilters(Params):

@@ -32,6 +32,43 @@ class IngestParams(Params):
     namespace: str | None = None
     user_id: str | None = None
     advancement_key: str | None = None
+    # add ``messages`` to the result: per message, stored or not, durable or not, and why
+    explain: bool = False
+
+
+class IngestGate(WireStruct):
+    """The admission gate's signals for one stored message (each in [0, 1]).
+
+    ``score = (1 - technical) * conversational + technical * technicalScore``;
+    ``conversational`` combines ``novelty`` (unlike the namespace's durable memories),
+    ``repetition`` (the user keeps saying it) and ``structure`` (facts, preferences,
+    constraints, names, dates); ``technicalScore`` combines ``specificity`` (paths, error
+    codes, refs), ``actionability`` (decisions, fixes, releases) and ``techDensity``.
+    A user message is durable when ``score >= threshold``."""
+
+    score: float
+    threshold: float
+    conversational: float
+    technical_score: float
+    technical: float
+    novelty: float
+    repetition: float
+    structure: float
+    specificity: float
+    actionability: float
+    tech_density: float
+
+
+class IngestedMessage(WireStruct):
+    """What became of ``messages[i]``: ``stored`` in the raw history, ``durable``
+    (admitted to durable memory), ``reason`` in words, and the gate's signals for a
+    stored message."""
+
+    id: str
+    stored: bool
+    durable: bool
+    reason: str
+    gate: IngestGate | None = None
 
 
 class IngestResult(WireStruct):
@@ -49,6 +86,8 @@ class IngestResult(WireStruct):
     ids: list[str]
     empty: int = 0
     duplicate: bool | msgspec.UnsetType = msgspec.UNSET
+    # with ``explain``: one entry per message, in request order
+    messages: list[IngestedMessage] | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompactParams(Params):

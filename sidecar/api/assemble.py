@@ -85,7 +85,7 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
         if params.tail_placement is None
         else params.tail_placement == "messages",
     )
-    return assemble_result(plan, timings, start)
+    return assemble_result(plan, timings, start, explain=params.explain)
 
 
 @methods.method("search")

@@ -20,6 +20,7 @@ from protocol.sessions import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
+from sidecar.api.wire import ingested_messages
 from sidecar.errors import InvalidInput, NotFound
 from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
 from sidecar.memory.core import layout as C
@@ -64,6 +65,9 @@ async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
         ids=out.ids,
         empty=out.empty,
         duplicate=out.duplicate if params.advancement_key is not None else msgspec.UNSET,
+        messages=ingested_messages(out, [m.role for m in params.messages], out.duplicate)
+        if params.explain
+        else msgspec.UNSET,
     )
 
 

@@ -4,21 +4,24 @@ and assembly layers return plain Python values and never camelCase dictionaries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from protocol.assemble import (
     AssembleBudget,
+    AssembleConsidered,
     AssembleResult,
     AssembleSelected,
     MemoryRecord,
     SearchHitOut,
 )
+from protocol.sessions import IngestedMessage, IngestGate
 from protocol.v1_memory import GatingSignalsResult
 from sidecar.assembly.budget import BudgetPartition
 from sidecar.assembly.cache import scope_of
 from sidecar.assembly.plan import SearchHit
-from sidecar.assembly.selection import AssemblyPlan, SelectedItem
+from sidecar.assembly.selection import AssemblyPlan, ConsideredItem, SelectedItem
 from sidecar.memory.ingest.gate import GatingSignals
+from sidecar.memory.ingest.sessions import IngestOutcome
 from sidecar.store.names import explicit_ts
 from sidecar.store.types import Record
 
@@ -55,10 +58,15 @@ def selected_out(s: SelectedItem) -> AssembleSelected:
 
 
 def assemble_result(
-    plan: AssemblyPlan, service_ms: Mapping[str, float] | None = None, window_start: int = 0
+    plan: AssemblyPlan,
+    service_ms: Mapping[str, float] | None = None,
+    window_start: int = 0,
+    *,
+    explain: bool = False,
 ) -> AssembleResult:
     """``service_ms``: the service's own timings (embedding, gather, ...) beside the
-    planner's; the planner's total is reported as ``planMs``."""
+    planner's; the planner's total is reported as ``planMs``. ``explain`` adds what was
+    considered and left out."""
     timings = {k: round(v, MS_DIGITS) for k, v in (service_ms or {}).items()}
     for key, value in plan.timings.items():
         timings["planMs" if key == "totalMs" else key] = round(value, MS_DIGITS)
@@ -71,6 +79,20 @@ def assemble_result(
         degraded=list(plan.degraded) or None,
         timings=timings or None,
         window_start=window_start,
+        considered=[considered_out(c) for c in plan.considered] if explain else None,
+    )
+
+
+def considered_out(c: ConsideredItem) -> AssembleConsidered:
+    return AssembleConsidered(
+        kind=c.kind,
+        collection=c.collection,
+        id=c.id,
+        text=c.text,
+        score=round(c.score, SCORE_DIGITS),
+        tokens=c.tokens,
+        why=c.why,
+        reason=c.reason,
     )
 
 
@@ -119,4 +141,54 @@ def memory_record_out(record: Record) -> MemoryRecord:
         session_id=str(meta.get("sessionId") or ""),
         ts=explicit_ts(meta),
         metadata=dict(meta),
+    )
+
+
+def ingested_messages(
+    out: IngestOutcome, roles: Sequence[str], duplicate: bool
+) -> list[IngestedMessage]:
+    """``ingest`` ``explain``: what became of each message of the request, in order."""
+    result: list[IngestedMessage] = []
+    admitted = set(out.admitted)
+    for i, (mid, role) in enumerate(zip(out.ids, roles, strict=True)):
+        sig = out.gating.get(mid) if mid and i not in out.skips else None
+        if duplicate:
+            why = "not stored: this advancementKey was already committed"
+        elif not mid:
+            why = "not stored: no text"
+        elif i in out.skips:
+            why = f"not stored: {out.skips[i]}"
+        elif sig is None:
+            why = "stored"
+        elif mid in admitted:
+            why = f"durable: gate score {sig.g:.3f} >= {sig.threshold:.3f}"
+        elif role.strip().lower() != "user":
+            why = f"stored; not durable: only user messages are ({role} message)"
+        else:
+            why = f"stored; not durable: gate score {sig.g:.3f} < {sig.threshold:.3f}"
+        result.append(
+            IngestedMessage(
+                id=mid,
+                stored=sig is not None,
+                durable=mid in admitted and sig is not None,
+                reason=why,
+                gate=gate_out(sig) if sig is not None else None,
+            )
+        )
+    return result
+
+
+def gate_out(s: GatingSignals) -> IngestGate:
+    return IngestGate(
+        score=round(s.g, SCORE_DIGITS),
+        threshold=s.threshold,
+        conversational=round(s.gconv, SCORE_DIGITS),
+        technical_score=round(s.gtech, SCORE_DIGITS),
+        technical=round(s.t, SCORE_DIGITS),
+        novelty=round(s.h, SCORE_DIGITS),
+        repetition=round(s.r, SCORE_DIGITS),
+        structure=round(s.d, SCORE_DIGITS),
+        specificity=round(s.p, SCORE_DIGITS),
+        actionability=round(s.a, SCORE_DIGITS),
+        tech_density=round(s.dtech, SCORE_DIGITS),
     )

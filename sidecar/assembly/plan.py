@@ -91,6 +91,7 @@ from sidecar.assembly.budget import (
     tail_allowance,
 )
 from sidecar.assembly.candidates import Candidate, features, with_scope
+from sidecar.assembly.explain import left_out
 from sidecar.assembly.fill import fill, finish
 from sidecar.assembly.render import render_addition
 from sidecar.assembly.scoring import (
@@ -501,7 +502,7 @@ def _plan_rest(
         "rankMs": (t_rank - t_pool) * 1000,
         "fillMs": (t_end - t_rank) * 1000,
     }
-    return finish(
+    done = finish(
         chosen,
         ledger,
         [],
@@ -513,6 +514,8 @@ def _plan_rest(
         t0,
         timings,
     )
+    considered = left_out(ranked, done.selected, chosen, ledger.remaining, cost, config)
+    return replace(done, considered=considered)
 
 
 def _take_elevated(

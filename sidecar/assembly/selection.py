@@ -90,6 +90,20 @@ RecoverHook = Callable[[], Sequence[Candidate]]
 
 
 @dataclass(frozen=True, slots=True)
+class ConsideredItem:
+    """A ranked candidate that was not injected, and why (``assemble`` with ``explain``)."""
+
+    kind: str
+    collection: str
+    id: str
+    text: str
+    score: float
+    tokens: int
+    why: str  # the reason it was left out
+    reason: str  # how it scored (the parts, as a selected item's reason)
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblyPlan:
     selected: tuple[SelectedItem, ...]
     messages: list[Any]
@@ -101,6 +115,8 @@ class AssemblyPlan:
     dream: bool = False
     recovery: tuple[str, ...] = ()  # why recovery ran (empty: it did not)
     timings: Mapping[str, float] = field(default_factory=dict)
+    # the best-ranked candidates left out, with the reason (a few, best first)
+    considered: tuple[ConsideredItem, ...] = ()
 
 
 class Chosen:

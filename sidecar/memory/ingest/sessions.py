@@ -120,6 +120,13 @@ class IngestOutcome:
     gating: dict[str, GatingSignals] = field(default_factory=dict)
     empty: int = 0
     duplicate: bool = False
+    # why a message with text was not stored, by its index in the request
+    skips: dict[int, str] = field(default_factory=dict)
+
+
+SKIP_STORED = "already stored"
+SKIP_REPEATED = "repeated in this batch"
+SKIP_FORGOTTEN = "forgotten"
 
 
 @dataclass(slots=True)
@@ -363,6 +370,26 @@ def _gate_batch(
     return signals, admitted
 
 
+def _split_new(
+    prepared: Sequence[_Prepared], existing: set[str], dead: set[str], raw_coll: str
+) -> tuple[list[_Prepared], dict[int, str]]:
+    """The messages to store, and why each other one is not."""
+    seen: set[str] = set()
+    new: list[_Prepared] = []
+    skips: dict[int, str] = {}
+    for p in prepared:
+        if p.id in existing:
+            skips[p.index] = SKIP_STORED
+        elif p.id in seen:
+            skips[p.index] = SKIP_REPEATED
+        elif C.tombstone_key(raw_coll, p.id) in dead:
+            skips[p.index] = SKIP_FORGOTTEN
+        else:
+            seen.add(p.id)
+            new.append(p)
+    return new, skips
+
+
 def _int(value: object, default: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
@@ -417,18 +444,12 @@ async def ingest(
         empty = len(checked) - len(prepared)
         existing = {r.id for r in await store.get_many(raw_coll, ids)}
         dead = await store.tombstoned_anywhere(C.tombstone_keys(raw_coll, ids))
-        seen: set[str] = set()
-        new: list[_Prepared] = []
-        for p in prepared:
-            if p.id in existing or p.id in seen or C.tombstone_key(raw_coll, p.id) in dead:
-                continue
-            seen.add(p.id)
-            new.append(p)
+        new, skips = _split_new(prepared, existing, dead, raw_coll)
         skipped = len(checked) - len(new)
         if not new:
             if marker is not None:
                 await store.write([marker])
-            return IngestOutcome(0, skipped, ids, ns, empty=empty)
+            return IngestOutcome(0, skipped, ids, ns, empty=empty, skips=skips)
 
         vecs = await _embed_reporting(svc, [p.text for p in new], progress)
         signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
@@ -487,6 +508,7 @@ async def ingest(
         admitted=admitted_ids,
         gating={p.id: s for p, s in zip(new, signals, strict=True)},
         empty=empty,
+        skips=skips,
     )
 
 

@@ -18,6 +18,21 @@ export interface AssembleBudget {
   used: number;
 }
 
+/**
+ * A candidate ranked but not injected: ``why`` it was left out, ``reason`` how it
+ * scored (the parts, as in a selected item's ``reason``).
+ */
+export interface AssembleConsidered {
+  kind: string;
+  collection: string;
+  id: string;
+  text: string;
+  score: number;
+  tokens: number;
+  why: string;
+  reason: string;
+}
+
 export interface AssembleParams {
   sessionId: string;
   /**
@@ -34,6 +49,7 @@ export interface AssembleParams {
   memoryBudgetFraction?: number;
   tailPlacement?: "addition" | "messages" | null;
   windowMessages?: boolean;
+  explain?: boolean;
 }
 
 export interface AssembleResult {
@@ -45,6 +61,7 @@ export interface AssembleResult {
   degraded?: string[] | null;
   timings?: { [key: string]: number } | null;
   windowStart?: number;
+  considered?: AssembleConsidered[] | null;
 }
 
 export interface AssembleSelected {
@@ -412,6 +429,30 @@ export interface HealthResult {
   models?: { [key: string]: ComponentState };
 }
 
+/**
+ * The admission gate's signals for one stored message (each in [0, 1]).
+ *
+ * ``score = (1 - technical) * conversational + technical * technicalScore``;
+ * ``conversational`` combines ``novelty`` (unlike the namespace's durable memories),
+ * ``repetition`` (the user keeps saying it) and ``structure`` (facts, preferences,
+ * constraints, names, dates); ``technicalScore`` combines ``specificity`` (paths, error
+ * codes, refs), ``actionability`` (decisions, fixes, releases) and ``techDensity``.
+ * A user message is durable when ``score >= threshold``.
+ */
+export interface IngestGate {
+  score: number;
+  threshold: number;
+  conversational: number;
+  technicalScore: number;
+  technical: number;
+  novelty: number;
+  repetition: number;
+  structure: number;
+  specificity: number;
+  actionability: number;
+  techDensity: number;
+}
+
 export interface IngestMarkdownDocumentParams {
   sourceDoc?: string;
   text?: string;
@@ -445,6 +486,7 @@ export interface IngestParams {
   namespace?: string | null;
   userId?: string | null;
   advancementKey?: string | null;
+  explain?: boolean;
 }
 
 /**
@@ -462,6 +504,20 @@ export interface IngestResult {
   ids: string[];
   empty?: number;
   duplicate?: boolean;
+  messages?: IngestedMessage[];
+}
+
+/**
+ * What became of ``messages[i]``: ``stored`` in the raw history, ``durable``
+ * (admitted to durable memory), ``reason`` in words, and the gate's signals for a
+ * stored message.
+ */
+export interface IngestedMessage {
+  id: string;
+  stored: boolean;
+  durable: boolean;
+  reason: string;
+  gate?: IngestGate | null;
 }
 
 /**
