@@ -76,6 +76,7 @@ stress: setup
 
 eval: setup
 	$(PY) scripts/eval_locomo.py $(or $(DATA),../shared/eval/locomo_dev.json)
+	$(PY) scripts/eval_gate.py
 
 schema: setup
 	$(PY) scripts/export_schema.py

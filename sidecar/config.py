@@ -88,7 +88,7 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    threshold: float = 0.35
+    threshold: float = 0.21  # chosen on the dev conversations (scripts/eval_gate.py)
     w1c: float = 0.35
     w2c: float = 0.40
     w3c: float = 0.25
@@ -97,6 +97,7 @@ class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     w3t: float = 0.25
     tech_norm: float = 1.5
     centroid_k: int = 10
+    model: Literal["conversation", "reference"] = "conversation"  # "reference": its formula
 
 
 class CompactionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -209,6 +210,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_GATING_W3T": "gating.w3t",
     "LIBRAVDB_GATING_TECH_NORM": "gating.tech_norm",
     "LIBRAVDB_GATING_CENTROID_K": "gating.centroid_k",
+    "LIBRAVDB_GATING_MODEL": "gating.model",
     "LIBRAVDB_LIFECYCLE_JOURNAL_MAX_ENTRIES": "journal.max_entries",
     "LIBRAVDB_COMPACTION_AUTO": "compaction.auto",
     "LIBRAVDB_COMPACTION_MIN_TURNS": "compaction.min_turns",

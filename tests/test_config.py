@@ -14,7 +14,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.data_path == tmp_path / ".clawdb" / "data"
     assert settings.resolved_endpoint == f"unix:{tmp_path}/.clawdb/run/libravdb.sock"
     assert settings.server.max_frame_bytes == 8 * 1024 * 1024
-    assert settings.gating.threshold == 0.35
+    assert settings.gating.threshold == 0.21 and settings.gating.model == "conversation"
     assert settings.embedding.profile == "all-minilm-l6-v2"
 
 

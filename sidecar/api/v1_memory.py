@@ -10,6 +10,7 @@ a seq2seq error; ``expand_summary`` returns children chronologically.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -33,7 +34,7 @@ from sidecar.errors import InvalidInput
 from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.tokens import estimate_tokens
-from sidecar.memory.ingest.gate import compute_gating
+from sidecar.memory.ingest.gate import REFERENCE_CONFIG, compute_gating
 from sidecar.memory.service import MemoryService
 from sidecar.store import errors as se
 from sidecar.store.types import Put
@@ -121,10 +122,10 @@ async def gating_scalar(ctx: CallContext, params: GatingScalarParams) -> GatingS
             hits = await store.search(user_coll, vec, memory_k + 1)
             self_hit = next((h for h in hits if h.text.strip() == needle), None)
             mem_scores = [h.score for h in hits if h is not self_hit][:memory_k]
-    if cfg is not None:
-        sig = compute_gating(params.text, turn_scores, mem_scores, cfg)
-    else:
-        sig = compute_gating(params.text, turn_scores, mem_scores)
+    # The reference's formula: its host stores these values with the turn (wire-exact
+    # worked examples); v2 ingest admits with the conversation model.
+    base = cfg if cfg is not None else REFERENCE_CONFIG
+    sig = compute_gating(params.text, turn_scores, mem_scores, replace(base, model="reference"))
     return gating_result(sig)
 
 

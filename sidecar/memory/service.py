@@ -120,6 +120,7 @@ class MemoryService:
             tech_norm=g.tech_norm,
             centroid_k=g.centroid_k,
             memory_k=int(getattr(g, "memory_k", 5)),
+            model=g.model,
         )
         self._ingest_locks = KeyedLocks()
         self._compaction_locks = KeyedLocks()

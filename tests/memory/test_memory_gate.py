@@ -5,10 +5,13 @@ import pytest
 
 from sidecar.api.wire import gating_result
 from sidecar.memory.ingest.gate import (
+    DEFAULT_CONFIG,
     ERROR_CODE,
     FILE_PATH,
+    REFERENCE_CONFIG,
     GatingConfig,
     compute_gating,
+    content,
     neighbour_scores,
     novelty,
     specificity,
@@ -23,7 +26,8 @@ GOLDEN = (
 
 
 def test_golden_technical_example() -> None:
-    s = compute_gating(GOLDEN, [1.0] * 5, [1.0] * 2)
+    """The reference daemon's worked example (its formula, as v1 gating_scalar)."""
+    s = compute_gating(GOLDEN, [1.0] * 5, [1.0] * 2, REFERENCE_CONFIG)
     assert s.t == pytest.approx(0.7333, abs=1e-4)
     assert s.h == 0.0
     assert s.input_freq == 1.0
@@ -41,7 +45,7 @@ def test_golden_technical_example() -> None:
 
 
 def test_golden_conversational_example() -> None:
-    s = compute_gating("I prefer dark mode and work best in the mornings")
+    s = compute_gating("I prefer dark mode and work best in the mornings", config=REFERENCE_CONFIG)
     assert (s.t, s.h) == (0.0, 1.0)
     assert s.d == pytest.approx(0.4)
     assert s.g == pytest.approx(0.45)
@@ -170,3 +174,44 @@ def test_threshold_and_outputs() -> None:
     meta = s.to_metadata()
     assert meta["gating_score"] == s.g and meta["gating_admitted"] is False
     assert meta["gating_threshold"] == 0.9
+
+
+# -- the conversation model (the default) ------------------------------------------------
+
+
+def test_the_issue_chat_constraint_is_kept_and_chit_chat_is_not() -> None:
+    """The issue's chat: the constraint came out at 0.341 < 0.35 while "Hi! I'm Dana"
+    got in at 0.350. First turns of a namespace see no neighbours (novelty 1)."""
+    cfg = DEFAULT_CONFIG
+    constraint = "I'm allergic to peanuts, so never suggest recipes with peanuts"
+    assert compute_gating(constraint, [0.3] * 5, [0.4] * 3, cfg).admitted
+    assert compute_gating("Hi! I'm Dana", config=cfg).admitted  # a name is a fact
+    for chit_chat in ("Hi!", "Thanks!", "Ok, sounds good.", "Hello again."):
+        s = compute_gating(chit_chat, config=cfg)
+        assert s.d == 0.0 and not s.admitted, chit_chat  # novelty alone admits nothing
+    assert REFERENCE_CONFIG.threshold == 0.35 and cfg.threshold == 0.21
+
+
+@pytest.mark.parametrize(
+    ("text", "low", "high"),
+    [
+        ("Never commit directly to main, always open a pull request.", 0.5, 1.0),
+        ("I prefer recipes that take under 30 minutes on weekdays.", 0.7, 1.0),
+        ("My sister Anna is joining me for the second week.", 0.3, 1.0),
+        ("Can you explain what a context manager does?", 0.0, 0.1),
+        ("Write the Tuesday recipe again please.", 0.0, 0.15),
+        ("Thanks, very helpful.", 0.0, 0.0),
+        ("I like that one.", 0.0, 0.31),  # a reaction, not a preference
+    ],
+)
+def test_content_scores(text: str, low: float, high: float) -> None:
+    assert low <= content(text) <= high
+
+
+def test_novelty_counts_in_proportion_to_content() -> None:
+    full = compute_gating("My cat Biscuit is fourteen.", config=DEFAULT_CONFIG)
+    assert full.d >= 0.3 and full.gconv == pytest.approx(0.35 + 0.25 * full.d)
+    assert compute_gating("See you on Monday.", config=DEFAULT_CONFIG).d == 0.0  # chit-chat
+    some = compute_gating("Maybe Monday works.", config=DEFAULT_CONFIG)
+    assert 0 < some.d < 0.3
+    assert some.gconv == pytest.approx(0.35 * some.d / 0.3 + 0.25 * some.d)
