@@ -243,3 +243,31 @@ def test_forget_one_fact_by_query_with_the_real_model(conn: RawConnection) -> No
     for coll in ("session_raw:pn1", "session_summary:pn1", "turns:pia", "user:pia"):
         assert not [r for r in listc(conn, coll) if "peanut" in r["text"].lower()], coll
     assert {r["id"] for r in listc(conn, "session_raw:pn1")} == {m["id"] for m in msgs} - {"p3"}
+
+
+def test_the_gate_keeps_constraints_and_drops_chit_chat(conn: RawConnection) -> None:
+    """The issue's 10-turn chat with the real model: the constraint is durable, the
+    thanks and acknowledgements are not (the reference kept the constraint out)."""
+    chat_turns = [
+        ("Hi! I'm Dana.", True),
+        ("Can you help me plan dinners this week?", False),
+        ("My partner Sam is vegetarian.", True),
+        ("Thanks!", False),
+        ("I'm allergic to peanuts, so never suggest recipes with peanuts.", True),
+        ("Ok, sounds good.", False),
+        ("I usually cook on Sundays for the whole week.", True),
+        ("Nice, that looks tasty.", False),
+        ("I don't like coriander at all.", True),
+        ("Bye for now.", False),
+    ]
+    said = []
+    for i, (text, _) in enumerate(chat_turns):
+        msg = {"id": f"dn{i}", "role": "user", "content": text}
+        out = ok(
+            conn.call(
+                "ingest",
+                {"sessionId": "dana-g", "userId": "dana-g", "messages": [msg], "explain": True},
+            )
+        )
+        said.append(out["messages"][0]["durable"])
+    assert said == [durable for _, durable in chat_turns]
