@@ -170,6 +170,39 @@ def test_import_cannot_resurrect_forgotten_records(tmp_path: Path) -> None:
         daemon.stop()
 
 
+def test_import_cannot_resurrect_one_forgotten_fact_or_its_old_summary(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    facts = [f"Note {i}: the spare key is with neighbour number {i}." for i in range(30)]
+    facts[5] = "My bank PIN is 4417, never repeat it."
+    messages = [{"id": f"m{i}", "role": "user", "content": t} for i, t in enumerate(facts)]
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            conn.call("ingest", {"sessionId": "s1", "userId": "u1", "messages": messages})
+            conn.call("compact", {"sessionId": "s1", "force": True, "targetSize": 4})
+    finally:
+        assert daemon.stop() == 0
+    dump = tmp_path / "before-forget.ndjson"
+    assert libravdb(tmp_path, "export", "--data-dir", str(data), "-o", str(dump)).returncode == 0
+    assert "4417" in dump.read_text()
+
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    try:
+        with RawConnection(daemon.endpoint) as conn:
+            out = conn.call("forget", {"userId": "u1", "messageIds": ["m5"]})["result"]
+            assert out["summariesRebuilt"] >= 1, out
+    finally:
+        assert daemon.stop() == 0
+
+    imported = libravdb(tmp_path, "import", "--data-dir", str(data), str(dump))
+    assert imported.returncode == 0, imported.stderr
+    again = tmp_path / "after-import.ndjson"
+    assert libravdb(tmp_path, "export", "--data-dir", str(data), "-o", str(again)).returncode == 0
+    text = again.read_text()
+    assert "4417" not in text  # neither the turn, its copies nor the old summary came back
+    assert "neighbour number 4" in text and "neighbour number 6" in text
+
+
 def test_offline_commands_refuse_a_directory_without_a_store(tmp_path: Path) -> None:
     # Regression: `export --data-dir /tmp/typo` created an empty store there and exited 0.
     typo = tmp_path / "typo"
