@@ -38,6 +38,7 @@ import numpy.typing as npt
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.confusion import Counts  # noqa: E402
 from scripts.doc_sections import write_section  # noqa: E402
 from sidecar.config import load_settings  # noqa: E402
 from sidecar.engines import EngineHub  # noqa: E402
@@ -61,32 +62,6 @@ class Conversation:
     split: str
     texts: list[str]
     durable: list[bool]
-
-
-@dataclass(frozen=True)
-class Counts:
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    tn: int = 0
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.tp + other.tp, self.fp + other.fp, self.fn + other.fn, self.tn + other.tn
-        )
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
 
 
 def load(path: Path = DATA) -> list[Conversation]:

@@ -30,6 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.confusion import Counts  # noqa: E402
 from scripts.doc_sections import write_section  # noqa: E402
 from sidecar.config import load_settings  # noqa: E402
 from sidecar.engines import EngineHub  # noqa: E402
@@ -49,22 +50,6 @@ class Row:
     split: str
 
 
-@dataclass(frozen=True)
-class Score:
-    tp: int
-    fp: int
-    fn: int
-    tn: int
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-
 def load_rows(path: Path = DATA) -> list[Row]:
     return [
         Row(r["text"], bool(r["rule"]), r["split"]) for r in json.loads(path.read_text())["rows"]
@@ -73,7 +58,7 @@ def load_rows(path: Path = DATA) -> list[Row]:
 
 def score(
     rows: Sequence[Row], predict: Callable[[str], bool]
-) -> tuple[Score, list[Row], list[Row]]:
+) -> tuple[Counts, list[Row], list[Row]]:
     """(counts, false positives, false negatives)."""
     fps: list[Row] = []
     fns: list[Row] = []
@@ -88,7 +73,7 @@ def score(
             fns.append(r)
         else:
             tn += 1
-    return Score(tp, len(fps), len(fns), tn), fps, fns
+    return Counts(tp, len(fps), len(fns), tn), fps, fns
 
 
 def classifier(text: str) -> bool:
