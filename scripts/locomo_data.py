@@ -19,6 +19,7 @@ from scripts.locomo_report import CATEGORIES  # noqa: E402
 from sidecar.assembly.temporal import MONTHS  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
+ADVERSARIAL = 5
 
 
 # ------------------------------------------------------------------------------- data
@@ -53,6 +54,9 @@ class Conversation:
     turns: list[EvalTurn]
     questions: list[Question]
     session_dates: dict[str, int] = field(default_factory=dict)  # session id -> ts ms
+    # category 5 (adversarial: the answer is not in the conversation as asked), only for
+    # the retrieval-only metrics that other systems report with and without it
+    adversarial: list[Question] = field(default_factory=list)
 
 
 _DATE_RE = re.compile(
@@ -125,7 +129,7 @@ def load_conversations(path: Path) -> list[Conversation]:
                         ts=base + i * 1000,
                     )
                 )
-        questions = [
+        asked = [
             Question(
                 i,
                 str(q["question"]),
@@ -134,7 +138,9 @@ def load_conversations(path: Path) -> list[Conversation]:
                 str(q.get("answer", "")),
             )
             for i, q in enumerate(sample["qa"])
-            if q.get("category") in CATEGORIES and q.get("evidence")
+            if q.get("evidence")
         ]
-        convs.append(Conversation(sid, a, b, turns, questions, dates))
+        questions = [q for q in asked if q.category in CATEGORIES]
+        adversarial = [q for q in asked if q.category == ADVERSARIAL]
+        convs.append(Conversation(sid, a, b, turns, questions, dates, adversarial))
     return convs
