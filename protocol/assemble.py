@@ -31,6 +31,11 @@ class AssembleParams(Params):
     window_messages: bool = False
     # Add ``considered``: the best-ranked candidates left out, with their scores and why.
     explain: bool = False
+    # "dated" (default): recalled entries carry date="YYYY-MM-DD"; "reference": the
+    # reference's bytes, for hosts that parse them
+    render: Literal["dated", "reference"] = "dated"
+    # Add each selected item's ``text``, for hosts that render memory themselves
+    item_text: bool = False
 
 
 class AssembleBudget(WireStruct):
@@ -55,6 +60,8 @@ class AssembleSelected(WireStruct):
     score: float
     tokens: int
     reason: str
+    # with ``itemText``: the item's text as it is rendered (unescaped)
+    text: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class AssembleConsidered(WireStruct):

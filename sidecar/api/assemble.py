@@ -84,8 +84,9 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
         tail_in_messages=None
         if params.tail_placement is None
         else params.tail_placement == "messages",
+        reference_render=params.render == "reference",
     )
-    return assemble_result(plan, timings, start, explain=params.explain)
+    return assemble_result(plan, timings, start, explain=params.explain, item_text=params.item_text)
 
 
 @methods.method("search")

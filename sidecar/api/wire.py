@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import msgspec
+
 from protocol.assemble import (
     AssembleBudget,
     AssembleConsidered,
@@ -42,7 +44,7 @@ def budget_out(b: BudgetPartition) -> AssembleBudget:
     )
 
 
-def selected_out(s: SelectedItem) -> AssembleSelected:
+def selected_out(s: SelectedItem, *, with_text: bool = False) -> AssembleSelected:
     return AssembleSelected(
         kind=s.kind,
         collection=s.collection,
@@ -54,6 +56,7 @@ def selected_out(s: SelectedItem) -> AssembleSelected:
         score=round(s.score, SCORE_DIGITS),
         tokens=s.tokens,
         reason=s.reason,
+        text=s.text if with_text else msgspec.UNSET,
     )
 
 
@@ -63,6 +66,7 @@ def assemble_result(
     window_start: int = 0,
     *,
     explain: bool = False,
+    item_text: bool = False,
 ) -> AssembleResult:
     """``service_ms``: the service's own timings (embedding, gather, ...) beside the
     planner's; the planner's total is reported as ``planMs``. ``explain`` adds what was
@@ -75,7 +79,7 @@ def assemble_result(
         system_prompt_addition=plan.system_prompt_addition,
         estimated_tokens=plan.estimated_tokens,
         budget=budget_out(plan.budget),
-        selected=[selected_out(s) for s in plan.selected],
+        selected=[selected_out(s, with_text=item_text) for s in plan.selected],
         degraded=list(plan.degraded) or None,
         timings=timings or None,
         window_start=window_start,

@@ -11,6 +11,13 @@ order, separated by one empty line, and is ``""`` when nothing was selected:
    entries and raw history included), ``[M1] <entry role="R"
    source="recalled">TEXT</entry>``, under the untrusted-memory preamble.
 
+**Dates** (``dated=True``, the daemon's default for v2 ``assemble``): recalled entries are
+grouped by their day (UTC), each group under a line ``[2023-05-08]``, the groups in
+chronological order (entries without a time first, without a line), so an agent can
+answer when-questions from what it is given. One line per day costs less of the budget
+than a date on every entry (a conversation's turns share their days). Within a day the
+entries keep their selection order. Without ``dated`` the bytes are the reference's.
+
 ``TEXT`` escapes ``& < >``; the role attribute also escapes ``"``. Authored rules are
 written by the project and rendered raw, as the reference does. Guidance shards are not:
 compaction promotes them from conversation turns, and the reference's raw rendering let a
@@ -33,6 +40,7 @@ appeared twice. ``placement="messages"`` puts each item in its own system messag
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
@@ -102,6 +110,13 @@ def infer_role(item: Renderable, source: Literal["session", "recalled"]) -> str:
     return "unknown"
 
 
+def entry_date(ts: int | None) -> str:
+    """``YYYY-MM-DD`` (UTC) of an epoch-ms time; "" without one."""
+    if ts is None or ts <= 0:
+        return ""
+    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
+
+
 def render_entry(item: Renderable, source: Literal["session", "recalled"]) -> str:
     doc = getattr(item, "source", "")
     if source == "recalled" and doc:
@@ -119,16 +134,19 @@ def _is_authored(item: Renderable) -> bool:
     return item.part in ("hard", "soft")
 
 
-def injected_message_content(item: Renderable) -> str:
-    """The content of an item rendered as its own system message (reference form)."""
+def injected_message_content(item: Renderable, *, dated: bool = False) -> str:
+    """The content of an item rendered as its own system message (reference form; with
+    ``dated`` a recalled item starts with its day's line)."""
     if _is_authored(item):
         return item.text
     if item.part == "elevated":
         return escape_text(item.text)
-    return render_entry(item, "session" if item.part == "tail" else "recalled")
+    entry = render_entry(item, "session" if item.part == "tail" else "recalled")
+    day = entry_date(item.ts) if dated and item.part != "tail" else ""
+    return f"[{day}]\n{entry}" if day else entry
 
 
-def render_sections(items: Sequence[Renderable]) -> str:
+def render_sections(items: Sequence[Renderable], *, dated: bool = False) -> str:
     authored = [i for i in items if _is_authored(i)]
     tail = sorted(
         (i for i in items if i.part == "tail"), key=lambda i: i.ts if i.ts is not None else 0
@@ -157,10 +175,28 @@ def render_sections(items: Sequence[Renderable]) -> str:
     if recalled:
         sections.append(
             [RECALLED_OPEN, RECALLED_PREAMBLE, RECALLED_PREAMBLE_2, TAGGED_PREAMBLE]
-            + [f"[M{n}] {render_entry(i, 'recalled')}" for n, i in enumerate(recalled, 1)]
+            + (
+                _dated_entries(recalled)
+                if dated
+                else [f"[M{n}] {render_entry(i, 'recalled')}" for n, i in enumerate(recalled, 1)]
+            )
             + [RECALLED_CLOSE]
         )
     return "\n\n".join("\n".join(s) for s in sections)
+
+
+def _dated_entries(recalled: Sequence[Renderable]) -> list[str]:
+    """Recalled entries under one ``[YYYY-MM-DD]`` line per day, days in order."""
+    days = [entry_date(i.ts) for i in recalled]
+    order = sorted(range(len(recalled)), key=lambda k: (days[k], k))
+    lines: list[str] = []
+    current = ""
+    for n, k in enumerate(order, 1):
+        if days[k] and days[k] != current:
+            current = days[k]
+            lines.append(f"[{current}]")
+        lines.append(f"[M{n}] {render_entry(recalled[k], 'recalled')}")
+    return lines
 
 
 def render_degraded(reasons: Sequence[str]) -> str:
@@ -171,9 +207,11 @@ def render_degraded(reasons: Sequence[str]) -> str:
     )
 
 
-def render_addition(items: Sequence[Renderable], degraded: Sequence[str] = ()) -> str:
+def render_addition(
+    items: Sequence[Renderable], degraded: Sequence[str] = (), *, dated: bool = False
+) -> str:
     """The ``systemPromptAddition`` (module doc)."""
-    body = render_sections(items)
+    body = render_sections(items, dated=dated)
     if not degraded:
         return body
     head = render_degraded(degraded)
@@ -186,16 +224,17 @@ def render_output(
     *,
     degraded: Sequence[str] = (),
     placement: Placement = "prompt",
+    dated: bool = False,
 ) -> tuple[list[Any], str, int]:
     """``(messages, systemPromptAddition, estimatedTokens)`` (module doc)."""
     if placement == "messages":
         injected: list[Any] = [
-            {"role": "system", "content": injected_message_content(i)} for i in items
+            {"role": "system", "content": injected_message_content(i, dated=dated)} for i in items
         ]
         if degraded:
             injected.insert(0, {"role": "system", "content": render_degraded(degraded)})
         messages = injected + list(original_messages)
         return messages, "", count_message_tokens(messages)
-    addition = render_addition(items, degraded)
+    addition = render_addition(items, degraded, dated=dated)
     messages = list(original_messages)
     return messages, addition, count_message_tokens(messages) + estimate_tokens(addition)

@@ -62,6 +62,8 @@ class AssemblyConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     scoring: ScoringConfig = DEFAULT_SCORING
     placement: Placement = "prompt"
+    # recalled entries carry their date (render module doc); the daemon's default
+    dated: bool = False
     diversity: float = 0.15  # nu: redundancy penalty (x best score x max cosine to selected)
     slot_bonus: float = 0.25  # comparison-side coverage bonus (x best score)
     neighbor_fetch: int = 12  # best turns whose missing neighbours are fetched

@@ -51,7 +51,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,7 +111,12 @@ ENTRY_OVERHEAD_TOKENS = estimate_tokens(
     '[M12] <entry role="assistant" source="recalled"></entry>\n'
 )
 
-DAEMON_ASSEMBLY = AssemblyConfig(budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS))
+#: v2 ``assemble`` groups recalled entries under one line per day (render module doc).
+#: The day lines are not charged per item: the rendered total is checked against the
+#: budget at the end, and the weakest items give way if the lines do not fit.
+DAEMON_ASSEMBLY = AssemblyConfig(
+    budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS), dated=True
+)
 
 
 @dataclass
@@ -128,6 +133,7 @@ class _Prepared:
     lex: dict[str, list[int]]  # collection -> rows of its lexical top-k
     original: list[Any]  # the host's messages (copies)
     head: PlanHead  # plan steps 1-4: rules and the tail
+    config: AssemblyConfig = DAEMON_ASSEMBLY
     prepare_ms: float = 0.0
 
 
@@ -315,7 +321,7 @@ class Retrieval:
 
     # ---- assemble ----------------------------------------------------------------------
 
-    async def assemble(
+    async def assemble(  # noqa: PLR0913 - keyword-only options of one request
         self,
         *,
         session_id: str,
@@ -326,11 +332,13 @@ class Retrieval:
         messages: Sequence[Mapping[str, Any]] | None,
         now_ms: int | None = None,
         tail_in_messages: bool | None = None,
+        reference_render: bool = False,
     ) -> tuple[AssemblyPlan, dict[str, float]]:
         """``tail_in_messages`` (default: when ``messages`` are given): the recent tail
         stays in the returned messages and is not rendered; otherwise it is rendered in
         the addition and removed from the returned messages. Either way no turn appears
-        twice, and no message is recalled as a memory."""
+        twice, and no message is recalled as a memory. ``reference_render``: the
+        reference's bytes (no dates on recalled entries), and their envelope cost."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
         embed_ms = 0.0
@@ -364,6 +372,7 @@ class Retrieval:
                     memory_fraction,
                     messages,
                     messages is not None if tail_in_messages is None else tail_in_messages,
+                    self._config(reference_render),
                 )
                 qvec = await embedding
                 t_vec = time.perf_counter()
@@ -384,7 +393,12 @@ class Retrieval:
         }
         return plan, timings
 
-    def _prepare(
+    def _config(self, reference_render: bool) -> AssemblyConfig:
+        if not reference_render or not self.config.dated:
+            return self.config
+        return replace(self.config, dated=False)
+
+    def _prepare(  # noqa: PLR0913 - one request's inputs, handed to a worker thread
         self,
         session_id: str,
         ns: str,
@@ -394,6 +408,7 @@ class Retrieval:
         memory_fraction: float,
         messages: Sequence[Mapping[str, Any]] | None,
         tail_in_messages: bool,
+        config: AssemblyConfig,
     ) -> _Prepared:
         """What does not need the query vector: synced caches, the lexical hits of every
         scope, the temporal plan, authored rules, the session's turns and the plan's
@@ -429,7 +444,7 @@ class Retrieval:
             hard=hard,
             soft=soft,
             now_ms=now,
-            config=self.config,
+            config=config,
         )
         lex_query = head.plan.content_query or query
         lexical = SharedLexical()
@@ -458,6 +473,7 @@ class Retrieval:
             lex=lex,
             original=original,
             head=head,
+            config=config,
             prepare_ms=(time.perf_counter() - t0) * 1000,
         )
 
@@ -556,7 +572,7 @@ class Retrieval:
             hops=hops,
             expand=expand,
             recover=recover,
-            config=self.config,
+            config=p.config,
         )
         return plan, gathered_ms
 

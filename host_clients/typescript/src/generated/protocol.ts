@@ -50,6 +50,8 @@ export interface AssembleParams {
   tailPlacement?: "addition" | "messages" | null;
   windowMessages?: boolean;
   explain?: boolean;
+  render?: "dated" | "reference";
+  itemText?: boolean;
 }
 
 export interface AssembleResult {
@@ -75,6 +77,7 @@ export interface AssembleSelected {
   score: number;
   tokens: number;
   reason: string;
+  text?: string;
 }
 
 export interface AuthoredDeleteParams {
