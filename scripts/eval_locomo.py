@@ -62,14 +62,11 @@ import functools
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -82,6 +79,18 @@ from scripts.locomo_data import (  # noqa: E402
     load_conversations,
 )
 from scripts.locomo_embed import CachedEmbedder, TextEmbedder, make_embedder  # noqa: E402
+from scripts.locomo_pool import (  # noqa: E402
+    MEMORY_FRACTION,
+    POOL_DENSE_K,
+    POOL_LEXICAL_K,
+    ConvData,
+    baseline_rankings,
+    conversation_candidates,
+    fill_budget,
+    inprocess_plan,
+    prepare,
+    recall,
+)
 from scripts.locomo_public import PublicScores, render_public  # noqa: E402
 from scripts.locomo_report import (  # noqa: E402
     CATEGORY_NAMES,
@@ -91,113 +100,14 @@ from scripts.locomo_report import (  # noqa: E402
     render_timings,
     target_verdict,
 )
-from sidecar.assembly.candidates import Candidate  # noqa: E402
-from sidecar.assembly.plan import plan_assembly  # noqa: E402
 from sidecar.assembly.scoring import ScoringConfig  # noqa: E402
 from sidecar.assembly.selection import (  # noqa: E402
     DEFAULT_ASSEMBLY,
     AssemblyConfig,
-    AssemblyPlan,
 )
-from sidecar.assembly.temporal import plan_temporal  # noqa: E402
-from sidecar.memory.core.lexical import BM25Index  # noqa: E402
-from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
 TOKEN_BUDGET = 4000
-MEMORY_FRACTION = 0.25
-RRF_K = 60
-
-F32 = npt.NDArray[np.float32]
-
-
-# --------------------------------------------------------------------------- baselines
-
-
-def fill_budget(ranked: Iterable[int], costs: Sequence[int], budget: int) -> list[int]:
-    """Greedy in rank order; an item that does not fit is skipped and the fill goes on."""
-    used = 0
-    out: list[int] = []
-    for i in ranked:
-        c = costs[i]
-        if used + c <= budget:
-            out.append(i)
-            used += c
-            if used >= budget:
-                break
-    return out
-
-
-def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for r, i in enumerate(ranking):
-            scores[i] = scores.get(i, 0.0) + 1.0 / (k + r + 1)
-    return sorted(scores, key=lambda i: (-scores[i], i))
-
-
-def recall(selected_ids: Iterable[str], evidence: Sequence[str]) -> float:
-    got = set(selected_ids)
-    return sum(1 for e in evidence if e in got) / len(evidence) if evidence else 0.0
-
-
-@dataclass
-class ConvData:
-    conv: Conversation
-    doc_vecs: F32
-    query_vecs: F32
-    costs: list[int]
-    bm25: BM25Index
-    index_of: dict[str, int] = field(default_factory=dict)
-    by_position: dict[tuple[str, int], int] = field(default_factory=dict)
-    bm25_plain: BM25Index | None = None  # the baselines' plain analyzer
-    adversarial_vecs: F32 | None = None  # category 5, for the retrieval-only metrics
-
-
-def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
-    texts = [t.content for t in conv.turns]
-    doc_vecs = embedder.embed(texts, "document")
-    query_vecs = embedder.embed([q.text for q in conv.questions], "query")
-    adversarial_vecs = embedder.embed([q.text for q in conv.adversarial], "query")
-    bm25 = BM25Index()
-    plain = BM25Index(stem="none", stopwords=frozenset())
-    for t in conv.turns:
-        bm25.add(t.id, t.content)
-        plain.add(t.id, t.content)
-    return ConvData(
-        conv,
-        doc_vecs,
-        query_vecs,
-        [estimate_tokens(x) for x in texts],
-        bm25,
-        {t.id: i for i, t in enumerate(conv.turns)},
-        {(t.session_id, t.position): i for i, t in enumerate(conv.turns)},
-        plain,
-        adversarial_vecs,
-    )
-
-
-def baseline_rankings(data: ConvData, qi: int) -> dict[str, list[int]]:
-    """Plain baselines: cosine, BM25 with a plain analyzer (lowercased word tokens, no
-    stemming, no stop words), their RRF; and, for reference, BM25 with the project's
-    analyzer (stop words, light stemming) and its RRF (``bm25*``, ``rrf*``)."""
-    q = data.conv.questions[qi]
-    sims = data.doc_vecs @ data.query_vecs[qi]
-    cos_rank = [int(i) for i in np.argsort(-sims, kind="stable")]
-    n = len(data.conv.turns)
-    plain = data.bm25_plain or data.bm25
-    bm_rank = [data.index_of[d] for d, _ in plain.search(q.text, k=n)]
-    bm_star = [data.index_of[d] for d, _ in data.bm25.search(q.text, k=n)]
-    return {
-        "cosine": cos_rank,
-        "bm25": bm_rank,
-        "rrf": rrf([cos_rank, bm_rank]),
-        "bm25*": bm_star,
-        "rrf*": rrf([cos_rank, bm_star]),
-    }
-
-
-# ---------------------------------------------------------------------------- runners
 
 
 def run_baselines(datas: Sequence[ConvData], budget: int, scores: Scores) -> None:
@@ -409,79 +319,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: the daemon's assemble did not run (see the note above)", file=sys.stderr)
         return 1
     return 0
-
-
-POOL_DENSE_K = 50
-POOL_LEXICAL_K = 50
-
-
-def conversation_candidates(data: ConvData) -> list[Candidate]:
-    ns = data.conv.sample_id
-    return [
-        Candidate(
-            kind="turn",
-            collection=f"turns:{ns}",
-            id=t.id,
-            text=t.content,
-            scope="history",
-            session_id=t.session_id,
-            role=t.role,
-            ts=t.ts,
-            seq=t.position,
-            vector=data.doc_vecs[i],
-        )
-        for i, t in enumerate(data.conv.turns)
-    ]
-
-
-def inprocess_plan(
-    data: ConvData,
-    cands: Sequence[Candidate],
-    qi: int,
-    budget: int,
-    *,
-    config: AssemblyConfig = DEFAULT_ASSEMBLY,
-    now_ms: int | None = None,
-    dense_k: int = POOL_DENSE_K,
-    lexical_k: int = POOL_LEXICAL_K,
-) -> AssemblyPlan:
-    """``assemble`` from a fresh session, in-process: the pool is what the daemon's two
-    searches would return (dense top-k over the namespace's raw turns, BM25 top-k), each
-    candidate carrying its cosine; neighbours come from the same raw history."""
-    q = data.conv.questions[qi]
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    qvec = data.query_vecs[qi]
-    sims = data.doc_vecs @ qvec
-    top = np.argsort(-sims, kind="stable")[: max(0, dense_k)]
-    plan = plan_temporal(q.text, now, mention_slack_days=config.mention_slack_days)
-    lex_hits = data.bm25.search(plan.content_query or q.text, lexical_k)
-    index_of = data.index_of
-    chosen = dict.fromkeys([int(i) for i in top] + [index_of[h] for h, _ in lex_hits])
-    pool = [cands[i] for i in chosen]
-    by_pos = data.by_position
-
-    def neighbors(turns: Sequence[Candidate]) -> list[Candidate]:
-        out: list[Candidate] = []
-        for c in turns:
-            for d in (-1, 1):
-                j = by_pos.get((c.session_id, (c.seq or 0) + d))
-                if j is not None:
-                    out.append(cands[j])
-        return out
-
-    return plan_assembly(
-        query=q.text,
-        query_vector=qvec,
-        token_budget=budget / MEMORY_FRACTION,
-        memory_fraction=MEMORY_FRACTION,
-        session_id=f"{data.conv.sample_id}:fresh",
-        candidates=pool,
-        now_ms=now,
-        lexical=data.bm25,
-        terms_of=lambda c: data.bm25.doc_terms(c.id),
-        neighbors=neighbors,
-        config=config,
-    )
 
 
 def run_inprocess(

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from scripts.locomo_report import CATEGORIES  # noqa: E402
-from sidecar.assembly.temporal import MONTHS  # noqa: E402
+from sidecar.memory.core.temporal import MONTHS  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo_dev.json"
 ADVERSARIAL = 5

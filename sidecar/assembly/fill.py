@@ -25,8 +25,8 @@ from sidecar.assembly.selection import (
     dedupe,
     reason_text,
 )
-from sidecar.assembly.temporal import TemporalPlan
 from sidecar.memory.core.analyzer import analyze
+from sidecar.memory.core.temporal import TemporalPlan
 from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
 
 

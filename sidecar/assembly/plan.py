@@ -91,6 +91,7 @@ from sidecar.assembly.budget import (
     tail_allowance,
 )
 from sidecar.assembly.candidates import Candidate, features, with_scope
+from sidecar.assembly.dream_query import is_dream_query
 from sidecar.assembly.explain import left_out
 from sidecar.assembly.fill import fill, finish
 from sidecar.assembly.render import render_addition
@@ -121,9 +122,9 @@ from sidecar.assembly.selection import (
     dedupe,
     reason_text,
 )
-from sidecar.assembly.temporal import TemporalPlan, is_dream_query, plan_temporal
 from sidecar.memory.compaction.continuity import bundle_safe_start, select_recent_tail
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.temporal import TemporalPlan, plan_temporal
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.core.turns import Turn
 

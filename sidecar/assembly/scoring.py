@@ -43,9 +43,11 @@ can lift an irrelevant record above a relevant one::
 * **Superseded** facts (``superseded_by`` set by ``memory.update``) are multiplied by
   ``superseded_factor`` (0.3): the correction outranks what it replaced, which stays
   findable. Chosen, not fitted: the dev split has no corrections.
-* **Temporal** ``T(d) = 1 + tau * affinity(ts(d)) + w_o * order(d)`` from the query's
-  :class:`~sidecar.assembly.temporal.TemporalPlan`: tau 0.3 for date anchors; ``order``
-  the chronological position (earliest = 1 for "first" questions, latest = 1 for "last"
+* **Temporal** ``T(d) = 1 + tau * affinity(d) + w_o * order(d)`` from the query's
+  :class:`~sidecar.memory.core.temporal.TemporalPlan`: tau 0.3 for date anchors, the
+  affinity being the better of when the record was said and the times it mentions
+  (``mentions``, resolved at ingest: "yesterday" said on 8 May is 7 May); ``order`` the
+  chronological position (earliest = 1 for "first" questions, latest = 1 for "last"
   ones), w_o 0.05.
 
 Defaults were chosen on the LoCoMo dev split by a small grid over (lambda, mu, rho,
@@ -87,9 +89,9 @@ from sidecar.assembly.candidates import (
     row_vector,
     stack_rows,
 )
-from sidecar.assembly.temporal import TemporalPlan
 from sidecar.memory.core.analyzer import analyze, query_terms
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.temporal import TemporalPlan
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -788,6 +790,10 @@ def rank_table(
     order_term = np.zeros(n)
     if plan is not None and plan.windows:
         aff = plan.affinities(stamps)
+        for i, meta in enumerate(metas):
+            mentions = meta.get("mentions")
+            if mentions:  # the times the record talks about, resolved at ingest
+                aff[i] = max(aff[i], plan.mention_affinity(mentions))
     if plan is not None and plan.order is not None and cfg.order_weight > 0:
         with_ts = sorted((t, i) for i, t in enumerate(stamps) if t is not None)
         m = len(with_ts)

@@ -18,8 +18,8 @@ from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.plan import SearchHit, passes_filters, plan_search
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AssemblyConfig
-from sidecar.assembly.temporal import plan_temporal
 from sidecar.memory.core import layout as C
+from sidecar.memory.core.temporal import plan_temporal
 
 DENSE_K = 50  # per scope, as the in-process evaluation's pool
 

@@ -12,7 +12,7 @@ from sidecar.assembly.budget import BudgetConfig, BudgetPartition, Part
 from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.render import Placement
 from sidecar.assembly.scoring import DEFAULT_SCORING, Scored, ScoringConfig
-from sidecar.assembly.temporal import TemporalPlan
+from sidecar.memory.core.temporal import TemporalPlan
 from sidecar.memory.core.tokens import estimate_tokens
 
 

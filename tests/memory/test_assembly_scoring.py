@@ -18,8 +18,8 @@ from sidecar.assembly.scoring import (
     rank,
     summary_quality,
 )
-from sidecar.assembly.temporal import plan_temporal
 from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.temporal import plan_temporal
 
 DAY = 86_400_000
 NOW = 1_700_000_000_000

@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sidecar.assembly.temporal import DAY_MS, TimeWindow, is_dream_query, plan_temporal
+from sidecar.assembly.dream_query import is_dream_query
+from sidecar.memory.core.temporal import DAY_MS, TimeWindow, plan_temporal
 
 NOW = int(datetime(2023, 8, 15, 12, tzinfo=UTC).timestamp() * 1000)
 

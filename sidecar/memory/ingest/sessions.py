@@ -42,6 +42,7 @@ import numpy as np
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
 from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
+from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
@@ -266,6 +267,9 @@ def _turn_metadata(p: _Prepared, session_id: str, ns: str, gating: GatingSignals
         "active_view": False,
     }
     meta.update(gating.to_metadata())
+    mentions = mentioned_windows(p.text, p.ts)
+    if mentions:
+        meta["mentions"] = mentions
     return meta
 
 
@@ -461,6 +465,8 @@ async def ingest(
             puts.append(Put(raw_coll, p.id, p.text, meta, vec, if_version=0))
             nid = C.namespace_turn_id(session_id, p.id)
             index_meta = {k: meta[k] for k in _INDEX_KEYS}
+            if "mentions" in meta:
+                index_meta["mentions"] = meta["mentions"]
             index_meta["provenance_class"] = C.PROVENANCE_TURN_INDEX
             puts.append(Put(turns_coll, nid, p.text, index_meta, vec))
             if ok:

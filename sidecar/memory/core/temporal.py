@@ -42,10 +42,10 @@
 * ``content_query``: the query with the date anchors removed, for the lexical channel
   (dates in the question otherwise match unrelated numbers and the modal "may").
 
-:func:`is_dream_query` is true only when the query asks *about dreams* ("what did I
-dream about", "tell me about my dreams", "did I have a nightmare", "my dream last night",
-"dream journal/diary"); a passing mention ("my dream job", "a dream come true", "I'd
-never dream of it", "Dream Theater") is not enough.
+:func:`mentioned_windows` resolves the date anchors a turn mentions against when it was
+said ("yesterday" said on 8 May is 7 May); ingest stores them with the turn
+(``mentions``) and the ranking's temporal affinity counts them
+(:meth:`TemporalPlan.mention_affinity`).
 """
 
 from __future__ import annotations
@@ -213,52 +213,6 @@ _SLOT_STOP = frozenset(
         "versus",
     ]
 )
-
-_DREAM_RE = re.compile(
-    r"\b(?:"
-    r"(?:what|which|any|tell\s+me|remember|recall|describe|about|recurring|strange|weird"
-    r"|bad|vivid|last|my|your|the|a)\b[^.?!]{0,40}\b(?:dream(?:s|t|ed|ing)?|nightmares?)"
-    r"\b(?!\s+(?:job|car|house|home|team|vacation|trip|destination|wedding|school|come\s+true"
-    r"|girl|boy|man|woman|life))"
-    r"|dream\s+(?:journal|diary|log|entries|entry)"
-    r"|(?:did|do|have)\s+(?:i|you|we)\s+(?:ever\s+)?(?:dream|dreamt|dreamed)\s+(?:about|of|that)"
-    r"|(?:i|you|we)\s+(?:dreamt|dreamed|had\s+a\s+(?:dream|nightmare))"
-    r"|(?:did|do|have|had)\s+(?:i|you|we)\s+(?:ever\s+)?(?:have|had|get|got)\s+"
-    r"(?:a\s+|any\s+|bad\s+|strange\s+)*(?:dream|nightmare)s?"
-    r")",
-    re.I,
-)
-_DREAM_NOT = re.compile(
-    r"\b(?:dream\s+(?:job|car|house|home|team|vacation|trip|destination|wedding|school)"
-    r"|dream\s+come\s+true|(?:wouldn't|would\s+not|never)\s+dream\s+of|dream\s+theater"
-    r"|american\s+dream|pipe\s+dream|dream\s+big|living\s+the\s+dream|in\s+your\s+dreams"
-    r"|beyond\s+my\s+wildest\s+dreams|dream\s+on|nightmare\s+(?:of|to)\s+\w+"
-    r"|(?:is|was|be|been|being)\s+(?:a|an)\s+(?:\w+\s+)?nightmare"
-    # aspirations, not sleep: "my dream is to ...", "a dream to become", "dreams and goals"
-    r"|dreams?\s+(?:is|was|would\s+be|has\s+been|had\s+been)\s+to"
-    r"|(?:a|my|her|his|their|your|our)\s+dream\s+to"
-    r"|dreams?\s+and\s+(?:goals?|ambitions?|aspirations?|plans?|hopes?)"
-    r"|(?:goals?|ambitions?|aspirations?|plans?|hopes?)\s+and\s+dreams?"
-    # "dream" used as an adjective before a noun ("dream salary", "a dream meeting"); the
-    # words that follow the sleep sense ("dream about", "dream I had", "dream last night",
-    # "dream journal") are kept
-    r"|dream\s+(?!(?:about|of|that|i|you|we|he|she|they|it|last|from|in|on|where|when|was"
-    r"|were|is|are|had|has|have|again|tonight|yesterday|journal|diary|log|entries|entry"
-    r"|and|or|but|so|then|which|who|you've|i've|i'd)\b)[a-z]+"
-    r")\b",
-    re.I,
-)
-_DREAM_WORD = re.compile(r"\b(?:dream(?:s|t|ed|ing)?|nightmares?)\b", re.I)
-
-
-def is_dream_query(query: str) -> bool:
-    """True when ``query`` asks about dreams, not when it merely uses the word."""
-    if not _DREAM_WORD.search(query):
-        return False
-    cleaned = _DREAM_NOT.sub(" ", query)
-    if not _DREAM_WORD.search(cleaned):
-        return False
-    return _DREAM_RE.search(cleaned) is not None
 
 
 # --------------------------------------------------------------------------- windows
@@ -529,6 +483,23 @@ class TemporalPlan:
             best = max(best, math.exp(-d / GRANULARITY_MS[w.granularity]))
         return best
 
+    def mention_affinity(self, mentions: Sequence[Sequence[object]]) -> float:
+        """Best affinity of the times a record mentions (:func:`mentioned_windows`, as
+        stored: ``[start_ms, end_ms, granularity]``) to the windows: 1 when they overlap,
+        ``exp(-gap / granularity)`` otherwise."""
+        best = 0.0
+        for m in mentions:
+            if len(m) < 3 or not isinstance(m[0], int) or not isinstance(m[1], int):
+                continue
+            start, end, gran = m[0], m[1], str(m[2])
+            for w in self.windows:
+                gap = max(w.start_ms - end, start - (w.end_ms + self.mention_slack_ms), 0)
+                if gap == 0:
+                    return 1.0
+                unit = GRANULARITY_MS.get(gran, DAY_MS)
+                best = max(best, math.exp(-gap / max(unit, GRANULARITY_MS[w.granularity])))
+        return best
+
     def affinities(self, ts_ms: Sequence[int | None]) -> npt.NDArray[np.float64]:
         """:meth:`affinity` of many event times at once (vectorised)."""
         n = len(ts_ms)
@@ -593,6 +564,20 @@ def plan_temporal(
     kept: ``search`` plans a query while it gathers candidates and ``plan_search`` plans
     it again with the same event time."""
     return _plan_temporal(query, now_ms, mention_slack_days)
+
+
+MAX_MENTIONS = 4
+
+
+def mentioned_windows(text: str, said_ms: int) -> list[list[int | str]]:
+    """The times a turn mentions ("yesterday", "last week", "3 May", "in 2022"), resolved
+    against when it was said: ``[start_ms, end_ms, granularity]`` each, at most
+    :data:`MAX_MENTIONS`, stored with the turn at ingest so temporal questions can match
+    what it talks about, not only when it was said."""
+    if said_ms <= 0 or not text.strip():
+        return []
+    plan = _plan_temporal.__wrapped__(text, said_ms, 0.0)
+    return [[w.start_ms, w.end_ms, w.granularity] for w in plan.windows[:MAX_MENTIONS]]
 
 
 @functools.lru_cache(maxsize=32)
