@@ -11,9 +11,11 @@ import tempfile
 from libravdb_client import Client
 
 USER = "dana"  # who the memories belong to: the namespace
+# When each conversation happened (epoch ms): recalled memories are shown under their day.
+DAY = {"monday": 1_795_424_400_000, "friday": 1_795_770_000_000}  # 2026-11-23 and 27
 
 
-def turn(client: Client, session: str, history: list[dict[str, str]], prompt: str) -> str:
+def turn(client: Client, session: str, history: list[dict[str, object]], prompt: str) -> str:
     """One host turn: memory for the model call, then the new messages are stored."""
     ctx = client.assemble(
         session,
@@ -29,7 +31,11 @@ def turn(client: Client, session: str, history: list[dict[str, str]], prompt: st
     )
     print(ctx.system_prompt_addition or "(no memory added)")
     reply = "Noted."  # here the host calls its model with ctx.messages + the addition
-    new = [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+    ts = DAY[session] + 1000 * len(history)
+    new = [
+        {"role": "user", "content": prompt, "ts": ts},
+        {"role": "assistant", "content": reply, "ts": ts + 1},
+    ]
     client.ingest(session, new, user_id=USER)
     history.extend(new)
     return reply
@@ -37,7 +43,7 @@ def turn(client: Client, session: str, history: list[dict[str, str]], prompt: st
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as data, Client.spawn(data_dir=data, stderr=-3) as client:
-        history: list[dict[str, str]] = []
+        history: list[dict[str, object]] = []
         turn(
             client,
             "monday",
