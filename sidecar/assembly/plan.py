@@ -515,6 +515,8 @@ def _plan_rest(
         t0,
         timings,
     )
+    if not config.explain:
+        return done
     considered = left_out(ranked, done.selected, chosen, ledger.remaining, cost, config)
     return replace(done, considered=considered)
 

@@ -64,6 +64,8 @@ class AssemblyConfig:
     placement: Placement = "prompt"
     # recalled entries carry their date (render module doc); the daemon's default
     dated: bool = False
+    # list the best-ranked candidates left out (``AssemblyPlan.considered``)
+    explain: bool = False
     diversity: float = 0.15  # nu: redundancy penalty (x best score x max cosine to selected)
     slot_bonus: float = 0.25  # comparison-side coverage bonus (x best score)
     neighbor_fetch: int = 12  # best turns whose missing neighbours are fetched

@@ -110,12 +110,14 @@ BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 ENTRY_OVERHEAD_TOKENS = estimate_tokens(
     '[M12] <entry role="assistant" source="recalled"></entry>\n'
 )
-
-#: v2 ``assemble`` groups recalled entries under one line per day (render module doc).
-#: The day lines are not charged per item: the rendered total is checked against the
-#: budget at the end, and the weakest items give way if the lines do not fit.
+#: v2 ``assemble`` groups recalled entries under one line per day (render module doc); a
+#: day line (``[2023-05-08]`` and its line break, 4 tokens) is shared by the entries of
+#: that day, so each entry is charged half of one. When the lines still do not fit, the
+#: rendered total is over the budget at the end and the weakest items give way.
+DAY_LINE_SHARE_TOKENS = 2
 DAEMON_ASSEMBLY = AssemblyConfig(
-    budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS), dated=True
+    budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS + DAY_LINE_SHARE_TOKENS),
+    dated=True,
 )
 
 
@@ -333,12 +335,13 @@ class Retrieval:
         now_ms: int | None = None,
         tail_in_messages: bool | None = None,
         reference_render: bool = False,
+        explain: bool = False,
     ) -> tuple[AssemblyPlan, dict[str, float]]:
         """``tail_in_messages`` (default: when ``messages`` are given): the recent tail
         stays in the returned messages and is not rendered; otherwise it is rendered in
         the addition and removed from the returned messages. Either way no turn appears
         twice, and no message is recalled as a memory. ``reference_render``: the
-        reference's bytes (no dates on recalled entries), and their envelope cost."""
+        reference's bytes (no day lines). ``explain``: list what was left out."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
         embed_ms = 0.0
@@ -372,7 +375,7 @@ class Retrieval:
                     memory_fraction,
                     messages,
                     messages is not None if tail_in_messages is None else tail_in_messages,
-                    self._config(reference_render),
+                    self._config(reference_render, explain),
                 )
                 qvec = await embedding
                 t_vec = time.perf_counter()
@@ -393,10 +396,12 @@ class Retrieval:
         }
         return plan, timings
 
-    def _config(self, reference_render: bool) -> AssemblyConfig:
-        if not reference_render or not self.config.dated:
-            return self.config
-        return replace(self.config, dated=False)
+    def _config(self, reference_render: bool, explain: bool) -> AssemblyConfig:
+        config = self.config
+        if reference_render and config.dated:
+            budget = replace(config.budget, entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS)
+            config = replace(config, dated=False, budget=budget)
+        return replace(config, explain=True) if explain else config
 
     def _prepare(  # noqa: PLR0913 - one request's inputs, handed to a worker thread
         self,
