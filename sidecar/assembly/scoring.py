@@ -40,9 +40,11 @@ can lift an irrelevant record above a relevant one::
   the share of the query's keywords (lexical analyzer terms) found in ``d``; kappa 0.1
   (mostly redundant with BM25 once the lexical channel is fused; higher values cost
   recall on the dev split).
-* **Superseded** facts (``superseded_by`` set by ``memory.update``) are multiplied by
-  ``superseded_factor`` (0.3): the correction outranks what it replaced, which stays
-  findable. Chosen, not fitted: the dev split has no corrections.
+* **Superseded** facts (``superseded_by``, set by ``memory.update`` or by a later turn
+  that says the fact changed, ``memory/ingest/changes``) are multiplied by
+  ``superseded_factor`` (0.3): the newer statement outranks what it replaced, which
+  stays findable, and is not ranked down at all for history questions
+  (``temporal.asks_history``: "where did I live before?"). Chosen, not fitted.
 * **Temporal** ``T(d) = 1 + tau * affinity(d) + w_o * order(d)`` from the query's
   :class:`~sidecar.memory.core.temporal.TemporalPlan`: tau 0.3 for date anchors, the
   affinity being the better of when the record was said and the times it mentions
@@ -91,7 +93,7 @@ from sidecar.assembly.candidates import (
 )
 from sidecar.memory.core.analyzer import analyze, query_terms
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
-from sidecar.memory.core.temporal import TemporalPlan
+from sidecar.memory.core.temporal import TemporalPlan, asks_history
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -802,7 +804,7 @@ def rank_table(
             order_term[i] = (1.0 - frac) if plan.order == "asc" else frac
     t = 1.0 + cfg.tau * aff + cfg.order_weight * order_term
     final = ctx * pri * q * omega * kw * t
-    if any(f.superseded for f in feats):
+    if any(f.superseded for f in feats) and not asks_history(query.text):
         final = final * np.array([cfg.superseded_factor if f.superseded else 1.0 for f in feats])
     keep = ~((dense < cfg.theta1) & (lex <= 0) & (overlap == 0) & (neigh <= 0))
     parts = np.vstack((final, dense, lex, rel, ctx, pri, cov, spk, q, omega, aff, np.zeros(n)))

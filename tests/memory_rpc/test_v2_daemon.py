@@ -271,3 +271,57 @@ def test_the_gate_keeps_constraints_and_drops_chit_chat(conn: RawConnection) -> 
         )
         said.append(out["messages"][0]["durable"])
     assert said == [durable for _, durable in chat_turns]
+
+
+def test_a_fact_that_changed_ranks_the_new_one_first(conn: RawConnection) -> None:
+    """ "I moved to Porto" after "I live in Lisbon": the newer ranks first for a
+    present-tense question; both are found; a history question keeps the old one."""
+    day = 86_400_000
+    t0 = 1_700_000_000_000
+    first = [
+        {"id": "h1", "role": "user", "content": "I live in Lisbon near the river.", "ts": t0},
+        {
+            "id": "h2",
+            "role": "user",
+            "content": "My favourite food is grilled sardines.",
+            "ts": t0 + 1,
+        },
+    ]
+    later = [
+        {
+            "id": "h3",
+            "role": "user",
+            "content": "I moved to Porto last month, loving the new flat.",
+            "ts": t0 + 40 * day,
+        },
+    ]
+    ok(conn.call("ingest", {"sessionId": "home-1", "userId": "lia2", "messages": first}))
+    ok(conn.call("ingest", {"sessionId": "home-2", "userId": "lia2", "messages": later}))
+    old = ok(
+        conn.call("memory.get", {"userId": "lia2", "collection": "turns:lia2", "id": "home-1:h1"})
+    )
+    assert old["record"]["metadata"]["superseded_by"] == "home-2:h3"
+    texts = {r["id"]: r["text"] for r in listc(conn, "turns:lia2")}
+
+    def ranked(prompt: str) -> list[str]:
+        out = ok(
+            conn.call(
+                "assemble",
+                {"sessionId": "home-3", "userId": "lia2", "prompt": prompt, "tokenBudget": 4000},
+            )
+        )
+        return [s["id"] for s in sorted(out["selected"], key=lambda s: -s["score"])]
+
+    now = ranked("Where do I live?")
+    assert now.index("home-2:h3") < now.index("home-1:h1"), [texts.get(i) for i in now]
+    before = ranked("Where did I live before Porto?")
+    assert "home-1:h1" in before
+    # the same history without a change cue: Lisbon is not superseded and scores higher
+    plain = [*first, {**later[0], "content": "Porto has lovely bridges and old trams."}]
+    ok(conn.call("ingest", {"sessionId": "home-9", "userId": "lia3", "messages": plain}))
+    q = {"sessionId": "home-8", "prompt": "Where do I live?", "tokenBudget": 4000}
+    lisbon = {}
+    for ns, sid in (("lia2", "home-1"), ("lia3", "home-9")):
+        out = ok(conn.call("assemble", {**q, "userId": ns}))
+        lisbon[ns] = next(s["score"] for s in out["selected"] if s["id"] == f"{sid}:h1")
+    assert lisbon["lia2"] < 0.5 * lisbon["lia3"], lisbon

@@ -568,6 +568,20 @@ def plan_temporal(
 
 MAX_MENTIONS = 4
 
+_HISTORY = re.compile(
+    r"\b(?:used to|previous(?:ly)?|formerly|former|originally|at first|in the past|"
+    r"before (?:that|moving|i moved|they moved|(?:he|she) moved)|old (?:job|address|place|"
+    r"home|flat|apartment|house|employer|school)|what was|where was|where did (?:i|you|we|"
+    r"he|she|they) (?:live|work|study)|did (?:i|you|we|he|she|they) (?:use to|live|work))\b",
+    re.I,
+)
+
+
+def asks_history(query: str) -> bool:
+    """Whether ``query`` asks about how things were, not how they are ("where did I live
+    before?", "what was my old job?"): then a superseded fact is not ranked down."""
+    return _HISTORY.search(query) is not None
+
 
 def mentioned_windows(text: str, said_ms: int) -> list[list[int | str]]:
     """The times a turn mentions ("yesterday", "last week", "3 May", "in 2022"), resolved

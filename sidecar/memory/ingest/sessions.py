@@ -45,10 +45,11 @@ from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
+from sidecar.memory.ingest.changes import is_change, superseded
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
 from sidecar.store.names import metadata_matches, validate_name_part
 from sidecar.store.store import Store
-from sidecar.store.types import Put
+from sidecar.store.types import Patch, Put
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -96,6 +97,8 @@ _INDEX_KEYS = (
     "gating_admitted",
 )
 MAX_BATCH = 10_000
+CHANGE_K = 8  # earlier user turns a change is matched against
+SUPERSEDED_BY = "superseded_by"
 _TS_MAX = 2**63 - 1
 
 
@@ -374,6 +377,36 @@ def _gate_batch(
     return signals, admitted
 
 
+def _changes(
+    store: Store,
+    ns: str,
+    session_id: str,
+    new: Sequence[_Prepared],
+    vecs: np.ndarray[Any, Any],
+    now: int,
+) -> list[Patch]:
+    """Marks for the earlier user turns that turns of this batch say have changed
+    (``changes`` module doc), read before the batch is stored."""
+    turns = C.turns(ns)
+    if store.collection(turns) is None:
+        return []
+    marks: list[Patch] = []
+    for p, vec in zip(new, vecs, strict=True):
+        if p.role != "user" or not is_change(p.text):
+            continue
+        old = superseded(p.text, store.search(turns, vec, CHANGE_K, where={"role": "user"}))
+        if old is None:
+            continue
+        mark = {SUPERSEDED_BY: C.namespace_turn_id(session_id, p.id), "superseded_at": now}
+        marks += [Patch(turns, old.id, mark, missing_ok=True)]
+        marks += [Patch(C.user(ns), old.id, mark, missing_ok=True)]
+        sid = old.metadata.get("sessionId")
+        if isinstance(sid, str) and old.id.startswith(sid + ":"):
+            raw_id = old.id[len(sid) + 1 :]
+            marks += [Patch(C.session_raw(sid), raw_id, mark, missing_ok=True)]
+    return marks
+
+
 def _split_new(
     prepared: Sequence[_Prepared], existing: set[str], dead: set[str], raw_coll: str
 ) -> tuple[list[_Prepared], dict[int, str]]:
@@ -457,6 +490,7 @@ async def ingest(
 
         vecs = await _embed_reporting(svc, [p.text for p in new], progress)
         signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
+        changes = await asyncio.to_thread(_changes, store.store, ns, session_id, new, vecs, now)
         puts: list[Put] = []
         turns_coll, user_coll = C.turns(ns), C.user(ns)
         admitted_ids: list[str] = []
@@ -498,11 +532,12 @@ async def ingest(
         )
         if marker is not None:
             puts.append(marker)
-        await store.write(puts)
+        ops: list[Put | Patch] = [*puts, *changes]
+        await store.write(ops)
         written: dict[str, list[str]] = {}
-        for put in puts:
-            if put.collection != state_coll:
-                written.setdefault(put.collection, []).append(put.id)
+        for op in ops:
+            if op.collection != state_coll:
+                written.setdefault(op.collection, []).append(op.id)
         svc.note_written(list(written.items()))
 
     svc.note_ingested(session_id, sum(estimate_tokens(p.text) for p in new))
