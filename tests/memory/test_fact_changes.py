@@ -54,5 +54,7 @@ def test_history_questions() -> None:
     assert asks_history("Where did I live before Porto?")
     assert asks_history("What was my old job?")
     assert asks_history("Where did I use to work?")
+    assert asks_history("When did Caroline move from Sweden?")  # past tense
     assert not asks_history("Where do I live?")
     assert not asks_history("What is my job now?")
+    assert not asks_history("Where does Melanie work?")

@@ -569,17 +569,17 @@ def plan_temporal(
 MAX_MENTIONS = 4
 
 _HISTORY = re.compile(
-    r"\b(?:used to|previous(?:ly)?|formerly|former|originally|at first|in the past|"
-    r"before (?:that|moving|i moved|they moved|(?:he|she) moved)|old (?:job|address|place|"
-    r"home|flat|apartment|house|employer|school)|what was|where was|where did (?:i|you|we|"
-    r"he|she|they) (?:live|work|study)|did (?:i|you|we|he|she|they) (?:use to|live|work))\b",
+    r"\b(?:did|was|were|had|used to|previous(?:ly)?|formerly|former|originally|at first|"
+    r"in the past|before|earlier|ago|old (?:job|address|place|home|flat|apartment|house|"
+    r"employer|school))\b",
     re.I,
 )
 
 
 def asks_history(query: str) -> bool:
-    """Whether ``query`` asks about how things were, not how they are ("where did I live
-    before?", "what was my old job?"): then a superseded fact is not ranked down."""
+    """Whether ``query`` asks about how things were, not how they are: past tense ("where
+    did I live?", "what was my job?") or a pointer to the past ("used to", "before",
+    "my old job"). Only present-tense questions rank a superseded fact down."""
     return _HISTORY.search(query) is not None
 
 
