@@ -110,10 +110,9 @@ BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 ENTRY_OVERHEAD_TOKENS = estimate_tokens(
     '[M12] <entry role="assistant" source="recalled"></entry>\n'
 )
-#: v2 ``assemble`` groups recalled entries under one line per day (render module doc). The
-#: day lines are not charged per entry (charging half a line each cost 0.7 points of
-#: LoCoMo recall): the rendered total is checked against the budget at the end and the
-#: weakest items give way when the lines do not fit, so memory never exceeds the budget.
+#: v2 ``assemble`` groups recalled entries under one line per day (render module doc); the
+#: lines are not charged per entry (that cost 0.7 points of LoCoMo recall): the rendered
+#: total is checked at the end and the weakest items give way if the lines do not fit.
 DAEMON_ASSEMBLY = AssemblyConfig(
     budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS), dated=True
 )
@@ -395,10 +394,7 @@ class Retrieval:
         return plan, timings
 
     def _config(self, reference_render: bool, explain: bool) -> AssemblyConfig:
-        config = self.config
-        if reference_render and config.dated:
-            budget = replace(config.budget, entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS)
-            config = replace(config, dated=False, budget=budget)
+        config = replace(self.config, dated=False) if reference_render else self.config
         return replace(config, explain=True) if explain else config
 
     def _prepare(  # noqa: PLR0913 - one request's inputs, handed to a worker thread
