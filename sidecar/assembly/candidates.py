@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.memory.core.layout import SUPERSEDED_BY
 from sidecar.memory.core.tokens import estimate_tokens
 
 F32 = npt.NDArray[np.float32]
@@ -235,7 +236,7 @@ def features(c: Candidate) -> Features:
             decay,
             authority(c),
             v if type(v) is np.ndarray and v.ndim == 1 and v.dtype is _F32_DTYPE else None,
-            c.metadata.get("superseded_by"),
+            c.metadata.get(SUPERSEDED_BY),
         )
         object.__setattr__(c, "_features", f)
     return f

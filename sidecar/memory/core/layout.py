@@ -78,6 +78,10 @@ TYPE_COMMIT_MARKER = "commit_marker"
 PROVENANCE_SESSION_TURN = "session_turn"
 PROVENANCE_TURN_INDEX = "turn_index"
 PROVENANCE_DURABLE = "durable_user_memory"
+# A fact replaced by a later one (memory.update, or a turn saying it changed): the id of
+# what replaced it, and when. Ranking lowers such records for present-tense questions.
+SUPERSEDED_BY = "superseded_by"
+SUPERSEDED_AT = "superseded_at"
 
 
 # A default namespace is ``session:<sid>``: room for that prefix over a session id's limit.
@@ -204,6 +208,12 @@ def namespace_turn_id(sid: str, turn_id: str) -> str:
     namespace never collide.
     """
     return f"{sid}:{turn_id}"
+
+
+def turn_id_in(record_id: str, sid: str) -> str | None:
+    """The turn id of ``<sid>:<turnId>`` (:func:`namespace_turn_id`), else None."""
+    prefix = f"{sid}:"
+    return record_id[len(prefix) :] if sid and record_id.startswith(prefix) else None
 
 
 def edge_id(summary_id: str, child_id: str) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sidecar.store.types import Hit
+from sidecar.memory.core import layout as C
+from sidecar.store.types import Hit, Patch
 
 CHANGE_CUE = re.compile(
     r"(?i)\b(?:moved (?:to|into|back|out)|relocated|now (?:live|living|work|working|based|"
@@ -76,8 +77,23 @@ def superseded(text: str, earlier: Sequence[Hit]) -> Hit | None:
     for hit in sorted(earlier, key=lambda h: -h.score):
         if hit.score < MIN_SIMILARITY:
             break
-        if hit.metadata.get("superseded_by"):
+        if hit.metadata.get(C.SUPERSEDED_BY):
             continue
         if kinds & kinds_of(hit.text):
             return hit
     return None
+
+
+def superseded_marks(
+    ns: str, record_id: str, session_id: object, by: str, now: int, *, durable: bool = True
+) -> list[Patch]:
+    """Mark the namespace turn ``record_id`` (``<sid>:<turnId>``) superseded by ``by`` in
+    ``turns:<ns>``, its raw session and (``durable``) ``user:<ns>``; texts unchanged."""
+    mark = {C.SUPERSEDED_BY: by, C.SUPERSEDED_AT: now}
+    marks = [Patch(C.turns(ns), record_id, mark, missing_ok=True)]
+    if durable:
+        marks.append(Patch(C.user(ns), record_id, mark, missing_ok=True))
+    turn = C.turn_id_in(record_id, session_id) if isinstance(session_id, str) else None
+    if turn is not None and isinstance(session_id, str):
+        marks.append(Patch(C.session_raw(session_id), turn, mark, missing_ok=True))
+    return marks

@@ -45,7 +45,7 @@ from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
-from sidecar.memory.ingest.changes import is_change, superseded
+from sidecar.memory.ingest.changes import is_change, superseded, superseded_marks
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
 from sidecar.store.names import metadata_matches, validate_name_part
 from sidecar.store.store import Store
@@ -98,7 +98,6 @@ _INDEX_KEYS = (
 )
 MAX_BATCH = 10_000
 CHANGE_K = 8  # earlier user turns a change is matched against
-SUPERSEDED_BY = "superseded_by"
 _TS_MAX = 2**63 - 1
 
 
@@ -397,13 +396,8 @@ def _changes(
         old = superseded(p.text, store.search(turns, vec, CHANGE_K, where={"role": "user"}))
         if old is None:
             continue
-        mark = {SUPERSEDED_BY: C.namespace_turn_id(session_id, p.id), "superseded_at": now}
-        marks += [Patch(turns, old.id, mark, missing_ok=True)]
-        marks += [Patch(C.user(ns), old.id, mark, missing_ok=True)]
-        sid = old.metadata.get("sessionId")
-        if isinstance(sid, str) and old.id.startswith(sid + ":"):
-            raw_id = old.id[len(sid) + 1 :]
-            marks += [Patch(C.session_raw(sid), raw_id, mark, missing_ok=True)]
+        by = C.namespace_turn_id(session_id, p.id)
+        marks += superseded_marks(ns, old.id, old.metadata.get("sessionId"), by, now)
     return marks
 
 

@@ -44,7 +44,6 @@ from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.lifecycle.forget import sessions_of_namespace
-from sidecar.memory.lifecycle.listing import SUPERSEDED_BY
 from sidecar.store.aio import AsyncStore
 from sidecar.store.types import Delete, Op, Put, Record
 
@@ -117,16 +116,15 @@ def _turn_of_copy(rec: Record) -> tuple[str, str] | None:
     coll, meta = rec.collection, rec.metadata
     sid = meta.get("sessionId")
     sid = sid if isinstance(sid, str) else ""
-    if coll.startswith((C.SESSION_RAW_PREFIX,)) or (
+    if coll.startswith(C.SESSION_RAW_PREFIX) or (
         coll.startswith(C.SESSION_PREFIX) and C.session_id_of(coll) == sid
     ):
         return (C.session_id_of(coll) or sid, rec.id)
     if meta.get("type") == C.TYPE_GUIDANCE:
         tid = meta.get("source_turn_id")
         return (sid, tid) if sid and isinstance(tid, str) else None
-    if coll.startswith((C.TURNS_PREFIX, C.USER_PREFIX)) and sid and rec.id.startswith(sid + ":"):
-        return (sid, rec.id[len(sid) + 1 :])
-    return None
+    turn = C.turn_id_in(rec.id, sid) if coll.startswith((C.TURNS_PREFIX, C.USER_PREFIX)) else None
+    return (sid, turn) if turn is not None else None
 
 
 async def _resolve(
@@ -223,7 +221,7 @@ async def _old_versions(store: AsyncStore, namespace: str, sid: str, tid: str) -
     durable = C.user(namespace)
     if store.store.collection(durable) is None:
         return []
-    where = {SUPERSEDED_BY: C.namespace_turn_id(sid, tid)}
+    where = {C.SUPERSEDED_BY: C.namespace_turn_id(sid, tid)}
     return [Delete(durable, r.id) for r in await store.list_records(durable, where=where)]
 
 

@@ -19,7 +19,6 @@ from sidecar.store.aio import AsyncStore
 from sidecar.store.names import explicit_ts
 from sidecar.store.types import Record
 
-SUPERSEDED_BY = "superseded_by"
 SortKey = tuple[int, str, str]
 
 
@@ -88,7 +87,7 @@ def _matches(rec: Record, q: ListQuery) -> bool:
         return False
     if q.session_id and rec.metadata.get("sessionId") != q.session_id:
         return False
-    if not q.include_superseded and rec.metadata.get(SUPERSEDED_BY):
+    if not q.include_superseded and rec.metadata.get(C.SUPERSEDED_BY):
         return False
     ts = record_ts(rec)
     return (q.since is None or ts >= q.since) and (q.until is None or ts <= q.until)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError, MemoryNotFound
-from sidecar.memory.lifecycle.listing import SUPERSEDED_BY
-from sidecar.store.types import Op, Patch, Put, Record
+from sidecar.memory.ingest.changes import superseded_marks
+from sidecar.store.types import Op, Put, Record
 
 if TYPE_CHECKING:
     from sidecar.memory.service import MemoryService
@@ -64,9 +64,9 @@ async def update_fact(
     source = await store.get(collection, record_id)
     if source is None:
         raise MemoryNotFound(f"no record {record_id!r} in {collection!r} for this namespace")
-    if source.metadata.get(SUPERSEDED_BY):
+    if source.metadata.get(C.SUPERSEDED_BY):
         raise MemoryInputError(
-            f"{record_id!r} is a superseded version; update {source.metadata[SUPERSEDED_BY]!r}"
+            f"{record_id!r} is a superseded version; update {source.metadata[C.SUPERSEDED_BY]!r}"
         )
     current = await store.get(durable, record_id, include_vector=True)
     now = int(time.time() * 1000)
@@ -81,7 +81,7 @@ async def update_fact(
         "provenance_class": PROVENANCE_USER_UPDATE,
         "raw_history": False,
     }
-    meta.pop(SUPERSEDED_BY, None)
+    meta.pop(C.SUPERSEDED_BY, None)
     # No longer a copy of the turn: ranking must not fold it into the raw turn it corrects.
     turn = meta.pop("source_turn_id", None)
     if isinstance(turn, str):
@@ -89,10 +89,12 @@ async def update_fact(
     ops: list[Op] = [Put(durable, record_id, text, meta, vec)]
     previous: Put | None = None
     if current is not None:
-        old_meta = {**current.metadata, SUPERSEDED_BY: record_id, "superseded_at": now}
+        old_meta = {**current.metadata, C.SUPERSEDED_BY: record_id, C.SUPERSEDED_AT: now}
         previous = Put(durable, version_id(record_id, rev), current.text, old_meta, current.vector)
         ops.append(previous)
-    ops += _mark_raw_turns(namespace, record_id, source, now)
+    # the raw copies keep their text and say that a correction replaced it
+    sid = source.metadata.get("sessionId")
+    ops += superseded_marks(namespace, record_id, sid, record_id, now, durable=False)
     await store.write(ops)
     svc.note_written([(durable, [op.id for op in ops if isinstance(op, Put)])])
     _announce(svc, namespace, source)
@@ -100,19 +102,6 @@ async def update_fact(
     assert record is not None
     old = await store.get(durable, previous.id) if previous is not None else None
     return UpdateOutcome(record, old)
-
-
-def _mark_raw_turns(namespace: str, record_id: str, source: Record, now: int) -> list[Op]:
-    """The raw copies of the turn keep their text and say that a correction replaced it."""
-    sid = source.metadata.get("sessionId")
-    if not isinstance(sid, str) or not record_id.startswith(sid + ":"):
-        return []
-    turn_id = record_id[len(sid) + 1 :]
-    mark = {SUPERSEDED_BY: record_id, "superseded_at": now}
-    return [
-        Patch(C.turns(namespace), record_id, mark, missing_ok=True),
-        Patch(C.session_raw(sid), turn_id, mark, missing_ok=True),
-    ]
 
 
 def _announce(svc: MemoryService, namespace: str, source: Record) -> None:
