@@ -209,11 +209,16 @@ async def _count_copies(
     counts: dict[tuple[str, str], int] = {}
     for sid, recs in plan.turns.items():
         for tid, rec in recs.items():
-            user = rec.metadata.get("userId")
-            deletes = _copy_deletes(namespace, sid, user if isinstance(user, str) else "", tid)
-            versions = await _old_versions(svc.store, namespace, sid, tid)
-            counts[(sid, tid)] = len(await _present(svc.store, deletes)) + len(versions)
+            counts[(sid, tid)] = len(await _turn_copies(svc.store, namespace, sid, rec))
     return counts
+
+
+async def _turn_copies(store: AsyncStore, namespace: str, sid: str, raw: Record) -> list[Delete]:
+    """Deletes of every stored copy of the raw turn ``raw`` of ``sid``, its superseded
+    durable versions included."""
+    user = raw.metadata.get("userId")
+    deletes = _copy_deletes(namespace, sid, user if isinstance(user, str) else "", raw.id)
+    return await _present(store, deletes) + await _old_versions(store, namespace, sid, raw.id)
 
 
 async def _old_versions(store: AsyncStore, namespace: str, sid: str, tid: str) -> list[Delete]:
@@ -246,7 +251,7 @@ async def _forget_locked(svc: MemoryService, namespace: str, plan: _Plan) -> Ite
     copies: dict[tuple[str, str], int] = {}
     out_counts = ItemsOutcome()
     for sid, recs in plan.turns.items():
-        session_ops, n_copies = await _session_ops(svc, namespace, sid, set(recs), out_counts)
+        session_ops, n_copies = await _session_ops(svc, namespace, sid, recs, out_counts)
         ops += session_ops
         copies.update({(sid, tid): n for tid, n in n_copies.items()})
     for rec in plan.plain.values():
@@ -315,21 +320,17 @@ def _copy_deletes(namespace: str, sid: str, user: str, tid: str) -> list[Delete]
 
 
 async def _session_ops(
-    svc: MemoryService, namespace: str, sid: str, doomed: set[str], counts: ItemsOutcome
+    svc: MemoryService, namespace: str, sid: str, doomed: dict[str, Record], counts: ItemsOutcome
 ) -> tuple[list[Op], dict[str, int]]:
     """Deletes of every copy of the doomed turns, and the summary rebuilds of ``sid``."""
-    store = svc.store
-    turns, summaries, graph = await load_session(svc, sid)
-    by_id = {t.turn.id: t for t in turns}
     ops: list[Op] = []
     copies: dict[str, int] = {}
-    for tid in doomed:
-        turn = by_id.get(tid)
-        deletes = _copy_deletes(namespace, sid, turn.user_id if turn else "", tid)
-        present = await _present(store, deletes) + await _old_versions(store, namespace, sid, tid)
+    for tid, raw in doomed.items():
+        present = await _turn_copies(svc.store, namespace, sid, raw)
         ops += present
         copies[tid] = len(present)
-    ops += await _rebuild_summaries(svc, sid, doomed, turns, summaries, graph, counts)
+    turns, summaries, graph = await load_session(svc, sid)
+    ops += await _rebuild_summaries(svc, sid, set(doomed), turns, summaries, graph, counts)
     return ops, copies
 
 
@@ -360,14 +361,14 @@ async def _rebuild_summaries(
             replaced[s] = None
             counts.summaries_removed += 1
             continue
-        text, method = _rebuilt_text(kept, K.DEFAULT_MAX_OUTPUT_TOKENS)
+        text, method, confidence = _rebuilt_text(kept, K.DEFAULT_MAX_OUTPUT_TOKENS)
         rec = L.build_summary_record(
             sid,
             kept.items,
             text=text,
             summary_tokens=estimate_tokens(text),
             method=method,
-            confidence=kept.confidence if method == "extractive" else 0.0,
+            confidence=confidence,
             generation=0,
             compacted_at=now,
             level=1 + max(kept.levels, default=0),
@@ -407,7 +408,6 @@ class _Kept:
     texts: list[str] = field(default_factory=list)
     vectors: list[F32 | None] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)  # of the summary children
-    confidence: float = 0.0
 
 
 def _remaining(
@@ -440,15 +440,15 @@ def _remaining(
     return kept
 
 
-def _rebuilt_text(kept: _Kept, max_output_tokens: int) -> tuple[str, str]:
-    """Text of a rebuilt summary, made only from what remains: the extractive ladder over
-    the stored vectors, or the remaining text verbatim when the ladder cannot shorten it
-    (one short child) or a vector is missing."""
+def _rebuilt_text(kept: _Kept, max_output_tokens: int) -> tuple[str, str, float]:
+    """(text, method, confidence) of a rebuilt summary, made only from what remains: the
+    extractive ladder over the stored vectors, or the remaining text verbatim (confidence
+    0) when the ladder cannot shorten it (one short child) or a vector is missing."""
     vectors = kept.vectors
     if all(v is not None for v in vectors):
         stacked = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
         draft = run_draft_ladder(kept.texts, kept.texts, stacked, None, max_output_tokens, None)
         if draft is not None and draft.text.strip():
-            kept.confidence = draft.raw_confidence
-            return draft.text, draft.method
-    return SUMMARY_JOINER.join(kept.texts), "verbatim"
+            confidence = draft.raw_confidence if draft.method == "extractive" else 0.0
+            return draft.text, draft.method, confidence
+    return SUMMARY_JOINER.join(kept.texts), "verbatim", 0.0
