@@ -497,8 +497,8 @@ class Retrieval:
         cands: list[Candidate] = pick(
             C.turns(ns), DENSE_K, turns_coll.dense_top(qvec, DENSE_K, tscan)
         )
-        # a durable copy of a turn the raw history holds (same text) stands in as that raw
-        # turn: one record per source (dedupe), and the pool's lexical normalisation is not skewed
+        # a durable copy of a turn the raw history holds stands in as that raw turn: one
+        # record per source (dedupe), and the pool's lexical normalisation is not skewed
         # by the small durable collection's BM25 statistics
         udense = (
             self._durable_top(user_coll, turns_coll, qvec, tscan, SIDE_K)
@@ -513,8 +513,6 @@ class Retrieval:
                 else None
             )
             d = turns_coll.cands[j] if j is not None else c
-            if d.text != c.text:  # corrected by memory.update: the durable text is the fact
-                d = c
             if d.key not in seen:
                 seen.add(d.key)
                 cands.append(d)
