@@ -73,7 +73,15 @@ class DaemonProcess:
                 f"listen must be unix, tcp, unix:PATH or tcp:HOST:PORT, not {listen!r}"
             )
         flag = "--socket" if kind == "unix" else "--tcp"
-        argv = [*(command or default_command()), "serve", flag, where, "--data-dir", str(data)]
+        argv = [
+            *(command or default_command()),
+            "serve",
+            flag,
+            where,
+            "--data-dir",
+            str(data),
+            *args,
+        ]
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
         child_env = {**inherited, **(env or {})}
         if home is not None:

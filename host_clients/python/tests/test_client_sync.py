@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -234,3 +235,15 @@ def test_large_reply(spawn_kwargs: dict[str, Any]) -> None:
         assert listed["results"][0]["text"] == text
         assert listed["results"][0]["metadata"]["text"] == text
         assert client.health().ok
+
+
+def test_daemon_process_passes_extra_args_to_the_daemon(tmp_path: Path, home: Path) -> None:
+    # Regression: DaemonProcess.start(args=...) used to drop ``args``; a debug log level
+    # is visible in the daemon's own stderr, so it proves the flag reached the child.
+    with DaemonProcess.start(
+        "unix", data_dir=tmp_path / "data", home=home, args=["--log-level", "debug"]
+    ) as daemon:
+        with Client(daemon.endpoint) as client:
+            client.health()
+        levels = {json.loads(line).get("level") for line in daemon.stderr_text().splitlines()}
+    assert "debug" in levels
