@@ -93,3 +93,22 @@ def test_assemble_messages_are_the_hosts_own_objects(conn: RawConnection) -> Non
         "assemble", {"sessionId": "s", "tokenBudget": 4000, "prompt": "hi", "messages": messages}
     )
     assert reply["result"]["messages"] == messages
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("memory.list", {"namespace": "me", "sesion_id": "s"}),
+        ("memory.get", {"namespace": "me", "collection": "user:me", "id": "x", "sesion_id": "s"}),
+        ("memory.update", {"namespace": "me", "collection": "user:me", "id": "x", "tex": "y"}),
+        ("memory.stats", {"namespace": "me", "buckett": "day"}),
+        ("sessions.list", {"namespace": "me", "sessionId": "s"}),
+    ],
+)
+def test_memory_and_sessions_methods_refuse_unknown_fields(
+    conn: RawConnection, method: str, params: dict[str, object]
+) -> None:
+    unknown = next(k for k in params if k not in ("namespace", "collection", "id"))
+    error = conn.error(method, params)
+    assert error["code"] == -32602
+    assert f"unknown field `{unknown}`" in error["message"]

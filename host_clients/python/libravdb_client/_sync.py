@@ -79,6 +79,7 @@ from protocol.memory import (
     MemoryUpdateParams,
     MemoryUpdateResult,
 )
+from protocol.memory_stats import MemoryStatsParams, MemoryStatsResult, StatsBucket
 from protocol.sessions import (
     CompactParams,
     CompactResult,
@@ -90,6 +91,7 @@ from protocol.sessions import (
     IngestResult,
     RecordRef,
 )
+from protocol.sessions_list import SessionsListParams, SessionsListResult
 
 T = TypeVar("T")
 
@@ -691,6 +693,36 @@ class Client:
             collection=collection, id=id, text=text, namespace=namespace, user_id=user_id
         )
         return self.call_typed("memory.update", params, MemoryUpdateResult, timeout=timeout)
+
+    def sessions_list(
+        self,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        since: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> SessionsListResult:
+        """One page of the namespace's sessions, most recently active first; pass the
+        result's ``next_cursor`` as ``cursor`` for the next page ("" = the last)."""
+        params = SessionsListParams(
+            namespace=namespace, user_id=user_id, limit=limit, cursor=cursor, since=since
+        )
+        return self.call_typed("sessions.list", params, SessionsListResult, timeout=timeout)
+
+    def memory_stats(
+        self,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        bucket: StatsBucket = "month",
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+    ) -> MemoryStatsResult:
+        """What the memory holds per namespace (every namespace without one), the
+        authored rules by tier and the store's size on disk."""
+        params = MemoryStatsParams(namespace=namespace, user_id=user_id, bucket=bucket)
+        return self.call_typed("memory.stats", params, MemoryStatsResult, timeout=timeout)
 
     def compact(
         self,

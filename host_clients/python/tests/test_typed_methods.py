@@ -77,6 +77,12 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
         journal = c.lifecycle_journal(session_id="typed-s1")
         assert journal.entries[0].id == hint.id
 
+        sessions = c.sessions_list(namespace="typed", limit=1)
+        assert sessions.total == 2 and len(sessions.sessions) == 1 and sessions.next_cursor
+        stats = c.memory_stats(namespace="typed", bucket="day")
+        assert [n.namespace for n in stats.namespaces] == ["typed"]
+        assert stats.namespaces[0].sessions == sessions.total and stats.disk.total_bytes > 0
+
         page = c.memory_list(user_id="typed", scope="history", limit=2)
         assert len(page.records) == 2 and page.total > 2 and page.next_cursor
         rest = c.memory_list(user_id="typed", scope="history", cursor=page.next_cursor, limit=500)
@@ -111,6 +117,11 @@ async def test_async_typed_methods(tcp_daemon: DaemonProcess) -> None:
         assert hits.hits[0].text == "She moved to Aberdeen for the degree."
         got = await c.memory_get(hits.hits[0].collection, hits.hits[0].id, user_id="atyped")
         assert got.record.role == "user" and got.record.session_id == "atyped"
+        sessions = await c.sessions_list(user_id="atyped")
+        assert [x.session_id for x in sessions.sessions] == ["atyped"]
+        assert sessions.sessions[0].turn_count == 3 and sessions.next_cursor == ""
+        stats = await c.memory_stats(namespace="atyped")
+        assert stats.namespaces[0].history == 3 and stats.bucket == "month"
         listed = await c.authored_list()
         assert listed.documents == [] or all(d.source_doc for d in listed.documents)
         gone = await c.forget(user_id="atyped", message_ids=[stored.ids[0], "no-such-id"])

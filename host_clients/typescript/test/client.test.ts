@@ -80,6 +80,20 @@ for (const transport of ["unix", "tcp"] as const) {
       assert.equal(got.record.metadata["provenance_class"], "user_update");
     });
 
+    test("sessions.list and memory.stats describe what a namespace holds", async () => {
+      await client.ingest({
+        sessionId: "st1",
+        userId: "sta",
+        messages: [1, 2].map((i) => ({ id: `s${i}`, role: "user", content: `Note ${i}: the tram leaves at ${i} pm.`, ts: 1_700_000_000_000 + i })),
+      });
+      const sessions = await client.sessionsList({ namespace: "sta" });
+      assert.deepEqual(sessions.sessions.map((s) => [s.sessionId, s.turnCount]), [["st1", 2]]);
+      assert.equal(sessions.nextCursor, "");
+      const stats = await client.memoryStats({ namespace: "sta", bucket: "day" });
+      assert.deepEqual(stats.namespaces.map((n) => [n.namespace, n.sessions, n.history]), [["sta", 1, 2]]);
+      assert.ok(stats.disk.totalBytes > 0);
+    });
+
     test("many calls in flight on one connection all get their own reply", async () => {
       const results = await Promise.all(Array.from({ length: 20 }, (_, i) => client.call("embed", { texts: [`text ${i}`], kind: "query" })));
       assert.equal(results.length, 20);

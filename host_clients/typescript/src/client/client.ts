@@ -22,6 +22,8 @@ import type {
   MemoryGetResult,
   MemoryListParams,
   MemoryListResult,
+  MemoryStatsParams,
+  MemoryStatsResult,
   MemoryUpdateParams,
   MemoryUpdateResult,
   MethodName,
@@ -29,6 +31,8 @@ import type {
   ProgressParams,
   ResultOf,
   SearchParams,
+  SessionsListParams,
+  SessionsListResult,
   AssembleSearchResult,
   StatusResult,
 } from "../generated/protocol.js";
@@ -274,5 +278,11 @@ export class LibravdbClient {
   }
   memoryUpdate(params: MemoryUpdateParams, options?: CallOptions): Promise<MemoryUpdateResult> {
     return this.call("memory.update", params, options);
+  }
+  memoryStats(params: MemoryStatsParams = {}, options?: CallOptions): Promise<MemoryStatsResult> {
+    return this.call("memory.stats", params, options);
+  }
+  sessionsList(params: SessionsListParams, options?: CallOptions): Promise<SessionsListResult> {
+    return this.call("sessions.list", params, options);
   }
 }

@@ -135,6 +135,16 @@ export interface AuthoredListResult {
   documents: AuthoredDocument[];
 }
 
+/**
+ * Authored rules (global): documents and nodes per tier.
+ */
+export interface AuthoredStats {
+  documents: number;
+  hard: number;
+  soft: number;
+  variant: number;
+}
+
 export interface AutoCompactionActivity {
   running: number;
   runs: number;
@@ -233,6 +243,16 @@ export interface DeleteBatchParams {
 export interface DeleteParams {
   collection?: string;
   id?: string;
+}
+
+/**
+ * Bytes on disk: the database, its WAL (-wal and -shm) and the saved indexes.
+ */
+export interface DiskStats {
+  databaseBytes: number;
+  walBytes: number;
+  indexBytes: number;
+  totalBytes: number;
 }
 
 export interface DreamEntryParams {
@@ -688,6 +708,29 @@ export interface MemoryRecord {
 }
 
 /**
+ * ``namespace`` (or ``userId``) limits the answer to one namespace; without either,
+ * every namespace that has records. ``bucket`` is the timeline's calendar unit (UTC;
+ * weeks are ISO weeks starting on Monday).
+ */
+export interface MemoryStatsParams {
+  namespace?: string | null;
+  userId?: string | null;
+  bucket?: "day" | "month" | "week";
+}
+
+/**
+ * ``records`` and ``collections`` count the whole store (every collection).
+ */
+export interface MemoryStatsResult {
+  namespaces: NamespaceStats[];
+  authored: AuthoredStats;
+  records: number;
+  collections: number;
+  disk: DiskStats;
+  bucket: "day" | "month" | "week";
+}
+
+/**
  * Replace the text of a durable fact (``user:<ns>``), or correct a raw turn of the
  * namespace (``turns:<ns>``: its durable copy gets the new text). The old text is kept
  * as a superseded version; a superseded fact ranks far below the current one.
@@ -727,6 +770,31 @@ export interface MissingItem {
 export interface NamespaceParams {
   userId?: string;
   namespace?: string;
+}
+
+/**
+ * Records per ``memory.list`` scope (``durable`` without, ``superseded`` the replaced
+ * versions of durable facts), the sessions with stored turns or summaries, the summaries
+ * per DAG level and ``depth`` (the highest level, 0 without summaries), the first and
+ * last ``ts`` (null when empty), and the timeline: contiguous buckets, oldest first
+ * (``earlier`` counts records older than the first bucket returned).
+ */
+export interface NamespaceStats {
+  namespace: string;
+  records: number;
+  durable: number;
+  superseded: number;
+  history: number;
+  summary: number;
+  elevated: number;
+  dream: number;
+  sessions: number;
+  depth: number;
+  summaryLevels: SummaryLevel[];
+  firstTs: number | null;
+  lastTs: number | null;
+  timeline: TimelineBucket[];
+  earlier: number;
 }
 
 export interface OkResult {
@@ -850,6 +918,18 @@ export interface ServerInfo {
   version: string;
 }
 
+/**
+ * One session: its stored turns (``session_raw:<sid>``, both roles), the times of
+ * its first and last turn (epoch ms; null when none is left) and its summaries.
+ */
+export interface SessionInfo {
+  sessionId: string;
+  turnCount: number;
+  firstTs: number | null;
+  lastTs: number | null;
+  summaryCount: number;
+}
+
 export interface SessionLifecycleHintParams {
   hook?: string;
   reason?: string;
@@ -870,6 +950,34 @@ export interface SessionLifecycleHintResult {
   hook: string;
   sessionId: string;
   reason: string;
+}
+
+/**
+ * One page of the namespace's sessions, newest activity first.
+ *
+ * ``since`` keeps sessions whose last turn is at or after it (epoch ms). ``cursor`` is
+ * the ``nextCursor`` of the previous page.
+ */
+export interface SessionsListParams {
+  namespace?: string | null;
+  userId?: string | null;
+  /**
+   * Bounds: >= 1, <= 500.
+   */
+  limit?: number;
+  cursor?: string | null;
+  since?: number | null;
+}
+
+/**
+ * ``total`` counts every session that matches (all pages); ``nextCursor`` is "" on
+ * the last page.
+ */
+export interface SessionsListResult {
+  namespace: string;
+  sessions: SessionInfo[];
+  total: number;
+  nextCursor: string;
 }
 
 export interface ShutdownResult {
@@ -948,6 +1056,25 @@ export interface SummarizeResult {
   sourceIndices?: number[];
   truncated?: boolean;
   model?: string;
+}
+
+/**
+ * Summaries at one level of the summary DAG: 1 summarizes turns, n summarizes
+ * level n - 1.
+ */
+export interface SummaryLevel {
+  level: number;
+  count: number;
+}
+
+/**
+ * Records whose ``ts`` falls in the bucket starting at ``startMs`` (``label``:
+ * 2026-11, 2026-W48 or 2026-11-25).
+ */
+export interface TimelineBucket {
+  label: string;
+  startMs: number;
+  records: number;
 }
 
 export interface V1DreamEntry {
@@ -1129,6 +1256,10 @@ export interface Methods {
    */
   "memory.list": { params: MemoryListParams; result: MemoryListResult };
   /**
+   * what the memory holds per namespace (records per scope, sessions, summary depth, a timeline), authored rules per tier and the size on disk
+   */
+  "memory.stats": { params: MemoryStatsParams; result: MemoryStatsResult };
+  /**
    * replace a durable fact's text; the old version is kept as superseded history
    */
   "memory.update": { params: MemoryUpdateParams; result: MemoryUpdateResult };
@@ -1157,6 +1288,10 @@ export interface Methods {
    */
   "session_lifecycle_hint": { params: SessionLifecycleHintParams; result: SessionLifecycleHintResult };
   /**
+   * list a namespace's sessions, most recently active first, with their turn and summary counts, a page at a time
+   */
+  "sessions.list": { params: SessionsListParams; result: SessionsListResult };
+  /**
    * Drain in-flight requests and exit 0
    */
   "shutdown": { params: Empty; result: ShutdownResult };
@@ -1173,4 +1308,4 @@ export interface Methods {
 export type MethodName = keyof Methods;
 export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
-export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","memory.list","memory.update","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","shutdown","status","summarize"];
+export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","memory.list","memory.stats","memory.update","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","sessions.list","shutdown","status","summarize"];

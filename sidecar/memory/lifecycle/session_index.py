@@ -1,0 +1,107 @@
+"""``sessions.list``: a namespace's sessions, most recently active first.
+
+A session's facts come from what is stored, not from counters: the turns are the records
+of ``session_raw:<sid>`` (both roles, v1 and v2 sessions alike, and what ``forget`` left),
+the summaries are the records of ``session_summary:<sid>``. Nothing is embedded and no
+vector is read. Pages are keyset-paged on ``(last turn desc, session id)``, so a session
+that becomes active while a client pages moves to the front and never shifts the pages
+still to come.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.scope import sessions_of_namespace
+from sidecar.memory.lifecycle.listing import record_ts
+from sidecar.store.aio import AsyncStore
+from sidecar.store.store import Store
+
+SortKey = tuple[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    session_id: str
+    turn_count: int
+    first_ts: int | None
+    last_ts: int | None
+    summary_count: int
+
+    @property
+    def sort_key(self) -> SortKey:
+        return (-(self.last_ts or 0), self.session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsPage:
+    sessions: list[SessionSummary]
+    total: int
+    next_cursor: str
+
+
+def encode_cursor(key: SortKey) -> str:
+    raw = json.dumps([-key[0], key[1]], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> SortKey:
+    try:
+        pad = "=" * (-len(cursor) % 4)
+        last, sid = json.loads(base64.urlsafe_b64decode(cursor + pad))
+        if isinstance(last, int) and isinstance(sid, str):
+            return (-last, sid)
+    except (ValueError, TypeError):
+        pass
+    raise MemoryInputError("cursor is not one that sessions.list returned")
+
+
+def _summarize(store: Store, sid: str) -> SessionSummary | None:
+    raw = C.session_raw(sid)
+    turns = 0
+    first: int | None = None
+    last: int | None = None
+    if store.collection(raw) is not None:
+        for rec in store.iter_records(raw, include_vectors=False):
+            ts = record_ts(rec)
+            turns += 1
+            first = ts if first is None else min(first, ts)
+            last = ts if last is None else max(last, ts)
+    summaries = store.count(C.session_summary(sid))
+    if turns == 0 and summaries == 0:
+        # a name only (the default namespace's own session before anything was stored,
+        # or a session whose every turn was forgotten): nothing to show
+        return None
+    return SessionSummary(sid, turns, first, last, summaries)
+
+
+def _all_sessions(store: Store, namespace: str, since: int | None) -> list[SessionSummary]:
+    found = [_summarize(store, sid) for sid in sessions_of_namespace(store, namespace)]
+    kept = [s for s in found if s is not None]
+    if since is not None:
+        kept = [s for s in kept if s.last_ts is not None and s.last_ts >= since]
+    kept.sort(key=lambda s: s.sort_key)
+    return kept
+
+
+async def list_sessions(
+    store: AsyncStore,
+    namespace: str,
+    *,
+    limit: int = 20,
+    cursor: str | None = None,
+    since: int | None = None,
+) -> SessionsPage:
+    after = decode_cursor(cursor) if cursor else None
+    ordered = await store.call(_all_sessions, store.store, namespace, since)
+    start = 0
+    if after is not None:
+        start = next((i for i, s in enumerate(ordered) if s.sort_key > after), len(ordered))
+    page = ordered[start : start + limit]
+    more = start + len(page) < len(ordered)
+    next_cursor = encode_cursor(page[-1].sort_key) if more and page else ""
+    return SessionsPage(page, len(ordered), next_cursor)
