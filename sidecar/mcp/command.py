@@ -1,0 +1,155 @@
+"""``libravdb mcp``: the memory as a Model Context Protocol server (a client of the daemon).
+
+stdout belongs to the MCP protocol (stdio transport); logs and messages go to stderr.
+Exit status 0 when the host closes the connection, 1 for bad options or when no daemon
+answers and none can be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+COMMANDS = ("mcp",)
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+def add_parser(sub: Any) -> None:
+    cmd = sub.add_parser(
+        "mcp",
+        help="serve the memory to an MCP host (Claude Desktop, an IDE, ...) over stdio",
+        description="Serve the memory as a Model Context Protocol server. Connects to the "
+        "running daemon, or starts one when nothing answers.",
+    )
+    cmd.add_argument(
+        "--endpoint", help="the daemon: unix:/path or tcp:host:port (default: the daemon's)"
+    )
+    spawn = cmd.add_mutually_exclusive_group()
+    spawn.add_argument(
+        "--spawn",
+        action="store_true",
+        help="always start a private daemon (over stdio) instead of using a running one",
+    )
+    spawn.add_argument(
+        "--no-spawn",
+        action="store_true",
+        help="never start a daemon: fail when none answers",
+    )
+    cmd.add_argument("--data-dir", metavar="DIR", help="data directory of a daemon it starts")
+    cmd.add_argument(
+        "--namespace",
+        default="default",
+        metavar="NS",
+        help="the memory namespace every tool works in (default: default)",
+    )
+    cmd.add_argument(
+        "--session",
+        metavar="SID",
+        help="default session id of remember/recall (default: mcp-<start time, UTC>)",
+    )
+    cmd.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)",
+    )
+    cmd.add_argument(
+        "--log-level",
+        default="info",
+        type=str.lower,
+        choices=["debug", "info", "warning", "error"],
+        help="stderr log level (default info; JSON lines)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from sidecar.mcp.http import parse_http_address
+    from sidecar.mcp.tools import MemoryScope
+    from sidecar.store.names import validate_name_part
+
+    try:
+        address = parse_http_address(args.http) if args.http else None
+        scope = MemoryScope(
+            namespace=validate_name_part(args.namespace, "--namespace"),
+            session_id=validate_name_part(args.session or _default_session(), "--session"),
+        )
+    except ValueError as exc:
+        return _fail(str(exc))
+    target = _target(args)
+    return _serve(target, scope, address, args.log_level)
+
+
+def _default_session() -> str:
+    return "mcp-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from sidecar.console import resolve_auth_token, resolve_endpoint
+    from sidecar.mcp.bridge import DaemonTarget
+
+    if args.spawn:
+        mode = "always"
+    elif args.no_spawn or args.endpoint:
+        # A named endpoint is a daemon the user means: starting another one elsewhere
+        # would serve a different memory without a word.
+        mode = "never"
+    else:
+        mode = "auto"
+    return DaemonTarget(
+        endpoint=resolve_endpoint(args.endpoint),
+        spawn=mode,
+        data_dir=os.path.expanduser(args.data_dir) if args.data_dir else None,
+        auth_token=resolve_auth_token(),
+    )
+
+
+def _serve(target: Any, scope: Any, address: Any, log_level: str) -> int:
+    import anyio
+    import structlog
+
+    from sidecar.logging_setup import configure_logging, finish_output
+    from sidecar.mcp.bridge import DaemonBridge, DaemonUnavailable
+    from sidecar.mcp.server import build_server
+
+    sink = configure_logging(log_level)
+
+    async def main() -> int:
+        bridge = DaemonBridge(target)
+        try:
+            await bridge.open()
+        except DaemonUnavailable as exc:
+            await bridge.close()
+            return _fail(str(exc))
+        try:
+            server = build_server(bridge, scope)
+            structlog.get_logger("libravdb.mcp").info(
+                "mcp_serving",
+                daemon=bridge.describe,
+                namespace=scope.namespace,
+                session=scope.session_id,
+                transport="stdio" if address is None else address.url,
+            )
+            if address is None:
+                await server.run_stdio_async()
+            else:
+                from sidecar.mcp.http import serve_http
+
+                await serve_http(server, address, log_level)
+        finally:
+            await bridge.close()
+        return EXIT_OK
+
+    try:
+        return anyio.run(main)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        finish_output(sink)
+
+
+def _fail(message: str) -> int:
+    print(f"libravdb mcp: {message}", file=sys.stderr, flush=True)
+    return EXIT_FAILED
