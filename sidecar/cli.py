@@ -104,9 +104,26 @@ def _tool_commands(sub: Any) -> None:
     authored.add_argument("action", choices=["list"], help="list: documents, tiers, sources")
     authored.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     authored.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    from sidecar import console_memory
+    for module in _command_modules():
+        module.add_parser(sub)
 
-    console_memory.add_parser(sub)
+
+# Commands that live in a module of their own. Each module has `COMMANDS` (the names it
+# adds), `add_parser(sub)` and `run(args) -> int`; heavy imports wait for `run`.
+_COMMAND_MODULES = (
+    "sidecar.console_memory",
+    "sidecar.mcp.command",
+    "sidecar.ops.service",
+    "sidecar.ops.doctor",
+    "sidecar.ops.backup",
+    "sidecar.ops.stats_report",
+)
+
+
+def _command_modules() -> list[Any]:
+    import importlib
+
+    return [importlib.import_module(name) for name in _COMMAND_MODULES]
 
 
 def _maintenance_commands(sub: Any) -> None:
@@ -177,10 +194,9 @@ def _run_tool(args: argparse.Namespace) -> int:
         return console.run_console(args.endpoint)
     if args.command == "authored":
         return console.run_authored_list(args.endpoint, as_json=args.json)
-    if args.command == "memory":
-        from sidecar import console_memory
-
-        return console_memory.run(args)
+    for module in _command_modules():
+        if args.command in module.COMMANDS:
+            return int(module.run(args))
     if args.command == "call":
         return console.run_call(args.endpoint, args.method, args.params, args.timeout, raw=args.raw)
     raise AssertionError(args.command)

@@ -28,6 +28,9 @@ TEXT_WIDTH = 80
 SCOPES = ("durable", "history", "summary", "elevated", "dream")
 
 
+COMMANDS = ("memory",)
+
+
 def add_parser(sub: Any) -> None:
     memory = sub.add_parser("memory", help="list, show, correct or forget memories")
     actions = memory.add_subparsers(dest="action", required=True)

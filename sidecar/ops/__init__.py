@@ -1,0 +1,1 @@
+"""Daily operations: the service unit, doctor, backup and restore, stats."""

@@ -1,0 +1,117 @@
+"""``libravdb doctor``: is this installation healthy, and if not, what to run.
+
+One line per check (``ok``, ``warn`` or ``FAIL``, its name, a short detail) and, under each
+failure, the command that fixes it. Exit status 0 when nothing failed (warnings allowed),
+1 otherwise. ``--json`` prints the same findings as one JSON object. The checks only read:
+no lock is taken and nothing is changed, so it is safe beside a running daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from sidecar.config import Settings
+    from sidecar.ops.doctor_result import Check
+
+COMMANDS = ("doctor",)
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+
+
+def add_parser(sub: Any) -> None:
+    doctor = sub.add_parser(
+        "doctor", help="check models, data directory, lock, socket, store and indexes"
+    )
+    doctor.add_argument("--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)")
+    doctor.add_argument("--config", metavar="FILE", help="TOML settings file")
+    doctor.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    doctor.add_argument("--json", action="store_true", help="print JSON instead of lines")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from sidecar.config import ConfigError, load_settings
+    from sidecar.ops.doctor_result import fail, format_lines
+
+    out = sys.stdout if out is None else out
+    try:
+        settings = load_settings({"data_dir": args.data_dir, "config_file": args.config})
+    except ConfigError as exc:
+        checks = [fail("config", str(exc), "fix the setting it names, then run doctor again")]
+    else:
+        checks = run_checks(settings, args.endpoint)
+    healthy = all(c.status != "FAIL" for c in checks)
+    if args.json:
+        payload = {"ok": healthy, "checks": [c.as_dict() for c in checks]}
+        print(json.dumps(payload, indent=2), file=out)
+    else:
+        print(format_lines(checks), file=out)
+    return EXIT_OK if healthy else EXIT_PROBLEM
+
+
+def run_checks(settings: Settings, endpoint: str | None) -> list[Check]:
+    from sidecar.logging_setup import configure_logging
+    from sidecar.ops.doctor_files import check_data_dir, check_disk, check_lock
+    from sidecar.ops.doctor_models import check_models
+    from sidecar.ops.doctor_result import ok, q
+    from sidecar.ops.doctor_store import check_fingerprint, check_indexes
+
+    configure_logging("error")  # the findings are the output; engine logs would repeat them
+    data_dir = settings.data_path
+    where = f" --data-dir {q(data_dir)}" + (
+        f" --config {q(settings.config_file)}" if settings.config_file else ""
+    )
+    models = check_models(settings)
+    return [
+        ok("config", settings.config_file or "defaults (no config file)"),
+        *models.checks,
+        check_data_dir(data_dir),
+        check_lock(data_dir),
+        check_socket(settings, endpoint, where),
+        check_fingerprint(data_dir, models.fingerprint, models.profile, f"libravdb reembed{where}"),
+        check_disk(data_dir),
+        *check_indexes(data_dir, settings.store.exact_threshold),
+    ]
+
+
+def check_socket(settings: Settings, endpoint: str | None, where: str) -> Check:
+    """``health`` over the endpoint (the settings' unless given), authenticated as the
+    settings say the daemon expects. ``where``: the daemon's --data-dir/--config options."""
+    from sidecar.ops.doctor_result import fail, ok
+    from sidecar.ops.service import probe_health
+    from sidecar.server.auth import AuthConfigError, load_token
+
+    if endpoint is None and settings.server.transport == "stdio":
+        return ok("socket", "stdio transport: the host starts the daemon, no socket to check")
+    endpoint = endpoint or settings.resolved_endpoint
+    token = None
+    token_file = settings.server.auth_token_file.strip()
+    if token_file:
+        try:
+            token = load_token(token_file)
+        except AuthConfigError as exc:
+            return fail("socket", f"cannot authenticate: {exc}", "fix the auth token file it names")
+    answered, message = probe_health(endpoint, token)
+    if answered:
+        return ok("socket", f"{endpoint} answers health: {message}")
+    if message.startswith("not reachable"):
+        return fail(
+            "socket",
+            f"{endpoint} {message}",
+            f"start the daemon: libravdbd serve{where}  (or libravdb service install"
+            f"{where} to run it with your session)",
+        )
+    if message.startswith("refused"):
+        return fail(
+            "socket",
+            f"{endpoint} {message}",
+            "give doctor the daemon's settings (--config; server.auth_token_file)",
+        )
+    return fail(
+        "socket",
+        f"{endpoint} answers, unhealthy: {message}",
+        "read the daemon's log (journalctl --user -u libravdbd, or its stderr)",
+    )
