@@ -445,7 +445,6 @@ LOCO_GRID: dict[str, tuple[float, ...]] = {
     "session_weight": (0.3, 0.5),
     "speaker_weight": (0.2, 0.3),
     "kappa": (0.1, 0.3),
-    "chain_weight": (1.0, 1.3),
 }
 
 

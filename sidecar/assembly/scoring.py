@@ -17,12 +17,7 @@ can lift an irrelevant record above a relevant one::
   (default): ``(1 - lambda) * c_n(d) + lambda * b_n(d)``, ``c_n`` the cosine min-max
   normalised over the candidate pool, ``b_n = bm25 / max bm25``, lambda 0.4. Weighted
   reciprocal-rank fusion is available (``fusion="rrf"``); on the LoCoMo dev split score
-  fusion was better at every k tried (docs/benchmarks.md). **Multi-hop chains**
-  (:mod:`sidecar.assembly.chains`): the cosine the fusion reads is
-  ``max(cos(q, d), w * max_h cos(q, h) * cos(h, d))`` over the ``m`` candidates ``h``
-  of highest first-pass relevance, with their stored vectors (m 2, w 1.3, chosen by
-  leave-one-conversation-out on the dev split, docs/memory.md); the reported cosine and
-  the relevance gate keep ``cos(q, d)``.
+  fusion was better at every k tried (docs/benchmarks.md).
 * **Context** ``ctx(d) = rel(d) + mu * max(rel(prev), rel(next)) + rho * max rel(session(d))
   + sigma * [speaker(d) is the one person q names]``. A turn next to a matching turn (the
   question it answers, the answer to it) and a turn of a matching session gain; so does
@@ -96,7 +91,6 @@ from sidecar.assembly.candidates import (
     row_vector,
     stack_rows,
 )
-from sidecar.assembly.chains import chained_dense
 from sidecar.memory.core.analyzer import analyze, query_terms
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 from sidecar.memory.core.temporal import TemporalPlan, asks_history
@@ -131,8 +125,6 @@ class ScoringConfig:
     order_weight: float = 0.05  # first/last ordering preference
     theta1: float = 0.05  # similarity floor (with no keyword overlap)
     superseded_factor: float = 0.3  # a fact replaced by memory.update (never tuned on dev)
-    chain_heads: int = 2  # multi-hop chains: the best candidates whose vectors query again
-    chain_weight: float = 1.3  # w: how far their similarity passes on (0 = off)
     scopes: Mapping[str, ScopeParams] = field(default_factory=lambda: dict(SCOPES))
 
     def scope(self, name: str) -> ScopeParams:
@@ -750,9 +742,6 @@ def rank_table(
     ch = channels if channels is not None else Channels.compute(query, candidates, lexical)
     dense, lex = ch.dense, ch.lexical
     rel = fuse(dense, lex, cfg)
-    if cfg.chain_heads > 0 and cfg.chain_weight > 0.0:  # multi-hop chains (chains module)
-        chain = chained_dense(dense, rel, candidates, ch.vectors, cfg.chain_heads, cfg.chain_weight)
-        rel = fuse(chain, lex, cfg)
     # every field read once per candidate, in one pass (the candidates are scattered in
     # memory and usually cold)
     kinds, sids, seqs, scopes, stamps, metas, feats = zip(
