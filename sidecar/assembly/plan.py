@@ -676,11 +676,12 @@ def _recalls_history(ranked: Ranking, cfg: AssemblyConfig) -> bool:
     the query. Then a new session needs no recovery: the caller's pool came from the same
     raw history, and a deeper search ranked on its own scale (its best hit at the top of
     that scale) only took the reserve from better items (docs/memory.md, issue 18)."""
-    history = [c.kind == "turn" and c.scope == "history" for c in ranked.candidates]
-    if not any(history):
+    history = np.array([c.kind == "turn" and c.scope == "history" for c in ranked.candidates])
+    if not history.any():
         return False
-    relevant = ranked.relevant(cfg.relevance_floor, cfg.scoring).tolist()
-    return any(h and r for h, r in zip(history, relevant, strict=True))
+    if (history & (ranked.dense >= cfg.relevance_floor)).any():  # the usual case, at once
+        return True
+    return bool((history & ranked.relevant(cfg.relevance_floor, cfg.scoring)).any())
 
 
 # ------------------------------------------------------------------------------ search

@@ -381,6 +381,10 @@ def test_a_new_session_whose_pool_recalls_history_needs_no_recovery() -> None:
     p = plan(candidates=[found, hturn(2, "unrelated words here", v=9)], recover=recover)
     assert p.recovery == () and p.budget.recovery == 0 and calls == []
     assert parts(p, "retrieval") == ["h1"]
+    # relevant by a keyword alone (its cosine with the query is negative) counts too
+    by_word = hturn(3, "kickboxing again on Sunday", v=9)
+    p = plan(candidates=[by_word], recover=recover)
+    assert p.recovery == () and calls == [] and parts(p, "retrieval") == ["h3"]
     # a relevant summary, durable memory or session turn is not raw history: recovery runs
     summary = Candidate(
         "summary", "session_summary:x", "sum:x", "kickboxing summary", vector=QV,
