@@ -496,6 +496,8 @@ def run_loco(datas: Sequence[ConvData], budget: int) -> str:
         f"{mean(plain_all):.3f} | {100 * (mean(held_all) - mean(plain_all)):+.1f} | "
         f"in-sample best {max(all_means):.3f}, worst {min(all_means):.3f} |"
     )
+    cats = {d.conv.sample_id: [q.category for q in d.conv.questions] for d in datas}
+    lines.append(_held_out_categories(results, plain, cats))
     lines.append("")
     lines.append(
         f"Held-out minus defaults per conversation: {min(diffs) * 100:+.1f} to "
@@ -503,6 +505,27 @@ def run_loco(datas: Sequence[ConvData], budget: int) -> str:
         "are the in-sample figure; the held-out recall is what a new conversation gets)."
     )
     return "\n".join(lines)
+
+
+def _held_out_categories(
+    results: Sequence[tuple[dict[str, float], dict[str, list[float]]]],
+    plain: dict[str, list[float]] | None,
+    cats: dict[str, list[int]],
+) -> str:
+    """One table row: the held-out recall per category (each conversation scored with the
+    grid point chosen on the others), beside the defaults' in brackets."""
+    held: dict[int, list[float]] = {}
+    base: dict[int, list[float]] = {}
+    for conv, conv_cats in cats.items():
+        _, per = max(results, key=functools.partial(_train_score, held=conv))
+        for cat, x, y in zip(conv_cats, per[conv], (plain or per)[conv], strict=True):
+            held.setdefault(cat, []).append(x)
+            base.setdefault(cat, []).append(y)
+    cells = ", ".join(
+        f"{c} {CATEGORY_NAMES.get(c, '')} {mean(held[c]):.3f} ({mean(base[c]):.3f})"
+        for c in sorted(held)
+    )
+    return f"| by category | held-out (defaults) | {cells} | | | |"
 
 
 def _train_score(item: tuple[dict[str, float], dict[str, list[float]]], held: str) -> float:

@@ -44,8 +44,9 @@ Steps, in the budget precedence of :mod:`sidecar.assembly.budget`:
    (the reference dropped the tail and all other recall on any mention of "dream").
    History turns of the current session (``session_id``) are ranked with the session
    scope.
-7. **Recovery**, when triggered (the session has no turns outside the tail, the best
-   results are all low-confidence summaries, or nothing matches at all): candidates
+7. **Recovery**, when triggered (the session has no turns outside the tail and the pool
+   holds no relevant raw turn of an earlier session, the best results are all
+   low-confidence summaries, or nothing matches at all): candidates
    from the ``recover`` hook (raw history), ranked alike, fill a reserve
    (``min(max(32, 0.15·left), 256)``) plus whatever retrieval left unused.
 
@@ -655,7 +656,7 @@ def _with_hops(ranked: Ranking, hops: HopsHook, chosen: Chosen, cfg: AssemblyCon
 
 def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -> list[str]:
     out: list[str] = []
-    if older_turns == 0:
+    if older_turns == 0 and not _recalls_history(ranked, cfg):
         out.append("new session")
     top = ranked.candidates[:4]
     if len(top) >= 4 and all(features(c).is_summary for c in top):
@@ -668,6 +669,19 @@ def _recovery_triggers(ranked: Ranking, older_turns: int, cfg: AssemblyConfig) -
     ):
         out.append("no match")
     return out
+
+
+def _recalls_history(ranked: Ranking, cfg: AssemblyConfig) -> bool:
+    """Whether the ranking already holds a raw turn of an earlier session that bears on
+    the query. Then a new session needs no recovery: the caller's pool came from the same
+    raw history, and a deeper search ranked on its own scale (its best hit at the top of
+    that scale) only took the reserve from better items (docs/memory.md, issue 18)."""
+    history = np.array([c.kind == "turn" and c.scope == "history" for c in ranked.candidates])
+    if not history.any():
+        return False
+    if (history & (ranked.dense >= cfg.relevance_floor)).any():  # the usual case, at once
+        return True
+    return bool((history & ranked.relevant(cfg.relevance_floor, cfg.scoring)).any())
 
 
 # ------------------------------------------------------------------------------ search

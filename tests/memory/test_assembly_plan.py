@@ -367,6 +367,33 @@ def test_recovery_for_new_session_and_weak_summaries() -> None:
     assert p.recovery == () and p.budget.recovery == 0
 
 
+def test_a_new_session_whose_pool_recalls_history_needs_no_recovery() -> None:
+    """The daemon's pool is the raw history's own top-k: a new session whose pool already
+    holds a relevant raw turn of an earlier session does not rank a deeper search on its
+    own scale (the 51st hit at the top of that scale took the reserve from better items)."""
+    calls: list[int] = []
+
+    def recover() -> list[Candidate]:
+        calls.append(1)
+        return [hturn(50, "recovered kickboxing detail", v=0)]
+
+    found = hturn(1, "I took up kickboxing last spring", v=0)
+    p = plan(candidates=[found, hturn(2, "unrelated words here", v=9)], recover=recover)
+    assert p.recovery == () and p.budget.recovery == 0 and calls == []
+    assert parts(p, "retrieval") == ["h1"]
+    # relevant by a keyword alone (its cosine with the query is negative) counts too
+    by_word = hturn(3, "kickboxing again on Sunday", v=9)
+    p = plan(candidates=[by_word], recover=recover)
+    assert p.recovery == () and calls == [] and parts(p, "retrieval") == ["h3"]
+    # a relevant summary, durable memory or session turn is not raw history: recovery runs
+    summary = Candidate(
+        "summary", "session_summary:x", "sum:x", "kickboxing summary", vector=QV,
+        metadata={"confidence": 0.9},
+    )  # fmt: skip
+    p = plan(candidates=[summary], recover=recover)
+    assert "new session" in p.recovery and parts(p, "recovery") == ["h50"]
+
+
 def test_empty_query_keeps_mandatory_parts_only() -> None:
     session = [sturn(i) for i in range(5)]
     p = plan(
