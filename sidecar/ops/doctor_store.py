@@ -48,7 +48,9 @@ def check_fingerprint(data_dir: Path, configured: str, profile: str, reembed_fix
     name = "fingerprint"
     db = data_dir / DB_NAME
     if not db.is_file():
-        return ok(name, f"no store in {data_dir} yet: the first start records the model's")
+        return ok(
+            name, f"no store in {data_dir} yet: the first start records the model's fingerprint"
+        )
     try:
         with read_only(db) as conn:
             meta = _meta(conn)

@@ -307,3 +307,16 @@ def test_stdio_transport_has_no_socket_to_check(site: Path) -> None:
         "detail": "stdio transport: the host starts the daemon, no socket to check",
         "fix": "",
     }
+
+
+def test_a_directory_no_daemon_has_used_yet(site: Path) -> None:
+    fresh = site / "fresh"
+    done = doctor(
+        site / "home", "--data-dir", str(fresh), "--config", str(site / "conf.toml"), "--json"
+    )
+    checks = findings(done)
+    assert checks["data dir"]["status"] == "warn"
+    assert checks["fingerprint"]["detail"] == (
+        f"no store in {fresh} yet: the first start records the model's fingerprint"
+    )
+    assert checks["indexes"]["status"] == "ok"
