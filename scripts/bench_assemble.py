@@ -443,8 +443,19 @@ def _row(metric: str, value: str, target: str = "", verdict: str = "") -> dict[s
     return {"metric": metric, "value": value, "target": target, "verdict": verdict}
 
 
-async def _seed_offline(data_dir: Path, n_mem: int, n_base: int) -> dict[str, Any]:
-    """Write the namespace's earlier history with the daemon's store and embedder."""
+async def _seed_offline(
+    data_dir: Path,
+    n_mem: int,
+    n_base: int,
+    *,
+    flags: dict[str, Any] | None = None,
+    mix: bool = False,
+) -> dict[str, Any]:
+    """Write the namespace's earlier history with the daemon's store and embedder
+    (``flags``: more settings, e.g. the store's location). ``mix``: each memory is two
+    base sentences and its vector a random blend of their embeddings plus the noise, so
+    a large set is a continuum instead of ``n_mem / n_base`` near-copies of each base
+    (which would make the exact top-10 a near-tie among the copies)."""
     import numpy as np
 
     from sidecar.app import App
@@ -458,7 +469,7 @@ async def _seed_offline(data_dir: Path, n_mem: int, n_base: int) -> dict[str, An
     from sidecar.store.types import Put
 
     info: dict[str, Any] = {}
-    settings = load_settings(flags={"data_dir": str(data_dir)}, env={})
+    settings = load_settings(flags={"data_dir": str(data_dir), **(flags or {})}, env={})
     app = App(settings)
     install_services(app)
     await app.start()
@@ -484,7 +495,13 @@ async def _seed_offline(data_dir: Path, n_mem: int, n_base: int) -> dict[str, An
             sid = f"hist-{i // per_session:04d}"
             pos = i % per_session
             text = f"{bases[b]} {_fill(drng.choice(DETAILS), drng, i)}"
-            vec = vecs[b] + rng.normal(0.0, 0.25 / np.sqrt(vecs.shape[1]), vecs.shape[1])
+            vec = vecs[b]
+            if mix:
+                other = int(rng.integers(n_base))
+                share = float(rng.uniform(0.5, 0.8))
+                text = f"{bases[b]} {bases[other]} {_fill(drng.choice(DETAILS), drng, i)}"
+                vec = share * vecs[b] + (1.0 - share) * vecs[other]
+            vec = vec + rng.normal(0.0, 0.25 / np.sqrt(vecs.shape[1]), vecs.shape[1])
             vec = (vec / np.linalg.norm(vec)).astype(np.float32)
             ts = now - span + int(span * i / n_mem)
             p = _Prepared(pos, f"h{i:06d}", "user", text, ts, pos)

