@@ -52,6 +52,7 @@ appeared twice. ``placement="messages"`` puts each item in its own system messag
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
@@ -131,7 +132,14 @@ def entry_date(ts: int | None) -> str:
     """``YYYY-MM-DD`` (UTC) of an epoch-ms time; "" without one."""
     if ts is None or ts <= 0:
         return ""
-    return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
+    return _day(ts // 86_400_000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(day: int) -> str:
+    """The date of a day number since the epoch (a plan renders the same days again and
+    again: strftime was a third of a dated rendering's time)."""
+    return time.strftime("%Y-%m-%d", time.gmtime(day * 86_400))
 
 
 def render_entry(item: Renderable, source: Literal["session", "recalled"]) -> str:
