@@ -161,12 +161,19 @@ def compact_entry(item: Renderable, source: Literal["session", "recalled"]) -> s
     recalled by relevance. ``TEXT`` is escaped as in :func:`render_entry`, and a line break
     in it is followed by two spaces, so no line of a memory can pass for an entry, a day
     line or a section's end."""
-    text = escape_text(item.text).replace("\r\n", "\n").replace("\n", "\n  ")
+    text = _indented(escape_text(item.text))
     doc = getattr(item, "source", "")
     if source == "recalled" and doc:
-        return f"authored ({escape_text(doc)}): {text}"
+        return f"authored ({' '.join(escape_text(doc).split())}): {text}"
     role = infer_role(item, source)
     return text if role == "unknown" else f"{role}: {text}"
+
+
+def _indented(text: str) -> str:
+    """``text`` with two spaces after each of its line breaks (CR LF and a lone CR count)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\n", "\n  ")
 
 
 def entry_overhead(style: RenderStyle) -> int:
