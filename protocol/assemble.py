@@ -31,9 +31,10 @@ class AssembleParams(Params):
     window_messages: bool = False
     # Add ``considered``: the best-ranked candidates left out, with their scores and why.
     explain: bool = False
-    # "dated" (default): recalled entries carry date="YYYY-MM-DD"; "reference": the
-    # reference's bytes, for hosts that parse them
-    render: Literal["dated", "reference"] = "dated"
+    # "compact" (default): entries as "[M3] user: text" under one "[YYYY-MM-DD]" line per
+    # day; "dated": the reference's tagged entries under the same day lines; "reference":
+    # the reference's bytes, for hosts that parse them
+    render: Literal["compact", "dated", "reference"] = "compact"
     # Add each selected item's ``text``, for hosts that render memory themselves
     item_text: bool = False
 

@@ -40,7 +40,8 @@ warm-up, once the daemon is idle (its CPU time stops growing: auto-compaction an
 store's indexer are done). Then, for the caches' incremental path, the host loop: a
 user+assistant pair is ingested into the live session and the next prompt assembled
 (reported apart; not the issue's target). ``run(quick)`` returns ``{metric, value,
-target, verdict}`` rows.
+target, verdict}`` rows. ``LIBRAVDB_EMBEDDING_BACKEND`` and ``LIBRAVDB_EMBEDDING_MODEL`` are
+passed through (seeding and daemon), to measure another embedding profile.
 """
 
 from __future__ import annotations
@@ -469,7 +470,9 @@ async def _seed_offline(
     from sidecar.store.types import Put
 
     info: dict[str, Any] = {}
-    settings = load_settings(flags={"data_dir": str(data_dir), **(flags or {})}, env={})
+    settings = load_settings(
+        flags={"data_dir": str(data_dir), **(flags or {})}, env=_embedding_env()
+    )
     app = App(settings)
     install_services(app)
     await app.start()
@@ -537,11 +540,20 @@ async def _seed_offline(
     return info
 
 
+#: The only daemon settings taken from the environment: another embedding profile to
+#: measure (e.g. the optional all-mpnet-base-v2 one, docs/engines.md).
+EMBEDDING_ENV = ("LIBRAVDB_EMBEDDING_BACKEND", "LIBRAVDB_EMBEDDING_MODEL")
+
+
+def _embedding_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in EMBEDDING_ENV if k in os.environ}
+
+
 def _spawn(tmp: Path, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("LIBRAVDB_") or k == "LIBRAVDB_MEMORY_TUNING"
+        if not k.startswith("LIBRAVDB_") or k == "LIBRAVDB_MEMORY_TUNING" or k in EMBEDDING_ENV
     }
     env["HOME"] = str(tmp)
     proc = subprocess.Popen(

@@ -3,6 +3,7 @@
 
     python scripts/eval_locomo.py [DATA.json] [--inprocess] [--assemble]
         [--baselines-only] [--ablation] [--loco] [--endpoint E] [--no-write]
+        [--embedding-model DIR]
 
 Without a mode flag (``make eval``) it runs the baselines, ``--inprocess``,
 ``--assemble`` and ``--loco`` together, and prints the in-process recall at 500, 1,000 and
@@ -183,6 +184,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--token-budget", type=int, default=TOKEN_BUDGET)
     parser.add_argument("--fraction", type=float, default=MEMORY_FRACTION)
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings")
+    parser.add_argument(
+        "--embedding-model",
+        type=Path,
+        default=None,
+        help="a local embedding profile's directory (embedding.json), for the harness and "
+        "the spawned daemon (e.g. the one scripts/build_mpnet_embedder.py writes)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--ablation", action="store_true", help="also switch each ranking term off in turn"
@@ -207,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     convs = load_conversations(path)
     budget = int(args.token_budget * args.fraction)
-    embedder = CachedEmbedder(make_embedder(), enabled=not args.no_cache)
+    embedder = CachedEmbedder(make_embedder(args.embedding_model), enabled=not args.no_cache)
     started = time.perf_counter()
     datas = [prepare(c, embedder) for c in convs]
     print(
@@ -370,9 +378,13 @@ def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores
             client = Client(args.endpoint, timeout=600)
         else:
             tmp = tempfile.TemporaryDirectory(prefix="libravdbd-eval-")
+            env = {"HOME": tmp.name}
+            if args.embedding_model is not None:
+                env["LIBRAVDB_EMBEDDING_BACKEND"] = "onnx-local"
+                env["LIBRAVDB_EMBEDDING_MODEL"] = str(args.embedding_model.resolve())
             client = Client.spawn(
                 data_dir=Path(tmp.name) / "data",
-                env={"HOME": tmp.name},
+                env=env,
                 stderr=subprocess.DEVNULL,
                 timeout=600,
             )

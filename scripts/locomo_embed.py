@@ -33,13 +33,23 @@ class TextEmbedder(Protocol):
 
 
 class EngineEmbedder:
-    """The project's embedder (``sidecar.engines``), bundled MiniLM profile."""
+    """The project's embedder (``sidecar.engines``): the bundled MiniLM profile, or the
+    local model whose directory (with its ``embedding.json``) ``model`` names."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: Path | None = None) -> None:
         from sidecar.engines import Embedder
-        from sidecar.engines.embedding_spec import builtin_minilm_spec
+        from sidecar.engines.embedding_spec import (
+            MANIFEST_NAME,
+            builtin_minilm_spec,
+            spec_from_manifest,
+        )
 
-        self._embedder = Embedder(builtin_minilm_spec())
+        spec = (
+            builtin_minilm_spec()
+            if model is None
+            else spec_from_manifest(model / MANIFEST_NAME, backend="onnx-local")
+        )
+        self._embedder = Embedder(spec)
         self._embedder.slot.ensure_loaded()
         # The fingerprint does not tell int8 from float products (docs/engines.md); the
         # baselines' cached vectors must be the ones the daemon computes.
@@ -105,7 +115,9 @@ class LocalMiniLM:
         pass
 
 
-def make_embedder() -> TextEmbedder:
+def make_embedder(model: Path | None = None) -> TextEmbedder:
+    if model is not None:
+        return EngineEmbedder(model)
     try:
         return EngineEmbedder()
     except ImportError as exc:  # engines not importable: temporary local adapter

@@ -17,9 +17,13 @@ Kept apart from the server so tests and tools build an App with the same wiring.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sidecar.app import App
-from sidecar.assembly.service import Retrieval
+from sidecar.assembly.selection import AssemblyConfig
+from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
 from sidecar.engines import EngineHub
+from sidecar.engines.embedding_spec import PROFILES
 from sidecar.memory.authored.service import AuthoredService
 from sidecar.memory.authored.watcher import STATE_FILE, AuthoredWatcher
 from sidecar.memory.lifecycle.dreams import DreamService
@@ -50,6 +54,15 @@ def install_services(app: App) -> None:
     install_memory(app, store, hub)
 
 
+def daemon_assembly(hub: EngineHub | None) -> AssemblyConfig:
+    """The daemon's assembly configuration, with the relevance floor chosen for the
+    embedder's profile when it has one (a cosine means something else for each model)."""
+    embedder = hub.embedder if hub is not None else None
+    profile = PROFILES.get(embedder.profile) if embedder is not None else None
+    floor = profile.relevance_floor if profile is not None else None
+    return DAEMON_ASSEMBLY if floor is None else replace(DAEMON_ASSEMBLY, relevance_floor=floor)
+
+
 def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) -> None:
     """Build the services above the store (steps 3 to 6). Tests that stand a hash embedder
     in for the models wire their own store, then call this."""
@@ -60,7 +73,7 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
     app.provide(AuthoredService, authored)
     app.provide(DreamService, DreamService(store))
     app.provide(LifecycleJournal, LifecycleJournal(store, settings.journal.max_entries))
-    retrieval = Retrieval(memory)
+    retrieval = Retrieval(memory, daemon_assembly(hub))
     retrieval.watch_authored(authored)
     app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():

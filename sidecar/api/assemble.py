@@ -84,7 +84,7 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
         tail_in_messages=None
         if params.tail_placement is None
         else params.tail_placement == "messages",
-        reference_render=params.render == "reference",
+        render=params.render,
         explain=params.explain,
     )
     return assemble_result(plan, timings, start, explain=params.explain, item_text=params.item_text)

@@ -202,7 +202,7 @@ def finish(  # noqa: PLR0913 - the plan's running state at every exit
     check_partition(partition, degraded)
     items = tuple(chosen.items)
     messages, addition, estimated = render_output(
-        items, original_messages, degraded=degraded, placement=cfg.placement, dated=cfg.dated
+        items, original_messages, degraded=degraded, placement=cfg.placement, style=cfg.render
     )
     # The ledger charges item text plus a per-entry envelope but not the section
     # preambles. The rendered memory must still fit the budget, so items give way in
@@ -218,7 +218,7 @@ def finish(  # noqa: PLR0913 - the plan's running state at every exit
             spent = getattr(partition, weakest.part) - weakest.tokens
             partition = replace(partition, **{weakest.part: max(0, spent)})
         messages, addition, estimated = render_output(
-            items, original_messages, degraded=degraded, placement=cfg.placement, dated=cfg.dated
+            items, original_messages, degraded=degraded, placement=cfg.placement, style=cfg.render
         )
     times = dict(timings or {})
     times["totalMs"] = (time.perf_counter() - t0) * 1000

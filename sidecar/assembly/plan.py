@@ -480,7 +480,7 @@ def _plan_rest(
     uncharged = 0
     if config.placement == "prompt":
         probe = SelectedItem(part="retrieval", kind="turn", collection="", id="", text="")
-        rendered = estimate_tokens(render_addition([*chosen.items, probe], dated=config.dated))
+        rendered = estimate_tokens(render_addition([*chosen.items, probe], style=config.render))
         uncharged = max(0, rendered - ledger.used - overhead)
     r_budget = max(0, ledger.remaining - reserve - uncharged)
     fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand, terms_of)

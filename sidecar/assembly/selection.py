@@ -10,7 +10,7 @@ from typing import Any
 
 from sidecar.assembly.budget import BudgetConfig, BudgetPartition, Part
 from sidecar.assembly.candidates import Candidate, features
-from sidecar.assembly.render import Placement
+from sidecar.assembly.render import Placement, RenderStyle
 from sidecar.assembly.scoring import DEFAULT_SCORING, Scored, ScoringConfig
 from sidecar.memory.core.temporal import TemporalPlan
 from sidecar.memory.core.tokens import estimate_tokens
@@ -62,8 +62,9 @@ class AssemblyConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     scoring: ScoringConfig = DEFAULT_SCORING
     placement: Placement = "prompt"
-    # recalled entries carry their date (render module doc); the daemon's default
-    dated: bool = False
+    # how entries are written (render module doc): "reference" (the reference's bytes),
+    # "dated" (the same under one line per day) or "compact" (the daemon's default)
+    render: RenderStyle = "reference"
     # list the best-ranked candidates left out (``AssemblyPlan.considered``)
     explain: bool = False
     diversity: float = 0.15  # nu: redundancy penalty (x best score x max cosine to selected)

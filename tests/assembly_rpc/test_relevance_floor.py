@@ -39,10 +39,9 @@ def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
         yield connection
 
 
-def _assemble(conn: RawConnection, prompt: str) -> dict[str, Any]:
-    reply = conn.call(
-        "assemble", {"sessionId": "fresh", "userId": "u", "prompt": prompt, "tokenBudget": 8000}
-    )
+def _assemble(conn: RawConnection, prompt: str, **extra: Any) -> dict[str, Any]:
+    params = {"sessionId": "fresh", "userId": "u", "prompt": prompt, "tokenBudget": 8000}
+    reply = conn.call("assemble", {**params, **extra})
     result: dict[str, Any] = reply["result"]
     return result
 
@@ -65,8 +64,10 @@ def test_related_question_still_recalls_and_names_the_document(conn: RawConnecti
     result = _assemble(conn, "Which database does staging use?")
     addition = result["systemPromptAddition"]
     assert "db-staging.internal" in addition
-    assert '<entry role="authored" source="notes.md">' in addition
-    assert 'role="unknown" source="recalled"' not in addition
+    assert "] authored (notes.md): The staging database" in addition
+    tagged = _assemble(conn, "Which database does staging use?", render="dated")
+    assert '<entry role="authored" source="notes.md">' in tagged["systemPromptAddition"]
+    assert 'role="unknown" source="recalled"' not in tagged["systemPromptAddition"]
     sister = _assemble(conn, "Where does my sister live now?")
     assert "Porto" in sister["systemPromptAddition"]
 

@@ -50,7 +50,7 @@ export interface AssembleParams {
   tailPlacement?: "addition" | "messages" | null;
   windowMessages?: boolean;
   explain?: boolean;
-  render?: "dated" | "reference";
+  render?: "compact" | "dated" | "reference";
   itemText?: boolean;
 }
 
