@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from sidecar.assembly.render import entry_date, injected_message_content, render_sections
 from sidecar.assembly.selection import SelectedItem
 from tests.memory_rpc.conftest import make_harness
@@ -19,6 +21,7 @@ def _item(text: str, ts: int | None, part: str = "retrieval") -> SelectedItem:
     )
 
 
+@pytest.mark.sqlite_only("no store: rendering alone")
 def test_recalled_entries_are_grouped_by_day() -> None:
     assert entry_date(MAY_8_2023) == "2023-05-08"
     assert entry_date(None) == "" and entry_date(0) == ""
