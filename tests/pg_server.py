@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,8 +97,16 @@ class PgTestServer:
         pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.datadir, user=self._srv.system_user)
 
     def start(self) -> None:
-        """Start it again on the same data directory and socket."""
-        self._srv.ensure_postgres_running()
+        """Start it again on the same data directory and socket (retried: right after an
+        immediate stop the old backends may still hold the shared memory a moment)."""
+        for attempt in range(5):
+            try:
+                self._srv.ensure_postgres_running()
+                return
+            except Exception:
+                if attempt == 4:
+                    raise
+                time.sleep(0.5)
 
     def close(self) -> None:
         """Stop for good; immediate: the data is thrown away, its checkpoint would only cost

@@ -61,9 +61,11 @@ def test_session_lock_excludes_other_holders(store: StoreBackend) -> None:
         assert other is not None
         other.release()
         other.release()  # idempotent
-        with pytest.raises(SessionLocked, match="compact:s1"):
-            with store.session_lock("compact:s1", timeout=0.1):
-                pass
+        with (
+            pytest.raises(SessionLocked, match="compact:s1"),
+            store.session_lock("compact:s1", timeout=0.1),
+        ):
+            pass
 
         def waiter() -> None:
             with store.session_lock("compact:s1", timeout=30):

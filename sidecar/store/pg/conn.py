@@ -148,23 +148,26 @@ class Db:
         self._session_sql = [f"SET search_path TO {search_path}", *session_sql]
         self._closed = False
         self._check_lock = threading.Lock()
-        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
-            psycopg_pool.ConnectionPool(
-                url,
-                kwargs={"autocommit": True, "connect_timeout": max(1, round(timeout))},
-                min_size=1,
-                max_size=max(2, pool_size),
-                configure=self._configure,
-                timeout=timeout,
-                name="libravdb-store",
-                open=False,
-            )
+        self._pool_size = max(2, pool_size)
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+            self.url,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(self.timeout))},
+            min_size=1,
+            max_size=self._pool_size,
+            configure=self._configure,
+            timeout=self.timeout,
+            name="libravdb-store",
+            open=False,
         )
         try:
-            self.pool.open(wait=True, timeout=timeout)
+            pool.open(wait=True, timeout=self.timeout)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            self.pool.close()
+            pool.close()
             raise map_pg_error(exc, "open", self.where) from exc
+        return pool
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         register_vector(conn, self.vector_oid)
@@ -189,6 +192,25 @@ class Db:
     def _guard(self) -> None:
         if self._closed:
             raise StoreClosed("the store is closed")
+
+    def _recover(self) -> bool:
+        """No pooled connection came in time. When the pool is not simply busy (it holds
+        fewer connections than it may) and the server answers again, the pool is still
+        backing off from an outage (its reconnection delays double up to minutes):
+        replace it, so that the first call after the server is back works."""
+        stats = self.pool.get_stats()
+        if stats.get("pool_size", 0) >= self._pool_size or self._closed:
+            return False
+        try:
+            psycopg.connect(self.url, connect_timeout=max(1, round(self.timeout))).close()
+        except psycopg.Error:
+            return False
+        with self._check_lock:
+            old, fresh = self.pool, self._new_pool()
+            self.pool = fresh
+        threading.Thread(target=old.close, name="libravdb-pool-close", daemon=True).start()
+        log.info("store.pg_pool_renewed", database=self.where)
+        return True
 
     def _purge(self) -> None:
         """After a lost connection: test the idle ones (a restarted server leaves every
@@ -218,9 +240,13 @@ class Db:
                 with self.pool.connection() as conn:
                     return fn(conn)
             except psycopg_pool.PoolClosed as exc:
-                raise StoreClosed("the store is closed") from exc
-            except psycopg_pool.PoolTimeout as exc:  # the pool waited already: no retry
-                raise map_pg_error(exc, action, self.where) from exc
+                if self._closed:
+                    raise StoreClosed("the store is closed") from exc
+                if attempt == 2:  # replaced under this call (after an outage)
+                    raise map_pg_error(exc, action, self.where) from exc
+            except psycopg_pool.PoolTimeout as exc:
+                if attempt == 2 or not self._recover():
+                    raise map_pg_error(exc, action, self.where) from exc
             except psycopg.OperationalError as exc:
                 if attempt == 2 or self._closed:
                     raise map_pg_error(exc, action, self.where) from exc
@@ -246,9 +272,11 @@ class Db:
                     raise map_pg_error(exc, action, self.where) from exc
                 time.sleep(random.uniform(0.001, 0.01) * attempt)
             except psycopg_pool.PoolClosed as exc:
-                raise StoreClosed("the store is closed") from exc
+                if self._closed or attempt >= 2:
+                    raise StoreClosed("the store is closed") from exc
             except psycopg_pool.PoolTimeout as exc:
-                raise map_pg_error(exc, action, self.where) from exc
+                if attempt >= 2 or not self._recover():
+                    raise map_pg_error(exc, action, self.where) from exc
             except psycopg.OperationalError as exc:
                 if state["committing"]:
                     return cast(T, self._settle(exc, state, action))

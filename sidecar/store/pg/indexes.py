@@ -127,7 +127,10 @@ def build(store: PgStore, cid: int, dims: int, ann: int) -> bool:
             f"WHERE cid = {int(cid)}"
         )
         log.info("index.pg_build", cid=cid, dims=dims, ann=ann, index=name)
-        conn.execute(sql)  # built from integers only
+        conn.execute(sql)
+        # Fresh statistics, or the planner may keep sorting the collection (it estimates
+        # a just-loaded collection at a few rows): autovacuum would catch up only later.
+        conn.execute("ANALYZE records")  # built from integers only
     return True
 
 
