@@ -101,6 +101,12 @@ class PgTestServer:
         immediate stop the old backends may still hold the shared memory a moment)."""
         for attempt in range(5):
             try:
+                if self._srv.system_user is not None:
+                    # under root the server runs as its own user, which must reach its
+                    # directory: a pytest starting meanwhile resets /tmp/pytest-of-root to 0700
+                    from pgserver.utils import ensure_prefix_permissions
+
+                    ensure_prefix_permissions(self.datadir)
                 self._srv.ensure_postgres_running()
                 return
             except Exception:

@@ -6,8 +6,10 @@ SQLite-only tests (directory lock, full or read-only file, kill -9, graph files)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -231,13 +233,17 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
 
 
 @pytest.fixture
-def own_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[PgTestServer]:
-    """A server of the test's own: it is stopped and started under the store."""
+def own_server(request: pytest.FixtureRequest) -> Iterator[PgTestServer]:
+    """A server of the test's own: it is stopped and started under the store. (Not under
+    tmp_path: a pytest starting elsewhere resets /tmp/pytest-of-<user> to 0700, which the
+    server's own user, under root, could then not enter to restart.)"""
     if request.config.getoption("--backend") == "sqlite":
         pytest.skip("PostgreSQL tests deselected (--backend sqlite)")
-    server = start_server(tmp_path / "pg")
+    root = Path(tempfile.mkdtemp(prefix="libravdb-pg-own-"))
+    server = start_server(root / "pg")
     yield server
     server.close()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
