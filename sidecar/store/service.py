@@ -25,6 +25,7 @@ import structlog
 
 from protocol.core import ComponentState
 from sidecar.errors import StartupError
+from sidecar.logging_setup import redact_in_logs
 from sidecar.store.aio import AsyncStore
 from sidecar.store.errors import StoreError
 from sidecar.store.interface import StoreBackend
@@ -97,6 +98,8 @@ class StoreService:
             self._error = no_embedder or "embedding dimension unknown (no embedder)"
             raise StoreStartError(f"cannot open the store: {self._error}")
         location = self.settings.store_location
+        if self.settings.store_url:
+            redact_in_logs(*_secrets(self.settings.store_url))
         try:
             self._store = await AsyncStore.open(
                 location,
@@ -120,10 +123,12 @@ class StoreService:
             raise StoreStartError(self._error) from None
 
     def _masked(self, text: str) -> str:
-        """``text`` without the URL's password (however the URL was quoted in it)."""
+        """``text`` without the URL's password (however the URL was quoted in it), on one
+        line (a driver's message may span several, or quote them as ``\\n``)."""
         url = self.settings.store_url
         if not url:
             return text
+        text = " ".join(text.replace("\\n", " ").replace("\\t", " ").split())
         text = text.replace(url, self.settings.store_display)
         for secret in _secrets(url):
             text = text.replace(secret, "***")

@@ -104,6 +104,7 @@ def test_healthy_installation_with_a_running_daemon(site: Path) -> None:
         "config",
         "embedder",
         "summarizer",
+        "backend",
         "data dir",
         "lock",
         "socket",
