@@ -81,6 +81,9 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # "postgres://..."): a shared PostgreSQL + pgvector database; "sqlite:DIR" is a SQLite
     # store in DIR (it sets data_dir). Prefer a ~/.pgpass (or passfile=) to a password here.
     url: str = ""
+    # PostgreSQL only: connections this daemon keeps open to the database at most (reads and
+    # writes; each held session lock and the presence lock take one more of their own)
+    pool_size: int = 8
     hnsw_m: int = 16
     hnsw_ef_construction: int = 100  # same recall as 200 here at half the build time
     hnsw_ef_search: int = 64
@@ -192,6 +195,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_DATA_DIR": "data_dir",
     "LIBRAVDB_DB_PATH": "data_dir",
     "LIBRAVDB_STORE_URL": "store.url",
+    "LIBRAVDB_STORE_POOL_SIZE": "store.pool_size",
     "LIBRAVDB_LOG_LEVEL": "log_level",
     "LIBRAVDB_LOG_FORMAT": "log_format",
     "LIBRAVDB_RPC_ENDPOINT": "server.endpoint",
@@ -385,6 +389,8 @@ def _store_location(settings: Settings) -> None:
 
 
 def _validate(settings: Settings) -> None:
+    if settings.store.pool_size < 2:
+        raise ConfigError("store.pool_size must be at least 2")
     if settings.server.max_frame_bytes < 1024:
         raise ConfigError("server.max_frame_bytes must be at least 1024")
     for key in ("max_connections", "max_inflight", "max_batch", "max_parse_errors"):

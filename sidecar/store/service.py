@@ -98,8 +98,10 @@ class StoreService:
             self._error = no_embedder or "embedding dimension unknown (no embedder)"
             raise StoreStartError(f"cannot open the store: {self._error}")
         location = self.settings.store_location
+        extra: dict[str, Any] = {}
         if self.settings.store_url:
             redact_in_logs(*_secrets(self.settings.store_url))
+            extra["pool_size"] = self.settings.store.pool_size
         try:
             self._store = await AsyncStore.open(
                 location,
@@ -111,6 +113,7 @@ class StoreService:
                 settings=self.settings.store,
                 index_threads=self._index_threads,
                 **self._store_kwargs,
+                **extra,
             )
         except StoreError as exc:
             self._error = self._masked(exc.message)
