@@ -64,15 +64,25 @@ def open_db(store: PgStore, url: str, *, pool_size: int, timeout: float) -> Db:
     )
 
 
+# halfvec, l2_normalize and subvector: 0.7; iterative index scans (filters in the funnel): 0.8
+MIN_PGVECTOR = (0, 8)
+
+
 def _server_facts(conn: Conn) -> tuple[str, int, str]:
     """(schema of the vector extension, the vector type's oid, synchronous_commit)."""
     row = conn.execute(
-        "SELECT n.nspname, t.oid FROM pg_extension e JOIN pg_namespace n ON n.oid = "
-        "e.extnamespace JOIN pg_type t ON t.typname = 'vector' AND t.typnamespace = n.oid "
-        "WHERE e.extname = 'vector'"
+        "SELECT n.nspname, t.oid, e.extversion FROM pg_extension e JOIN pg_namespace n ON "
+        "n.oid = e.extnamespace JOIN pg_type t ON t.typname = 'vector' AND t.typnamespace = "
+        "n.oid WHERE e.extname = 'vector'"
     ).fetchone()
     if row is None:
         raise StorageUnavailable("the vector extension is missing: CREATE EXTENSION vector")
+    version = tuple(int(p) for p in str(row[2]).split(".")[:2] if p.isdigit())
+    if version < MIN_PGVECTOR:
+        raise StorageUnavailable(
+            f"pgvector {row[2]} is too old: the store needs 0.8 or newer "
+            "(ALTER EXTENSION vector UPDATE after installing it)"
+        )
     got = conn.execute("SHOW synchronous_commit").fetchone()
     return str(row[0]), int(row[1]), str(got[0]) if got else "on"
 

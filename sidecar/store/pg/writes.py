@@ -111,14 +111,16 @@ class PgTx:
         if found is not None:
             return found
         dims = N.dims_for_collection(name, self.store.embed_dims)
-        row = self.conn.execute(
-            "INSERT INTO collections (name, dims, kind, created_ms) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (name) DO NOTHING RETURNING cid, name, dims, kind, created_ms",
-            (name, dims, N.kind_for_dims(dims), self.now_ms),
-        ).fetchone()
-        if row is None:  # another transaction created it and committed meanwhile
-            row = self.conn.execute(COLL + " WHERE name = %s", (name,)).fetchone()
-            assert row is not None
+        row = None
+        while row is None:
+            row = self.conn.execute(
+                "INSERT INTO collections (name, dims, kind, created_ms) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (name) DO NOTHING RETURNING cid, name, dims, kind, created_ms",
+                (name, dims, N.kind_for_dims(dims), self.now_ms),
+            ).fetchone()
+            if row is None:  # another transaction created it and committed meanwhile
+                row = self.conn.execute(COLL + " WHERE name = %s", (name,)).fetchone()
+                # (None again: it was dropped as well since; insert anew)
         self.infos[name] = made = info(row)
         return made
 
