@@ -75,14 +75,19 @@ def search(
     if not q.any():  # a zero query: every score is 0
         return _unscored(store, collection, k, excluded, where, time_range)
     clause, params, post = where_sql(where, time_range)
+    filtered = bool(where) or time_range is not None
     if excluded:
         clause += " AND NOT (r.id = ANY(%s))"
         params.append(excluded)
     funnel = has_ann and k > 0 and not post
-    if funnel and (where or time_range is not None):
+    if funnel and filtered:
         funnel = _more_than(store, coll.cid, clause, params, SMALL_SET)
     if funnel:
-        return _funnel(store, coll.name, coll.cid, coll.dims, q, k, clause, params)
+        hits = _funnel(store, coll.name, coll.cid, coll.dims, q, k, clause, params, filtered)
+        if len(hits) == k or not filtered:
+            return hits
+        # the index scan gave up (hnsw.max_scan_tuples) before finding k rows that pass a
+        # filter matching few of a large collection's records: score them all instead
     return _exact(store, coll.name, coll.cid, q, k, clause, params, post)
 
 
@@ -141,7 +146,7 @@ def _exact(
     return hits
 
 
-def _funnel(
+def _funnel(  # noqa: PLR0913 - one search's inputs
     store: PgStore,
     name: str,
     cid: int,
@@ -150,6 +155,7 @@ def _funnel(
     k: int,
     clause: str,
     params: list[Any],
+    filtered: bool,
 ) -> list[Hit]:
     ann = ann_dims_for(store, dims)
     q_ann = q if ann == dims else N.normalized(np.ascontiguousarray(q[:ann]))
@@ -162,8 +168,31 @@ def _funnel(
         f"SELECT {COLS}, {SCORE} AS score FROM cand JOIN records r ON r.rid = cand.rid "
         f"ORDER BY score DESC, r.id LIMIT {int(k)}"
     )
-    rows = store.db.read(sql, [*params, q_ann, q], binary=True)
+    args = [*params, q_ann, q]
+    if not filtered:
+        rows = store.db.read(sql, args, binary=True)
+    else:
+        rows = store.db.call(lambda conn: _index_plan(conn, sql, args))
     return [hit(name, row, _score(row[10])) for row in rows]
+
+
+# The planner cannot estimate a jsonb containment filter (it guesses a row or so) and then
+# prefers fetching every match (GIN bitmap, or a sequential scan) and sorting them all:
+# 17 ms instead of 1-2 ms for 5 000 matches of 10 000. The filtered set is known to be
+# large here (SMALL_SET), so the HNSW scan with the filter applied as it goes is the plan.
+_INDEX_PLAN = (
+    "SET LOCAL enable_seqscan = off",
+    "SET LOCAL enable_bitmapscan = off",
+    "SET LOCAL enable_sort = off",
+)
+
+
+def _index_plan(conn: Any, sql: str, args: list[Any]) -> list[Any]:
+    with conn.transaction(), conn.pipeline():  # one round trip for the SETs and the query
+        for stmt in _INDEX_PLAN:
+            conn.execute(stmt)
+        cur = conn.execute(sql, args, binary=True)
+    return list(cur.fetchall())
 
 
 def search_collections(
