@@ -54,7 +54,7 @@ class SharedLocks:
             if not is_shared(store.store):
                 yield
                 return
-            async with store.session_lock(f"{self.scope}:{key}"):
+            async with store.session_lock(_store_key(f"{self.scope}:{key}")):
                 yield
 
     def locked(self, key: str) -> bool:
@@ -63,3 +63,10 @@ class SharedLocks:
 
     def __len__(self) -> int:
         return len(self._local)
+
+
+def _store_key(key: str) -> str:
+    """``key`` as the database can take it: PostgreSQL text holds no NUL, and a session id
+    is validated only after its lock is held (escaped injectively: ``\\`` -> ``\\\\``,
+    NUL -> ``\\0``)."""
+    return key.replace("\\", "\\\\").replace("\x00", "\\0")
