@@ -150,3 +150,29 @@ def test_location_hides_the_password(location: Location, backend: str) -> None:
     url = str(location).replace("postgres:@", "postgres:secret@")
     with open_store(url, embed_dims=4) as s:  # trust auth: any password is accepted
         assert "secret" not in s.location and ":***@" in s.location
+
+
+def test_lookups_of_names_with_nul_find_nothing(store: StoreBackend) -> None:
+    # no collection name, id or tombstone key can hold NUL; asking for one is no error
+    store.put("user:u1", "a", vector=[1, 0, 0, 0])
+    store.put("user:u1", "b", vector=[0, 1, 0, 0])
+    store.add_tombstones("user:u1", ["gone"])
+    assert store.collection("user:u1\x00") is None
+    assert store.dims_for("user:u1\x00x") == 4
+    assert store.get("user:u1", "a\x00") is None and store.get("u\x00", "a") is None
+    assert [r.id for r in store.get_many("user:u1", ["a", "a\x00"])] == ["a"]
+    assert store.list_records("x\x00") == [] and store.count("x\x00") == 0
+    assert [r.id for r in store.list_records("user:u1", after_id="a\x00")] == ["b"]
+    assert store.count_prefix("user:\x00") == 0 and store.count_namespace("user:u1\x00") == 0
+    assert store.collections(prefix="\x00") == [] and store.collections(namespace="u\x00") == []
+    assert store.collection_versions(["x\x00"]) == {"x\x00": 0}
+    assert store.search("x\x00", [1, 0, 0, 0], 3) == []
+    assert [h.id for h in store.search("user:u1", [1, 0, 0, 0], 3, exclude_ids=["a\x00"])] == [
+        "a",
+        "b",
+    ]
+    assert store.tombstoned("user:u1", ["gone", "k\x00"]) == {"gone"}
+    assert store.tombstoned_anywhere(["k\x00"]) == set() and store.list_tombstones("n\x00") == []
+    assert store.remove_tombstones("n\x00") == 0
+    with store.session_lock("s\x00"):
+        assert store.try_session_lock("s\x00") is None

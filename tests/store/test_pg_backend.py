@@ -398,3 +398,41 @@ def test_vector_dimension_is_checked_against_the_stored_collection(pg_url: str) 
         with pytest.raises(InvalidInput, match="dimensions 8 do not match collection user:u1"):
             b.put("user:u1", "x", vector=np.ones(8))
         assert b.dims_for("user:u1") == 4 and b.dims_for("user:u2") == 8
+
+
+# ---- a connection lost while committing ---------------------------------------------------
+
+
+def test_lost_commit_is_settled_by_asking_the_server(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection dies around COMMIT: the store asks the server (pg_xact_status)
+    whether the transaction committed instead of guessing."""
+    from psycopg.transaction import Transaction
+
+    real_exit = Transaction.__exit__
+    mode = {"how": ""}
+
+    def exit_then_fail(self: Transaction, *exc: Any) -> Any:
+        if exc[0] is None and mode["how"] == "committed":
+            real_exit(self, *exc)  # the commit went through; its answer was lost
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        if exc[0] is None and mode["how"] == "aborted":
+            # the session dies before its COMMIT reaches the server
+            with psycopg.connect(pg_url, autocommit=True) as other:
+                other.execute(
+                    "SELECT pg_terminate_backend(%s)", (self.connection.info.backend_pid,)
+                )
+            time.sleep(0.2)
+        return real_exit(self, *exc)
+
+    with _open(pg_url, background=False) as store:
+        monkeypatch.setattr(Transaction, "__exit__", exit_then_fail)
+        mode["how"] = "committed"
+        assert store.put("user:u1", "kept", vector=[1, 0, 0, 0]).created
+        mode["how"] = "aborted"
+        with pytest.raises(StorageUnavailable):
+            store.put("user:u1", "lost", vector=[1, 0, 0, 0])
+        mode["how"] = ""
+        assert [r.id for r in store.list_records("user:u1")] == ["kept"]
+        assert store.count("user:u1") == 1

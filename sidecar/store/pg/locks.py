@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from sidecar.store.pg.conn import Db
 
 
+def _text(key: str) -> str:
+    """A lock key as PostgreSQL text (which cannot hold NUL)."""
+    return key.replace("\\", "\\\\").replace("\x00", "\\0")
+
+
 class PgLease:
     """A held session lock: its connection (closing it releases the lock)."""
 
@@ -55,7 +60,7 @@ def try_session_lock(db: Db, key: str) -> PgLease | None:
     conn = db.connect()
     try:
         row = conn.execute(
-            "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, key)
+            "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key))
         ).fetchone()
     except psycopg.Error as exc:
         conn.close()
@@ -74,7 +79,7 @@ def acquire_session_lock(db: Db, key: str, timeout: float | None) -> PgLease:
             # advisory locks honour lock_timeout; 0 would mean "no timeout"
             ms = max(1, int(timeout * 1000))
             conn.execute(f"SET lock_timeout = {ms}")  # an int
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, key))
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key)))
         if timeout is not None:
             conn.execute("SET lock_timeout = 0")
     except pge.LockNotAvailable as exc:

@@ -2,7 +2,11 @@
 
 Nothing is cached in the process: several daemons may write the same database, so every
 read asks the server (a record by name is one indexed lookup; counts are kept per
-collection row by the writes themselves)."""
+collection row by the writes themselves).
+
+A name, id or key holding a NUL character cannot be stored (validation refuses it, and
+PostgreSQL text cannot hold one), so a read asking for one finds nothing, without asking
+the server (which would refuse the parameter) — as a lookup in the SQLite store does."""
 
 from __future__ import annotations
 
@@ -20,12 +24,23 @@ COLL = "SELECT cid, name, dims, kind, created_ms FROM collections"
 BY_NAME = "r.cid = (SELECT cid FROM collections WHERE name = %s)"
 
 
+def nul(*values: str | None) -> bool:
+    """True when a value holds NUL: it names nothing that exists."""
+    return any(v is not None and "\x00" in v for v in values)
+
+
+def storable(values: Iterable[str]) -> list[str]:
+    return [v for v in dict.fromkeys(values) if "\x00" not in v]
+
+
 def info(row: Any) -> CollectionInfo:
     cid, name, dims, kind, created = row[:5]
     return CollectionInfo(name, cid, dims, kind, created)
 
 
 def collection(store: PgStore, name: str) -> CollectionInfo | None:
+    if nul(name):
+        return None
     rows = store.db.read(COLL + " WHERE name = %s", (name,))
     return info(rows[0]) if rows else None
 
@@ -33,6 +48,8 @@ def collection(store: PgStore, name: str) -> CollectionInfo | None:
 def collections(
     store: PgStore, *, prefix: str | None = None, namespace: str | None = None
 ) -> list[CollectionInfo]:
+    if nul(prefix, namespace):
+        return []
     sql, params = COLL + " WHERE TRUE", []
     if prefix is not None:
         sql += " AND starts_with(name, %s)"
@@ -50,7 +67,8 @@ def dims_for(store: PgStore, name: str) -> int:
 
 def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
     wanted = list(dict.fromkeys(names))
-    rows = store.db.read("SELECT name, version FROM collections WHERE name = ANY(%s)", (wanted,))
+    query = storable(wanted)
+    rows = store.db.read("SELECT name, version FROM collections WHERE name = ANY(%s)", (query,))
     found = dict(rows)
     return {n: int(found.get(n, 0)) for n in wanted}
 
@@ -59,6 +77,8 @@ def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
 
 
 def _sum(store: PgStore, where: str, params: list[Any]) -> int:
+    if nul(*params):
+        return 0
     rows = store.db.read(f"SELECT coalesce(sum(n_records), 0) FROM collections{where}", params)
     return int(rows[0][0])
 
@@ -95,6 +115,8 @@ def get(
     store: PgStore, collection: str, record_id: str, *, include_vector: bool = False
 ) -> Record | None:
     store._guard()
+    if nul(collection, record_id):
+        return None
     rows = store.db.read(
         f"SELECT {_cols(include_vector)} FROM records r WHERE {BY_NAME} AND r.id = %s",
         (collection, record_id),
@@ -108,8 +130,8 @@ def get_many(
 ) -> list[Record]:
     """Existing records among ``ids``, in id order."""
     store._guard()
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
+    wanted = storable(ids)
+    if not wanted or nul(collection):
         return []
     rows = store.db.read(
         f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.id = ANY(%s) "
@@ -132,12 +154,15 @@ def list_records(
 ) -> list[Record]:
     """Records of a collection in id order (byte order), filtered in SQL."""
     store._guard()
+    if nul(collection):
+        return []
     clause, params, post = where_sql(where, time_range)
     sql = f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME}{clause}"
     args: list[Any] = [collection, *params]
     if after_id is not None:
         sql += " AND r.id > %s"
-        args.append(after_id)
+        # no id holds NUL: every id after "a\x00..." is after "a" (byte order)
+        args.append(after_id.split("\x00", 1)[0])
     sql += " ORDER BY r.id"
     if limit is not None and limit > 0 and not post:
         sql += " LIMIT %s"
@@ -170,8 +195,8 @@ def iter_records(
 
 
 def tombstoned(store: PgStore, namespace: str, keys: Iterable[str]) -> set[str]:
-    items = list(dict.fromkeys(str(k) for k in keys))
-    if not items:
+    items = storable(str(k) for k in keys)
+    if not items or nul(namespace):
         return set()
     rows = store.db.read(
         "SELECT key FROM tombstones WHERE namespace = %s AND key = ANY(%s)", (namespace, items)
@@ -180,7 +205,7 @@ def tombstoned(store: PgStore, namespace: str, keys: Iterable[str]) -> set[str]:
 
 
 def tombstoned_anywhere(store: PgStore, keys: Iterable[str]) -> set[str]:
-    items = list(dict.fromkeys(str(k) for k in keys))
+    items = storable(str(k) for k in keys)
     if not items:
         return set()
     return {r[0] for r in store.db.read("SELECT key FROM tombstones WHERE key = ANY(%s)", (items,))}
@@ -191,6 +216,8 @@ def list_tombstones(
 ) -> list[tuple[str, str, str, int]]:
     """(namespace, key, reason, created_ms) sorted by namespace, key."""
     sql = "SELECT namespace, key, reason, created_ms FROM tombstones"
+    if nul(namespace):
+        return []
     if namespace is None:
         rows = store.db.read(sql + " ORDER BY 1, 2")
     else:

@@ -26,7 +26,7 @@ from sidecar.store import names as N
 from sidecar.store.index import EXACT_POOL_LIMIT
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
-from sidecar.store.pg.reads import info
+from sidecar.store.pg.reads import info, nul, storable
 from sidecar.store.search import query_unit
 from sidecar.store.types import Hit, TimeRange
 
@@ -64,11 +64,13 @@ def search(
 ) -> list[Hit]:
     """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all."""
     store._guard()
+    if nul(collection):
+        return []
     rows = store.db.read(_COLL, (store.embed_dims, store.ann_dims, collection))
     if not rows:
         return []
     coll, has_ann = info(rows[0]), bool(rows[0][5])
-    excluded = list(dict.fromkeys(exclude_ids))
+    excluded = storable(exclude_ids)
     if not coll.has_vectors:
         return _unscored(store, collection, k, excluded, where, time_range)
     q = query_unit(coll, vector)

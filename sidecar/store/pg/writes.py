@@ -21,7 +21,7 @@ from sidecar.store import names as N
 from sidecar.store.errors import InvalidInput, NotFound, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
-from sidecar.store.pg.reads import COLL, info
+from sidecar.store.pg.reads import COLL, info, nul, storable
 from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import CollectionInfo, Delete, DropCollection, Op, OpResult, Patch, Put
 
@@ -380,6 +380,8 @@ def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) ->
 def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: str = "") -> int:
     store._guard()
     items = [str(k) for k in keys]
+    if nul(namespace, *items):
+        raise InvalidInput("a tombstone's namespace or key cannot contain a NUL character")
     why = reason.replace("\x00", "\ufffd")
 
     def run(conn: Conn) -> int:
@@ -398,7 +400,9 @@ def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: 
 
 def remove_tombstones(store: PgStore, namespace: str, keys: Iterable[str] | None = None) -> int:
     store._guard()
-    items = None if keys is None else [str(k) for k in keys]
+    if nul(namespace):
+        return 0
+    items = None if keys is None else storable(str(k) for k in keys)
 
     def run(conn: Conn) -> int:
         if items is None:
@@ -406,7 +410,7 @@ def remove_tombstones(store: PgStore, namespace: str, keys: Iterable[str] | None
         else:
             cur = conn.execute(
                 "DELETE FROM tombstones WHERE namespace = %s AND key = ANY(%s)",
-                (namespace, list(dict.fromkeys(items))),
+                (namespace, items),
             )
         return cur.rowcount
 
