@@ -436,3 +436,74 @@ def test_lost_commit_is_settled_by_asking_the_server(
         mode["how"] = ""
         assert [r.id for r in store.list_records("user:u1")] == ["kept"]
         assert store.count("user:u1") == 1
+
+
+def test_transactions_rerun_on_deadlock_and_serialization_failure(pg_url: str) -> None:
+    from psycopg import errors as pge
+
+    with _open(pg_url, background=False) as store:
+        calls = {"n": 0}
+
+        def flaky(conn: psycopg.Connection[Any]) -> int:
+            calls["n"] += 1
+            conn.execute("INSERT INTO tombstones VALUES ('ns', %s, '', 0)", (f"k{calls['n']}",))
+            if calls["n"] == 1:
+                raise pge.DeadlockDetected("deadlock detected")
+            if calls["n"] == 2:
+                raise pge.SerializationFailure("could not serialize access")
+            return calls["n"]
+
+        assert store.db.transact(flaky) == 3
+        # the failed attempts were rolled back: only the third one's row is there
+        assert [t[1] for t in store.list_tombstones("ns")] == ["k3"]
+
+        def always(conn: psycopg.Connection[Any]) -> None:
+            raise pge.DeadlockDetected("deadlock detected")
+
+        with pytest.raises(StorageUnavailable, match="deadlock"):
+            store.db.transact(always)
+
+
+def test_error_mapping_and_redaction() -> None:
+    from psycopg import errors as pge
+
+    from sidecar.store import CorruptStore
+    from sidecar.store.pg.conn import map_pg_error, redact
+
+    assert redact("postgresql://u:pw@db.example:6543/x") == "postgresql://u:***@db.example:6543/x"
+    assert redact("postgresql://u@h/x") == "postgresql://u@h/x"
+    assert isinstance(map_pg_error(pge.DataCorrupted("bad page"), "read", "w"), CorruptStore)
+    assert isinstance(map_pg_error(pge.DiskFull("no space"), "write", "w"), StorageUnavailable)
+    assert isinstance(
+        map_pg_error(pge.ReadOnlySqlTransaction("ro"), "write", "w"), StorageUnavailable
+    )
+    plain = pge.UndefinedTable("no table")
+    assert map_pg_error(plain, "read", "w") is plain  # a bug stays a bug
+    err = InvalidInput("x")
+    assert map_pg_error(err, "read", "w") is err
+
+
+def test_lost_commit_with_the_server_gone_says_the_outcome_is_unknown(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from psycopg.transaction import Transaction
+
+    import sidecar.store.pg.conn as conn_mod
+
+    real_exit = Transaction.__exit__
+
+    def exit_then_fail(self: Transaction, *exc: Any) -> Any:
+        real_exit(self, *exc)
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("connection refused")
+
+    with _open(pg_url, background=False) as store:
+        monkeypatch.setattr(Transaction, "__exit__", exit_then_fail)
+        monkeypatch.setattr(conn_mod.psycopg, "connect", unreachable)
+        with pytest.raises(StorageUnavailable, match="could not be asked") as exc:
+            store.put("user:u1", "maybe", vector=[1, 0, 0, 0])
+        assert exc.value.data["outcome"] == "unknown"
+        monkeypatch.undo()
+        assert store.get("user:u1", "maybe") is not None  # it had committed, in fact
