@@ -176,3 +176,14 @@ def test_lookups_of_names_with_nul_find_nothing(store: StoreBackend) -> None:
     assert store.remove_tombstones("n\x00") == 0
     with store.session_lock("s\x00"):
         assert store.try_session_lock("s\x00") is None
+
+
+def test_close_finishes_the_writes_already_submitted(location: Location) -> None:
+    s = open_store(location, embed_dims=4)
+    futures = [s.write_future([Put("user:u1", f"r{i}", "", {}, [1, 0, 0, 0])]) for i in range(40)]
+    s.close()
+    assert all(f.result(30)[0].created for f in futures)
+    with pytest.raises(Exception, match="closed"):
+        s.write_future([Put("user:u1", "late", "", {}, [1, 0, 0, 0])]).result(30)
+    with open_store(location, embed_dims=4) as again:
+        assert again.count("user:u1") == 40

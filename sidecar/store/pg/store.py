@@ -195,14 +195,15 @@ class PgStore:
             raise StoreClosed("the store is closed")
 
     def close(self) -> None:
-        """Stop the indexer, wait for queued writes, close the connections."""
+        """Finish the writes already submitted (as the SQLite writer drains its queue),
+        refuse new ones, stop the indexer, close the connections."""
         if self._closed:
             return
+        self._executor.shutdown(wait=True)  # new submissions fail from here on
         self._closed = True
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer.join()
-        self._executor.shutdown(wait=True)
         self._close_conns()
         log.info("store.closed", database=self._location)
 
