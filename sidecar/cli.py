@@ -22,6 +22,13 @@ def _serve_parser(sub: Any) -> None:
     where.add_argument("--socket", metavar="PATH", help="listen on a Unix socket at PATH")
     where.add_argument("--tcp", metavar="HOST:PORT", help="listen on loopback TCP (port 0 = any)")
     serve.add_argument("--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)")
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help="postgresql://... : a shared PostgreSQL + pgvector store (several daemons may "
+        "serve one database); sqlite:DIR : the embedded store in DIR (the default, in "
+        "--data-dir)",
+    )
     serve.add_argument("--config", metavar="FILE", help="TOML settings file")
     serve.add_argument("--log-level", metavar="LEVEL", help="debug, info, warning, error")
     serve.add_argument(
@@ -35,6 +42,7 @@ def _serve_parser(sub: Any) -> None:
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
     flags: dict[str, Any] = {
         "data_dir": args.data_dir,
+        "store.url": args.store,
         "config_file": args.config,
         "log_level": args.log_level,
         "log_format": args.log_format,
@@ -117,6 +125,7 @@ _COMMAND_MODULES = (
     "sidecar.ops.doctor",
     "sidecar.ops.backup",
     "sidecar.ops.stats_report",
+    "sidecar.ops.migrate",
 )
 
 
@@ -132,6 +141,7 @@ def _maintenance_commands(sub: Any) -> None:
             "--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)"
         )
         cmd.add_argument("--config", metavar="FILE", help="TOML settings file")
+        cmd.add_argument("--store", metavar="URL", help="a postgresql:// store (see serve)")
 
     reembed = sub.add_parser(
         "reembed", help="re-embed every record with the current model (daemon stopped)"
@@ -158,7 +168,9 @@ def _run_maintenance(args: argparse.Namespace) -> int:
     from sidecar import tools
 
     try:
-        settings = load_settings({"data_dir": args.data_dir, "config_file": args.config})
+        settings = load_settings(
+            {"data_dir": args.data_dir, "config_file": args.config, "store.url": args.store}
+        )
     except ConfigError as exc:
         print(f"libravdb: {exc}", file=sys.stderr)
         return 1

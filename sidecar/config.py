@@ -9,10 +9,12 @@ existing service files keep working.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
@@ -75,6 +77,13 @@ class SummarizerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
 
 
 class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    # "" (the default): the embedded SQLite store in data_dir. "postgresql://..." (or
+    # "postgres://..."): a shared PostgreSQL + pgvector database; "sqlite:DIR" is a SQLite
+    # store in DIR (it sets data_dir). Prefer a ~/.pgpass (or passfile=) to a password here.
+    url: str = ""
+    # PostgreSQL only: connections this daemon keeps open to the database at most (reads and
+    # writes; each held session lock and the presence lock take one more of their own)
+    pool_size: int = 8
     hnsw_m: int = 16
     hnsw_ef_construction: int = 100  # same recall as 200 here at half the build time
     hnsw_ef_search: int = 64
@@ -162,6 +171,22 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def resolved_endpoint(self) -> str:
         return self.server.endpoint.strip()
 
+    @property
+    def store_url(self) -> str:
+        """The PostgreSQL URL of a shared store, "" for the embedded SQLite store."""
+        return self.store.url.strip()
+
+    @property
+    def store_location(self) -> str | Path:
+        """What the store opens: the PostgreSQL URL, else the SQLite data directory."""
+        return self.store_url or self.data_path
+
+    @property
+    def store_display(self) -> str:
+        """The store for logs and messages: the URL with its password masked, or the
+        data directory."""
+        return mask_url(self.store_url) if self.store_url else str(self.data_path)
+
 
 # Environment variable -> dotted settings key. LIBRAVDB_DB_PATH is the reference's store path;
 # here it names the data directory.
@@ -169,6 +194,8 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_CONFIG": "config_file",
     "LIBRAVDB_DATA_DIR": "data_dir",
     "LIBRAVDB_DB_PATH": "data_dir",
+    "LIBRAVDB_STORE_URL": "store.url",
+    "LIBRAVDB_STORE_POOL_SIZE": "store.pool_size",
     "LIBRAVDB_LOG_LEVEL": "log_level",
     "LIBRAVDB_LOG_FORMAT": "log_format",
     "LIBRAVDB_RPC_ENDPOINT": "server.endpoint",
@@ -281,6 +308,7 @@ def load_settings(
         settings = msgspec.convert(merged, Settings, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid setting: {exc}") from exc
+    _store_location(settings)
     home = default_home(env)
     if not settings.data_dir.strip():
         settings.data_dir = str(home / "data")
@@ -290,7 +318,79 @@ def load_settings(
     return settings
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+SQLITE_SCHEME = "sqlite:"
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether a store location names a PostgreSQL database (else a SQLite directory)."""
+    return isinstance(location, str) and location.strip().lower().startswith(POSTGRES_SCHEMES)
+
+
+_SECRET_KEYS = frozenset({"password", "sslpassword"})
+_QUERY_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)[^&]*")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for logs and error messages): the
+    ``user:password@`` part and ``password=``/``sslpassword=`` query parameters."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _QUERY_SECRET.sub(r"\1***", url)
+    netloc, slash, tail = rest.partition("/")
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}{':***' if colon else ''}@{hosts}"
+    tail = _QUERY_SECRET.sub(r"\1***", tail)
+    return f"{scheme}://{netloc}{slash}{tail}"
+
+
+def check_store_url(url: str) -> None:
+    """Refuse a URL libpq could not parse (ConfigError naming it, password masked)."""
+    if not is_postgres_url(url):
+        raise ConfigError(
+            f"store.url {mask_url(url)!r} is not a postgresql:// or postgres:// URL "
+            "(or sqlite:DIR for a SQLite data directory)"
+        )
+    try:
+        parts = urlsplit(url)
+        if "," not in parts.netloc:  # libpq takes host lists; a single port must be a number
+            _port = parts.port
+        query = parse_qsl(parts.query, strict_parsing=bool(parts.query))
+    except ValueError as exc:
+        raise ConfigError(f"store.url {mask_url(url)!r} is malformed: {exc}") from None
+    from psycopg import conninfo  # lazy: only a PostgreSQL store needs the driver
+
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception as exc:  # psycopg.ProgrammingError: libpq's own parser refused it
+        detail = mask_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
+        for key, value in query:
+            if key.lower() in _SECRET_KEYS and value:
+                detail = detail.replace(value, "***")
+        raise ConfigError(f"store.url {mask_url(url)!r} is malformed: {detail}") from None
+
+
+def _store_location(settings: Settings) -> None:
+    """``store.url = "sqlite:DIR"`` names a SQLite store: it becomes ``data_dir``."""
+    url = settings.store.url.strip()
+    if url.lower().startswith(SQLITE_SCHEME):
+        path = url[len(SQLITE_SCHEME) :]
+        if path.startswith("//"):  # sqlite:///abs/path
+            path = path[2:]
+        if not path.strip():
+            raise ConfigError("store.url 'sqlite:' needs a directory: sqlite:/path/to/data")
+        settings.data_dir = path
+        settings.store.url = ""
+    elif url:
+        check_store_url(url)
+        settings.store.url = url
+
+
 def _validate(settings: Settings) -> None:
+    if settings.store.pool_size < 2:
+        raise ConfigError("store.pool_size must be at least 2")
     if settings.server.max_frame_bytes < 1024:
         raise ConfigError("server.max_frame_bytes must be at least 1024")
     for key in ("max_connections", "max_inflight", "max_batch", "max_parse_errors"):

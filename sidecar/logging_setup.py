@@ -29,6 +29,18 @@ _SHARED: list[structlog.types.Processor] = [
 ]
 QUEUE_LINES = 10_000
 FLUSH_TIMEOUT_S = 1.0
+# Strings no log line may carry (a store URL's password): replaced by *** in every line,
+# whoever logs it (a driver's message quoting its connection string included).
+_secrets: tuple[str, ...] = ()
+
+
+def redact_in_logs(*secrets: str) -> None:
+    """Never write these strings to the log (longest first). Strings under four characters
+    are ignored: replacing every "ab" would garble the log, and URLs are masked where they
+    are logged anyway (``config.mask_url``); this is the net under that."""
+    global _secrets
+    found = {*_secrets, *(s for s in secrets if len(s) >= 4)}
+    _secrets = tuple(sorted(found, key=len, reverse=True))
 
 
 class LogSink:
@@ -46,6 +58,8 @@ class LogSink:
         if self.broken:
             self.dropped += 1
             return
+        for secret in _secrets:
+            line = line.replace(secret, "***")
         try:
             self._queue.put_nowait(line.encode("utf-8", "replace") + b"\n")
         except queue.Full:

@@ -1,4 +1,5 @@
-"""Offline maintenance on a data directory: reembed, export, import.
+"""Offline maintenance on a store (a data directory or a PostgreSQL database): reembed,
+export, import.
 
 These open the store themselves, so the daemon must not be running on the same
 directory (the store's directory lock refuses a second opener and names its pid).
@@ -23,9 +24,10 @@ from sidecar.engines import EngineHub
 from sidecar.engines.embedder import Embedder
 from sidecar.memory.core import layout as C
 from sidecar.memory.core import scope
-from sidecar.store import Store, StoreError, StoreLocked
+from sidecar.store import StoreError, StoreLocked
+from sidecar.store.backend import open_store, reembed
 from sidecar.store.files import DB_NAME
-from sidecar.store.reembed import reembed
+from sidecar.store.interface import StoreBackend
 
 
 class ToolError(Exception):
@@ -88,6 +90,15 @@ def _embed_fn(embedder: Embedder) -> Callable[[list[str]], Any]:
 
 def _tool_error(exc: StoreError, command: str) -> ToolError:
     """The store's refusal, with what to do about it when a daemon holds the directory."""
+    if (
+        isinstance(exc, StoreLocked)
+        and not exc.data.get("pid")
+        and "://" in str(exc.data.get("data_dir", ""))
+    ):
+        return ToolError(
+            f"{exc.message}. `libravdb {command}` needs every daemon on that database "
+            "stopped; nothing was written."
+        )
     if isinstance(exc, StoreLocked):
         who = f"process {exc.data['pid']}" if exc.data.get("pid") else "another process"
         return ToolError(
@@ -102,6 +113,8 @@ def _tool_error(exc: StoreError, command: str) -> ToolError:
 def _require_store(settings: Settings) -> None:
     """Offline commands other than ``import`` work on an existing store: a mistyped
     ``--data-dir`` must fail, not create an empty store and report success on it."""
+    if settings.store_url:  # a PostgreSQL store: the server says whether it has one
+        return
     db = settings.data_path / DB_NAME
     if not db.is_file():
         raise ToolError(
@@ -111,15 +124,15 @@ def _require_store(settings: Settings) -> None:
 
 
 @contextmanager
-def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterator[Store]:
+def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterator[StoreBackend]:
     tiers = (
         tuple(d for d in embedder.matryoshka_dims if d < embedder.dims)
         if embedder.supports_matryoshka
         else ()
     )
     try:
-        store = Store.open(
-            settings.data_path,
+        store = open_store(
+            settings.store_location,
             embed_dims=embedder.dims,
             fingerprint=embedder.fingerprint,
             model=embedder.profile,
@@ -140,7 +153,7 @@ def run_reembed(settings: Settings) -> str:
     bar = ProgressBar("re-embedding")
     try:
         stats = reembed(
-            settings.data_path,
+            settings.store_location,
             _embed_fn(embedder),
             embedder.fingerprint,
             bar,
@@ -205,7 +218,7 @@ def run_export(settings: Settings, request: ExportRequest, stdout: TextIO) -> st
     return summary + scope_note
 
 
-def _export_selection(store: Store, request: ExportRequest) -> tuple[list[str] | None, str]:
+def _export_selection(store: StoreBackend, request: ExportRequest) -> tuple[list[str] | None, str]:
     """(collections to export or None for all, a note for the summary); refuses a filter
     that matches nothing, naming what exists instead."""
     if request.namespace is None:
@@ -251,7 +264,7 @@ def atomic_text_file(path: Path) -> Iterator[TextIO]:
 def run_import(settings: Settings, source: Path) -> str:
     if not source.exists():
         raise ToolError(f"{source}: no such file")
-    new_store = not (settings.data_path / DB_NAME).is_file()
+    new_store = not settings.store_url and not (settings.data_path / DB_NAME).is_file()
     embedder = _embedder(settings)
     try:
         with (

@@ -95,8 +95,13 @@ def start_daemon(
     home.mkdir(parents=True, exist_ok=True)
     stderr_path = tmp / f"daemon-{time.monotonic_ns()}.log"
     args = [sys.executable, "-m", "sidecar", "serve", *transport_args]
-    if "--data-dir" not in extra_args:
-        args += ["--data-dir", str(tmp / "data")]
+    data_dir = str(tmp / "data")
+    if "--data-dir" in extra_args:
+        data_dir = extra_args[list(extra_args).index("--data-dir") + 1]
+    else:
+        args += ["--data-dir", data_dir]
+    if "--store" not in extra_args:
+        args += current_store().args(data_dir)
     args += list(extra_args)
     with stderr_path.open("wb") as err:
         proc = subprocess.Popen(
@@ -192,3 +197,74 @@ def running_daemon(tmp: Path, *transport_args: str, **kwargs: Any) -> Iterator[D
         yield daemon
     finally:
         daemon.stop()
+
+
+# ---- store backends --------------------------------------------------------------------
+
+
+@dataclass
+class StoreTarget:
+    """Where the stores a test starts live: SQLite data directories (``sqlite``, the
+    default) or fresh PostgreSQL databases of the test server (``postgres``), one per data
+    directory the test uses (so a restart on the same directory finds the same store, and
+    two directories are two stores, as on SQLite), created on first use.
+    ``tests/conftest.py`` sets the current target from the ``backend`` parameter; the
+    helpers here (``start_daemon``) and the harnesses (``make_harness``, ``make_rpc``) read
+    it, so a test file needs no change to run on both backends."""
+
+    backend: str = "sqlite"
+    new_database: Callable[[], str] | None = None
+    _urls: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def postgres(self) -> bool:
+        return self.backend == "postgres"
+
+    @property
+    def used(self) -> bool:
+        """A PostgreSQL database was handed out (the test opened a store on it)."""
+        return bool(self._urls)
+
+    def url(self, data_dir: str | os.PathLike[str] = "") -> str:
+        """The database standing for ``data_dir`` ("" for SQLite)."""
+        if not self.postgres:
+            return ""
+        key = os.path.abspath(data_dir) if data_dir else ""
+        if key not in self._urls:
+            assert self.new_database is not None
+            self._urls[key] = self.new_database()
+        return self._urls[key]
+
+    def flags(self, data_dir: str | os.PathLike[str] = "") -> dict[str, Any]:
+        """Settings flags (``load_settings``) that select the store of ``data_dir``."""
+        return {"store.url": self.url(data_dir)} if self.postgres else {}
+
+    def args(self, data_dir: str | os.PathLike[str] = "") -> list[str]:
+        """``libravdbd serve`` arguments that select the store of ``data_dir``."""
+        return ["--store", self.url(data_dir)] if self.postgres else []
+
+
+_current = [StoreTarget()]
+
+
+def current_store() -> StoreTarget:
+    """The store target of the running test (SQLite outside a parametrised test)."""
+    return _current[-1]
+
+
+@contextlib.contextmanager
+def using_store(target: StoreTarget) -> Iterator[StoreTarget]:
+    _current.append(target)
+    try:
+        yield target
+    finally:
+        _current.remove(target)
+
+
+def open_test_store(data_dir: Path, **kwargs: Any) -> Any:
+    """The store a daemon started on ``data_dir`` would open, opened directly (SQLite: the
+    directory; PostgreSQL: the database standing for it), with ``Store.open``'s keyword
+    arguments. Close it before a daemon opens the same SQLite directory."""
+    from sidecar.store.backend import open_store
+
+    return open_store(current_store().url(data_dir) or data_dir, **kwargs)

@@ -81,3 +81,43 @@ def test_bad_toml(tmp_path: Path) -> None:
     unknown.write_text("[server]\nbogus = 1\n")
     with pytest.raises(ConfigError, match="bogus"):
         load_settings({"config_file": str(unknown)}, env={"HOME": str(tmp_path)})
+
+
+def test_store_url_from_flag_env_and_toml(tmp_path: Path) -> None:
+    url = "postgresql://team@db.example:5432/memory"
+    config = tmp_path / "s.toml"
+    config.write_text(f'[store]\nurl = "{url}"\n')
+    from_toml = load_settings({"config_file": str(config)}, env={"HOME": str(tmp_path)})
+    assert from_toml.store_url == url and from_toml.store_location == url
+    env = {"HOME": str(tmp_path), "LIBRAVDB_STORE_URL": "postgres://other/db"}
+    assert load_settings({}, env=env).store_url == "postgres://other/db"
+    flag = load_settings({"store.url": url}, env=env)
+    assert flag.store_url == url  # the flag beats the environment
+    # sqlite:DIR names the embedded store's directory, and overrides a URL set earlier
+    local = load_settings({"store.url": f"sqlite:{tmp_path}/d"}, env=env)
+    assert local.store_url == "" and local.store_location == tmp_path / "d"
+    assert load_settings({}, env={"HOME": str(tmp_path)}).store_location == (
+        tmp_path / ".clawdb" / "data"
+    )
+
+
+def test_store_url_password_is_masked_and_never_in_errors(tmp_path: Path) -> None:
+    from sidecar.config import mask_url
+
+    assert mask_url("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert mask_url("postgresql://u:p%40ss@h1:1,h2:2/db") == "postgresql://u:***@h1:1,h2:2/db"
+    assert mask_url("postgresql:///db?host=/run&password=s3cret&sslmode=require") == (
+        "postgresql:///db?host=/run&password=***&sslmode=require"
+    )
+    assert mask_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    settings = load_settings({"store.url": "postgresql://u:s3cret@h/db"}, env={"HOME": "/x"})
+    assert settings.store_display == "postgresql://u:***@h/db"
+    for bad, needle in [
+        ("postgresql://u:s3cret@h:port/db", "malformed"),
+        ("postgresql://h/db?bogus=1&password=s3cret", "malformed"),
+        ("mysql://u:s3cret@h/db", "not a postgresql://"),
+        ("sqlite:", "needs a directory"),
+    ]:
+        with pytest.raises(ConfigError, match=needle) as err:
+            load_settings({"store.url": bad}, env={"HOME": str(tmp_path)})
+        assert "s3cret" not in str(err.value)

@@ -17,6 +17,8 @@ from libravdb_client.testing import DaemonProcess
 
 from sidecar.console_input import CallCommand, DotCommand, InputError, parse_line, parse_params
 
+pytestmark = pytest.mark.sqlite_only("the console's interface over RPCs tested on both backends")
+
 
 def libravdb_argv() -> list[str]:
     script = Path(sys.executable).parent / "libravdb"

@@ -12,6 +12,8 @@ from libravdb_client.testing import DaemonProcess
 
 from tests.test_console import run
 
+pytestmark = pytest.mark.sqlite_only("the console's interface over RPCs tested on both backends")
+
 FACTS = [
     ("n1", "My bike is a green Brompton."),
     ("n2", "I'm allergic to peanuts, so never suggest recipes with peanuts."),

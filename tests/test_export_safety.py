@@ -10,8 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support import RawConnection, start_daemon
 from tests.test_tools import libravdb
+
+pytestmark = pytest.mark.sqlite_only("export beside a SQLite data directory and its lock")
 
 
 def _records(dump: Path) -> list[dict[str, object]]:

@@ -15,6 +15,8 @@ import pytest
 from sidecar.config import ConfigError, load_settings
 from tests.support import REPO
 
+pytestmark = pytest.mark.sqlite_only("log formatting, not the store")
+
 LOG_ONE = (
     "import structlog\n"
     "from sidecar.logging_setup import configure_logging\n"

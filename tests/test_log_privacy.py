@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support import RawConnection, running_daemon
+
+pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
 
 # Distinctive words so that a hit can only come from our own texts.
 SECRETS = [

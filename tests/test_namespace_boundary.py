@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import RawConnection, running_daemon
+from tests.support import RawConnection, StoreTarget, running_daemon, using_store
+
+pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
 
 ALICE_TURNS = [
     {"role": "user", "content": "My locker code at the climbing gym is 4417."},
@@ -22,9 +24,12 @@ ALICE_TURNS = [
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
+def conn(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[RawConnection]:
     tmp = tmp_path_factory.mktemp("boundary")
     with (
+        using_store(module_store_target),
         running_daemon(tmp, "--tcp", "127.0.0.1:0") as daemon,
         RawConnection(daemon.endpoint) as connection,
     ):

@@ -20,6 +20,10 @@ import pytest
 
 from tests.support import REPO, RawConnection, daemon_env, start_daemon
 
+pytestmark = pytest.mark.sqlite_only(
+    "a reader that stops reading the daemon's output, not the store"
+)
+
 
 def _spawn(tmp: Path, stderr: int, stdout: int) -> subprocess.Popen[bytes]:
     sock = tmp / "d.sock"

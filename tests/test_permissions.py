@@ -10,9 +10,13 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from sidecar.store import Store
 from tests.support import RawConnection, start_daemon
 from tests.test_tools import libravdb
+
+pytestmark = pytest.mark.sqlite_only("file modes of the SQLite data directory")
 
 
 def _mode(path: Path) -> int:

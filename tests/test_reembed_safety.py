@@ -16,11 +16,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sidecar.store import Store
 from sidecar.store.reembed_stage import STAGE_TABLE
 from tests.support import REPO, RawConnection, daemon_env, start_daemon
 from tests.test_tools import libravdb
+
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite re-embed's stage and data directory (PostgreSQL's: tests/store)"
+)
 
 TOOL_CALL_TURN = {
     "sessionId": "s",

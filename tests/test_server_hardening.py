@@ -15,6 +15,8 @@ import pytest
 
 from tests.support import REPO, RawConnection, daemon_env, running_daemon, start_daemon
 
+pytestmark = pytest.mark.sqlite_only("transport limits and hardening, not the store")
+
 DEEP = 5000
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.support import DaemonProcess, RawConnection, start_daemon
 
+pytestmark = pytest.mark.sqlite_only("framing and protocol errors, not the store")
+
 DEBUG = {"LIBRAVDB_DEBUG_METHODS": "1"}
 SMALL_FRAME = 4096
 

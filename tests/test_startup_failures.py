@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import RawConnection, daemon_env, start_daemon
+
+pytestmark = pytest.mark.sqlite_only("model start-up failures (PostgreSQL's: tests/multi_daemon)")
 
 
 def _serve(tmp: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:

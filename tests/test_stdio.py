@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import REPO, daemon_env
+
+pytestmark = pytest.mark.sqlite_only("the stdio transport, not the store")
 
 
 def run_stdio(

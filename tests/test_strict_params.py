@@ -12,13 +12,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import RawConnection, running_daemon
+from tests.support import RawConnection, StoreTarget, running_daemon, using_store
+
+pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
+def conn(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[RawConnection]:
     tmp = tmp_path_factory.mktemp("strict")
     with (
+        using_store(module_store_target),
         running_daemon(tmp, "--tcp", "127.0.0.1:0") as daemon,
         RawConnection(daemon.endpoint) as connection,
     ):

@@ -9,9 +9,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sidecar.store import Store
 from tests.support import REPO, RawConnection, daemon_env, start_daemon
+
+pytestmark = pytest.mark.sqlite_only(
+    "offline tools on a stopped daemon's SQLite data directory and its lock"
+)
 
 
 def libravdb(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:

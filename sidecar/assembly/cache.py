@@ -3,18 +3,15 @@
 **Caches.** One :class:`CollectionView` per collection name (records, unit vectors as one
 matrix, a :class:`~sidecar.memory.core.lexical.BM25Index`, candidates), held by
 :class:`~sidecar.assembly.service.Retrieval` in an LRU. Nothing is reloaded or rescanned
-per call while the collection is unchanged. Changes:
+per call while the store's version of the collection is unchanged. Changes (the
+``Retrieval`` module doc says which path a change takes):
 
-* ``ingest`` announces the ids it wrote (:meth:`MemoryService.on_written`); the next
-  sync fetches just those records and appends them (matrix rows, BM25 postings,
-  candidates) when the store's record count agrees, else reloads the collection;
-* a changed record count without a notice (generic v1 writes, forget, deletes) reloads
-  the collection; the BM25 index is updated by diff (removed ids out, new or changed
-  ids in);
-* compaction and forget events mark the affected collections stale (compaction never
-  touches ``session_raw:``, so that is not reloaded);
-* authored ingest and delete notify (:meth:`AuthoredService.subscribe`), so a changed rule
-  is served from the next call on.
+* :meth:`CollectionView.apply` brings in the records ``ingest`` announced it wrote
+  (:meth:`MemoryService.on_written`) when the store's record count agrees;
+* :meth:`CollectionView.reload` reads the collection again; the BM25 index is updated by
+  diff (removed ids out, new or changed ids in);
+* :meth:`CollectionView.refresh` (a store other daemons write too) compares the records by
+  ``seq`` and fetches only the changed ones with their vectors.
 
 :class:`Twins` maps durable memories to their copies in the raw history, so the durable
 scope is ranked through the history's int8 scan. :func:`authored_nodes` and
@@ -24,7 +21,6 @@ scope is ranked through the history's int8 scan. :func:`authored_nodes` and
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,7 +36,7 @@ from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 from sidecar.memory.core.tokens import estimate_tokens, message_text
-from sidecar.store.store import Store
+from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Record
 
 TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
@@ -104,7 +100,7 @@ class CollectionView:
 
     name: str
     count: int = -1
-    seq: int = -1
+    version: int = -1  # the store's collection version this view was loaded at
     stale: bool = True
     records: list[Record] = field(default_factory=list)
     by_id: dict[str, int] = field(default_factory=dict)
@@ -115,7 +111,6 @@ class CollectionView:
     reloads: int = 0
     stamp: int = -1
     touched: list[str] = field(default_factory=list)
-    loaded_at: float = 0.0
     _mat: F32 | None = None  # capacity rows; the first len(records) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _turns: list[Candidate] | None = None  # chronological turns, cached
@@ -127,9 +122,12 @@ class CollectionView:
 
     # ---- loading -----------------------------------------------------------------------
 
-    def reload(self, store: Store, count: int, seq: int) -> int:
-        """Load every record anew; returns how many."""
-        recs = store.list_records(self.name, include_vectors=True)
+    def reload(
+        self, store: StoreBackend, count: int, version: int, recs: list[Record] | None = None
+    ) -> int:
+        """Load every record anew (or take ``recs``, with vectors); returns how many."""
+        if recs is None:
+            recs = store.list_records(self.name, include_vectors=True)
         old = {r.id: r.text for r in self.records}
         new = {r.id: r.text for r in recs}
         for rid, text in old.items():
@@ -153,16 +151,15 @@ class CollectionView:
             if c.kind == "turn" and c.seq is not None:
                 self.by_pos[(c.session_id, c.seq)] = i
         self._resolve_summaries()
-        self.count, self.seq, self.stale = count, seq, False
+        self.count, self.version, self.stale = count, version, False
         self.gen += 1
         self.reloads += 1
         self.stamp = next(_STAMPS)
         self.touched = []
         self._turns = None
-        self.loaded_at = time.monotonic()
         return len(recs)
 
-    def apply(self, store: Store, ids: Sequence[str], count: int, seq: int) -> bool:
+    def apply(self, store: StoreBackend, ids: Sequence[str], count: int, version: int) -> bool:
         """Bring in the records ``ids`` that were written (added or replaced) since the
         last sync, without reloading the rest. False (nothing changed) when the result
         would not match the store's record count: something else changed too, and the
@@ -204,7 +201,7 @@ class CollectionView:
         if summaries:
             self._resolve_summaries()
         self._sync_shadow(n, replaced)
-        self.count, self.seq, self.stale = count, seq, False
+        self.count, self.version, self.stale = count, version, False
         self.gen += 1
         self.touched.extend(r.id for r in recs)
         if len(self.touched) > TOUCHED_MAX:  # derived structures rebuild from scratch
@@ -212,6 +209,37 @@ class CollectionView:
             self.stamp = next(_STAMPS)
         self._turns = None
         return True
+
+    def refresh(self, store: StoreBackend, version: int) -> int:
+        """Bring the view in step with a collection other processes write too (a shared
+        PostgreSQL store, where this daemon hears nothing of their writes): the records are
+        listed without vectors and compared by ``seq`` (which every put or patch renews,
+        a delete and re-put included); only the changed ones are fetched with their
+        vectors. Returns how many rows were (re)loaded."""
+        if self._mat is None:
+            return self.reload(store, store.count(self.name), version)
+        listed = store.list_records(self.name)
+        cached = {r.id: r for r in self.records}
+        changed = [r.id for r in listed if (c := cached.get(r.id)) is None or c.seq != r.seq]
+        added = sum(1 for i in changed if i not in cached)
+        if len(listed) - added == len(cached):  # nothing removed
+            if not changed:
+                self.count, self.version = len(listed), version
+                return 0
+            if self.apply(store, changed, len(listed), version):
+                return len(changed)
+            return self.reload(store, store.count(self.name), version)
+        # removals change the row layout: rebuilt, with the cached vectors of the records
+        # that did not change
+        fresh = {r.id: r for r in store.get_many(self.name, changed, include_vectors=True)}
+        redo = set(changed)
+        recs: list[Record] = []
+        for r in listed:
+            if r.id not in redo:
+                recs.append(cached[r.id])
+            elif r.id in fresh:  # else deleted since it was listed
+                recs.append(fresh[r.id])
+        return self.reload(store, len(recs), version, recs)
 
     def _grow(self, rows: int, dims: int) -> None:
         """A larger matrix; candidates are re-pointed at its rows (no stale views)."""

@@ -23,21 +23,24 @@
 
 **Caches.** One :class:`CollectionView` per collection name, in an LRU bounded by
 :data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
-collection is unchanged: the BM25 index, the matrix and the candidates persist. Changes:
+collection is unchanged: the BM25 index, the matrix and the candidates persist. A view
+remembers the store's *collection version* it was read at
+(``StoreBackend.collection_versions``, one call per request for every collection it
+reads; every put, patch or delete of a record changes it, in any process); an unchanged
+version costs nothing more. A changed one:
 
-* ``ingest`` announces the ids it wrote (:meth:`MemoryService.on_written`); the next
-  sync fetches just those records and appends them (matrix rows, BM25 postings,
-  candidates) when the store's record count agrees, else reloads the collection;
-* a changed record count without a notice (generic v1 writes, forget, deletes) reloads
-  the collection; the BM25 index is updated by diff (removed ids out, new or changed
-  ids in);
-* compaction and forget events mark the affected collections stale (compaction never
-  touches ``session_raw:``, so that is not reloaded);
-* authored ingest and delete notify (:meth:`AuthoredService.subscribe`), so a changed rule
-  is served from the next call on; as a safety net for writes that bypass the authored
-  service, authored collections (and dream and elevated ones, whose writers can replace
-  records without changing their count) are also reloaded when the store changed and
-  their view is older than :data:`AUTHORED_RECHECK_S`.
+* on the embedded SQLite store (this daemon is its only writer): ``ingest`` announces the
+  ids it wrote (:meth:`MemoryService.on_written`) and the sync fetches just those records
+  and appends them (matrix rows, BM25 postings, candidates) when the store's record count
+  agrees; any other change (v1 writes, forget, deletes, a same-count replacement) reloads
+  the collection, the BM25 index updated by diff (removed ids out, new or changed ids in);
+* on a shared PostgreSQL store (other daemons write, unheard): the records are listed
+  without vectors and compared by ``seq``; only changed records are fetched with their
+  vectors (:meth:`CollectionView.refresh`), so another daemon's ingest, patch, supersede
+  mark, delete and re-put or forget is served from the next request on;
+* compaction, forget and authored ingest/delete still mark the collections they touched
+  stale (the same effect as their version change; kept for views read while the event
+  arrives).
 
 Change notices are taken before the store is read, so a notice that arrives during a
 sync is kept for the next one. Not thread-safe otherwise: every call holds
@@ -83,6 +86,7 @@ from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
+from sidecar.memory.core.shared_locks import is_shared
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
@@ -95,12 +99,6 @@ MAX_COLLECTIONS = 512
 LEXICAL_K = 50
 SIDE_K = 20  # durable, global, authored variant, summaries, dream, elevated
 RECOVER_K = 100
-AUTHORED_RECHECK_S = 2.0  # see Retrieval._sync
-# Small collections whose writers can keep the record count unchanged without a notice
-# (authored nodes through v1 storage methods, a dream diary's entries replaced by a
-# promotion, guidance shards): reloaded when the store changed and the view is older than
-# AUTHORED_RECHECK_S.
-RECHECKED_PREFIXES = ("authored:", C.DREAM_PREFIX, "elevated:")
 EMBED_HEAD_START = 2  # event-loop iterations given to the query embedding (see assemble)
 BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 
@@ -239,8 +237,8 @@ class Retrieval:
             if coll is not None and not coll.stale and name not in names:
                 self.note_written([(name, list(ids))])
         store = self.memory.store.store
-        seq = store.max_seq()
-        now = time.monotonic()
+        shared = is_shared(store)
+        versions = store.collection_versions(names)  # one query for every collection
         out: dict[str, CollectionView] = {}
         loaded = 0  # rows (re)loaded, for the heap freeze
         for name in names:
@@ -249,22 +247,23 @@ class Retrieval:
                 coll = CollectionView(name)
                 self._colls[name] = coll
             self._colls.move_to_end(name)
-            count = store.count(name)
+            version = versions.get(name, 0)
             ids = written.get(name, {})
-            # authored rules: reloaded on an authored notice (stale) or a changed count;
-            # as a safety net for writes that bypass the authored service (generic v1
-            # storage methods), also when the store changed and the view is older than
-            # AUTHORED_RECHECK_S
-            recheck = (
-                name.startswith(RECHECKED_PREFIXES)
-                and seq != coll.seq
-                and now - coll.loaded_at >= AUTHORED_RECHECK_S
-            )
-            if coll.stale or recheck or (not ids and count != coll.count):
-                loaded += coll.reload(store, count, seq)
-            elif ids:
-                applied = coll.apply(store, list(ids), count, seq)
-                loaded += len(ids) if applied else coll.reload(store, count, seq)
+            if not coll.stale and version == coll.version:
+                # unchanged since it was read: a notice is of a write the view holds
+                pass
+            elif coll.version < 0:  # never loaded
+                loaded += coll.reload(store, store.count(name), version)
+            elif shared:  # other daemons write too, unheard: compared record by record
+                loaded += coll.refresh(store, version)
+            elif coll.stale:
+                loaded += coll.reload(store, store.count(name), version)
+            elif ids:  # this process wrote them (the only writer of a SQLite store)
+                count = store.count(name)
+                applied = coll.apply(store, list(ids), count, version)
+                loaded += len(ids) if applied else coll.reload(store, count, version)
+            else:
+                loaded += coll.reload(store, store.count(name), version)
             out[name] = coll
         self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:

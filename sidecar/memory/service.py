@@ -6,6 +6,10 @@ It holds what the ingest, compaction and forget code share across calls:
   counter, duplicate check); ``compaction_lock(sid)`` serializes compactions. They are
   separate, so a running (background) compaction never blocks ingest, and they exist only
   while held or awaited (:class:`KeyedLocks`), so idle sessions cost nothing;
+  ``namespace_lock(ns)`` serializes what rewrites a namespace's facts (``memory.update``,
+  ingest's change marks, forget). On a shared (PostgreSQL) store each of them is also
+  the store's lock of the same key, held across every daemon on the database
+  (:class:`SharedLocks`);
 * the auto-compaction :class:`TokenAccumulator` and the background tasks it starts;
 * the :class:`CompactionBarrier` (per-session compaction epoch) and the invalidation hook
   (:meth:`subscribe`) that assemblers and caches use;
@@ -47,8 +51,8 @@ from sidecar.memory.compaction.compactor import (
 from sidecar.memory.compaction.continuity import GUIDANCE_PROTOTYPES
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.callbacks import Listeners
-from sidecar.memory.core.keyed_locks import KeyedLocks
 from sidecar.memory.core.progress import Progress, no_progress
+from sidecar.memory.core.shared_locks import SharedLocks
 from sidecar.memory.ingest.gate import GatingConfig
 from sidecar.memory.ingest.sessions import IngestOutcome, MessageIn, ingest
 from sidecar.store.aio import AsyncStore
@@ -122,8 +126,9 @@ class MemoryService:
             memory_k=int(getattr(g, "memory_k", 5)),
             model=g.model,
         )
-        self._ingest_locks = KeyedLocks()
-        self._compaction_locks = KeyedLocks()
+        self._ingest_locks = SharedLocks("ingest", self._store)
+        self._compaction_locks = SharedLocks("compact", self._store)
+        self._namespace_locks = SharedLocks("ns", self._store)
         self._listeners: Listeners[InvalidationEvent] = Listeners("memory.listener_failed")
         self._write_listeners: Listeners[Written] = Listeners("memory.write_listener_failed")
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -163,6 +168,9 @@ class MemoryService:
     def store(self) -> AsyncStore:
         return self.store_service.store
 
+    def _store(self) -> AsyncStore:
+        return self.store_service.store
+
     async def embed(self, texts: Sequence[str], kind: str = "document") -> F32:
         """One batched embedding call; blank texts get a zero vector (cosine 0 to all)."""
         out = np.zeros((len(texts), self.store.store.embed_dims), dtype=np.float32)
@@ -186,9 +194,14 @@ class MemoryService:
         """Held while one compaction of the session runs (``async with``)."""
         return self._compaction_locks.hold(session_id)
 
+    def namespace_lock(self, namespace: str) -> AbstractAsyncContextManager[None]:
+        """Held while a namespace's facts are rewritten (``memory.update``, ingest's change
+        marks, forget); taken after any session lock."""
+        return self._namespace_locks.hold(namespace)
+
     def held_session_locks(self) -> int:
         """Session locks with a holder or a waiter (idle sessions keep none)."""
-        return len(self._ingest_locks) + len(self._compaction_locks)
+        return len(self._ingest_locks) + len(self._compaction_locks) + len(self._namespace_locks)
 
     # ---- epoch and invalidation --------------------------------------------------------
 

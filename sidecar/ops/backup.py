@@ -47,6 +47,15 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"libravdb {args.command}: {exc}", file=sys.stderr)
         return 1
+    if settings.store_url:
+        print(
+            f"libravdb {args.command}: the store is the PostgreSQL database "
+            f"{settings.store_display}, which `libravdb {args.command}` does not copy: use "
+            "the server's backup (pg_dump -Fc / pg_restore, docs/operations.md), or "
+            "`libravdb migrate` to a sqlite: directory",
+            file=sys.stderr,
+        )
+        return 1
     target = Path(args.path).expanduser().absolute()
     try:
         if args.command == "backup":

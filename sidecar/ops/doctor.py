@@ -24,9 +24,12 @@ EXIT_PROBLEM = 1
 
 def add_parser(sub: Any) -> None:
     doctor = sub.add_parser(
-        "doctor", help="check models, data directory, lock, socket, store and indexes"
+        "doctor", help="check models, data directory, lock, socket, store (SQLite or PostgreSQL)"
     )
     doctor.add_argument("--data-dir", metavar="DIR", help="data directory (default ~/.clawdb/data)")
+    doctor.add_argument(
+        "--store", metavar="URL", help="a postgresql:// store (default: store.url, if set)"
+    )
     doctor.add_argument("--config", metavar="FILE", help="TOML settings file")
     doctor.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     doctor.add_argument("--json", action="store_true", help="print JSON instead of lines")
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     out = sys.stdout if out is None else out
     try:
-        settings = load_settings({"data_dir": args.data_dir, "config_file": args.config})
+        flags = {"data_dir": args.data_dir, "config_file": args.config, "store.url": args.store}
+        settings = load_settings(flags)
     except ConfigError as exc:
         checks = [fail("config", str(exc), "fix the setting it names, then run doctor again")]
     else:
@@ -65,9 +69,29 @@ def run_checks(settings: Settings, endpoint: str | None) -> list[Check]:
         f" --config {q(settings.config_file)}" if settings.config_file else ""
     )
     models = check_models(settings)
+    if settings.store_url:
+        from sidecar.ops.doctor_pg import check_postgres
+
+        # A shared database: the SQLite file, lock and index checks do not apply; the data
+        # directory holds only this daemon's local state (the authored watcher's).
+        # (the fix commands read the URL from the same settings: never print it)
+        where = f" --config {q(settings.config_file)}" if settings.config_file else ""
+        return [
+            ok("config", settings.config_file or "defaults (no config file)"),
+            *models.checks,
+            ok("backend", f"postgresql: {settings.store_display}"),
+            check_data_dir(data_dir)
+            if data_dir.exists()
+            else ok("data dir", f"{data_dir} (not created yet; holds only this daemon's files)"),
+            check_socket(settings, endpoint, where),
+            *check_postgres(
+                settings.store_url, models.fingerprint, models.profile, f"libravdb reembed{where}"
+            ),
+        ]
     return [
         ok("config", settings.config_file or "defaults (no config file)"),
         *models.checks,
+        ok("backend", f"sqlite: {data_dir}"),
         check_data_dir(data_dir),
         check_lock(data_dir),
         check_socket(settings, endpoint, where),

@@ -88,6 +88,7 @@ async def run_daemon(settings: Settings) -> int:
             version=__version__,
             pid=app.pid,
             data_dir=str(settings.data_path),
+            store=settings.store_display,
             startup_ms=round(app.uptime_s() * 1000, 1),
         )
         await app.shutdown_requested.wait()

@@ -1,19 +1,24 @@
-"""Asyncio façade over :class:`Store` for the daemon.
+"""Asyncio façade over a store backend (:class:`sidecar.store.interface.StoreBackend`:
+the SQLite store or the PostgreSQL one) for the daemon.
 
-Writes are awaited on the writer thread's futures (no extra thread hop); reads and other
-blocking calls run in a small dedicated thread pool, never on the event loop.
+Writes are awaited on the backend's futures (SQLite: its writer thread, no extra hop;
+PostgreSQL: its small write pool); reads and other blocking calls run in a small dedicated
+thread pool, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from sidecar.store.store import Store
+from sidecar.store.backend import open_store
+from sidecar.store.interface import SessionLease, StoreBackend
 from sidecar.store.types import (
     CollectionInfo,
     Delete,
@@ -31,9 +36,9 @@ T = TypeVar("T")
 
 
 class AsyncStore:
-    """``await``-able store API. Owns the :class:`Store` it wraps (``aclose`` closes it)."""
+    """``await``-able store API. Owns the backend it wraps (``aclose`` closes it)."""
 
-    def __init__(self, store: Store, *, read_threads: int = 4) -> None:
+    def __init__(self, store: StoreBackend, *, read_threads: int = 4) -> None:
         self.store = store
         self._pool = ThreadPoolExecutor(
             max_workers=max(1, read_threads), thread_name_prefix="libravdb-store-read"
@@ -41,11 +46,12 @@ class AsyncStore:
 
     @classmethod
     async def open(
-        cls, data_dir: str | os.PathLike[str], *, read_threads: int = 4, **kwargs: Any
+        cls, location: str | os.PathLike[str], *, read_threads: int = 4, **kwargs: Any
     ) -> AsyncStore:
-        """``Store.open`` (same keyword arguments) in a worker thread."""
+        """:func:`sidecar.store.backend.open_store` (a data directory or a
+        ``postgresql://`` URL; ``Store.open``'s keyword arguments) in a worker thread."""
         loop = asyncio.get_running_loop()
-        store = await loop.run_in_executor(None, functools.partial(Store.open, data_dir, **kwargs))
+        store = await loop.run_in_executor(None, functools.partial(open_store, location, **kwargs))
         return cls(store, read_threads=read_threads)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -197,3 +203,45 @@ class AsyncStore:
         self, *, prefix: str | None = None, namespace: str | None = None
     ) -> list[CollectionInfo]:
         return self.store.collections(prefix=prefix, namespace=namespace)
+
+    async def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
+        return await self._run(self.store.collection_versions, list(names))
+
+    @contextlib.asynccontextmanager
+    async def session_lock(
+        self,
+        key: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - the lock's wait limit (server side)
+    ) -> AsyncIterator[None]:
+        """Hold the store's session lock ``key`` for the ``async with`` block.
+
+        Waiting happens in a thread of its own, not in the read pool (waiters would starve
+        the reads the holder needs) nor on the event loop. A cancelled waiter's lock, if it
+        is granted afterwards, is released at once."""
+        fut: Future[SessionLease] = Future()
+
+        def acquire() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return  # cancelled before the wait began
+            try:
+                lease = self.store.acquire_session_lock(key, timeout)
+            except BaseException as exc:
+                fut.set_exception(exc)
+                return
+            fut.set_result(lease)
+
+        threading.Thread(target=acquire, name="libravdb-session-lock", daemon=True).start()
+        try:
+            lease = await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            fut.add_done_callback(_release_if_granted)
+            raise
+        try:
+            yield
+        finally:
+            await self._run(lease.release)
+
+
+def _release_if_granted(fut: Future[SessionLease]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().release()

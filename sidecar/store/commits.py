@@ -25,22 +25,14 @@ log = structlog.get_logger(__name__)
 
 def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
     """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
-    for name, info in group.items():
-        old = store._collections.pop(name, None)
-        if old is not None:
-            store._by_cid.pop(old.cid, None)
-        if info is not None:
-            store._collections[name] = info
-            store._by_cid[info.cid] = info
-            store._counts.setdefault(info.cid, 0)
-            if info.has_vectors and info.cid not in store._indexes:
-                idx = store._new_index(info)
-                idx.loaded = True  # new and empty: nothing to load
-                store._indexes[info.cid] = idx
+    _apply_group(store, group)
     by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
     for tx in txs:
         for cid, delta in tx.counts.items():
             store._counts[cid] = store._counts.get(cid, 0) + delta
+        for cid in tx.touched:
+            if cid in store._by_cid:
+                store._versions[cid] = next(store._vclock)
         for eff in tx.effects:
             if eff.kind == "drop":
                 _apply_drop(store, eff.cid)
@@ -67,9 +59,27 @@ def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInf
             store._indexer.notify(cid)
 
 
+def _apply_group(store: Store, group: Mapping[str, CollectionInfo | None]) -> None:
+    """Collections created or dropped by the committed jobs."""
+    for name, info in group.items():
+        old = store._collections.pop(name, None)
+        if old is not None:
+            store._by_cid.pop(old.cid, None)
+        if info is not None:
+            store._collections[name] = info
+            store._by_cid[info.cid] = info
+            store._counts.setdefault(info.cid, 0)
+            if info.has_vectors and info.cid not in store._indexes:
+                idx = store._new_index(info)
+                idx.loaded = True  # new and empty: nothing to load
+                store._indexes[info.cid] = idx
+            store._versions[info.cid] = next(store._vclock)
+
+
 def _apply_drop(store: Store, cid: int) -> None:
     idx = store._indexes.pop(cid, None)
     store._counts.pop(cid, None)
+    store._versions.pop(cid, None)
     if idx is not None:
         idx.dropped = True
         idx.drop_files(store.index_dir)

@@ -158,6 +158,21 @@ class StoreLocked(StoreError):
         )
 
 
+class SessionLocked(StoreLocked):
+    """A session lock (``Store.session_lock``) stayed taken for the whole timeout."""
+
+    code = "store_locked"
+
+    def __init__(self, key: str, timeout: float | None, where: str) -> None:
+        StoreError.__init__(
+            self,
+            f"session lock {key!r} on {where} is held by another worker or daemon "
+            f"(waited {timeout or 0:g} s); try again when it finishes",
+            key=key,
+            timeout=timeout,
+        )
+
+
 class CorruptStore(StoreError):
     """SQLite says the database file is not a database or is damaged."""
 

@@ -7,13 +7,15 @@ import contextlib
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
 
 from sidecar.store.errors import StoreClosed, StoreError
+from sidecar.store.files import DB_NAME
 from sidecar.store.index import VectorIndex
-from sidecar.store.types import IndexStatus
+from sidecar.store.types import IndexStatus, StorageBytes
 from sidecar.store.writer import Tx
 
 if TYPE_CHECKING:
@@ -105,6 +107,24 @@ def index_status(store: Store) -> list[IndexStatus]:
             )
         )
     return out
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def storage_bytes(store: Store) -> StorageBytes:
+    """The database file, its WAL and shared memory, the saved graphs."""
+    db = store.db_path
+    indexes = 0
+    with contextlib.suppress(OSError):
+        if store.index_dir.is_dir():
+            indexes = sum(_size(p) for p in store.index_dir.iterdir() if p.is_file())
+    wal = _size(db.with_name(DB_NAME + "-wal")) + _size(db.with_name(DB_NAME + "-shm"))
+    return StorageBytes(_size(db), wal, indexes)
 
 
 def wait_indexed(store: Store, timeout: float = 60.0) -> bool:

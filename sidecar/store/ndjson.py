@@ -32,7 +32,7 @@ from sidecar.store.errors import InvalidInput
 from sidecar.store.types import ExportStats, ImportStats, Put
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.interface import StoreBackend
 
 log = structlog.get_logger(__name__)
 
@@ -69,7 +69,7 @@ def _line(obj: dict[str, Any]) -> str:
 
 
 def export_ndjson(
-    store: Store,
+    store: StoreBackend,
     out: TextIO,
     *,
     collections: Iterable[str] | None = None,
@@ -140,7 +140,7 @@ def export_ndjson(
 
 
 def import_ndjson(
-    store: Store,
+    store: StoreBackend,
     src: Iterable[str],
     *,
     embed: EmbedFn | None = None,
@@ -169,7 +169,7 @@ class _Importer:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreBackend,
         *,
         embed: EmbedFn | None,
         progress: Progress | None,

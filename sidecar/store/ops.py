@@ -122,6 +122,7 @@ def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
     ).fetchall()[0]
     if version == 1:
         tx.count(info.cid, 1)
+    tx.touch(info.cid)
     if vec is not None and vseq == seq:
         tx.effects.append(Effect("put", info.cid, rid, op.id, vec, seq))
     return OpResult(version, True, version == 1)
@@ -160,6 +161,7 @@ def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
             rid,
         ),
     )
+    tx.touch(info.cid)
     return OpResult(new_version, True)
 
 
@@ -175,6 +177,7 @@ def _op_delete(store: Store, tx: Tx, op: Delete) -> OpResult:
     tx.conn.execute("DELETE FROM records WHERE rid = ?", (row[0],))
     tx.next_seq()
     tx.count(info.cid, -1)
+    tx.touch(info.cid)
     if info.has_vectors:
         tx.effects.append(Effect("del", info.cid, row[0]))
     return OpResult(0, True)

@@ -145,6 +145,24 @@ def _embed_rows(embed: EmbedFn, texts: list[str], dims: int | None) -> npt.NDArr
     return vecs
 
 
+def new_vectors(
+    embed: EmbedFn, texts: list[str], dims: int, new_dims: int
+) -> tuple[npt.NDArray[np.float32], int]:
+    """New vectors for ``texts`` (embedded, cut to the tier, zero where there is no text)
+    and how many texts were blank. Shared with the PostgreSQL re-embed."""
+    out = np.zeros((len(texts), dims), dtype=np.float32)
+    rows = [i for i, t in enumerate(texts) if t.strip()]
+    if rows:
+        out[rows] = _embed_rows(embed, [texts[i] for i in rows], dims)
+    if new_dims < dims:
+        return N.normalize_rows(np.ascontiguousarray(out[:, :new_dims])), len(texts) - len(rows)
+    return out, len(texts) - len(rows)
+
+
+def embed_rows(embed: EmbedFn, texts: list[str], dims: int | None) -> npt.NDArray[np.float32]:
+    return _embed_rows(embed, texts, dims)
+
+
 def _remove_indexes(index_dir: Path) -> None:
     """The saved graphs hold the old vectors; the daemon rebuilds them at start."""
     try:
@@ -252,15 +270,9 @@ class _Job:
                 self.progress(done, total)
 
     def _vectors(self, texts: list[str], new_dims: int) -> npt.NDArray[np.float32]:
-        """New vectors for ``texts``: embedded, cut to the tier, zero where there is no text."""
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        rows = [i for i, t in enumerate(texts) if t.strip()]
-        self.blank += len(texts) - len(rows)
-        if rows:
-            out[rows] = _embed_rows(self.embed, [texts[i] for i in rows], self.dims)
-        if new_dims < self.dims:
-            return N.normalize_rows(np.ascontiguousarray(out[:, :new_dims]))
-        return out
+        vecs, blank = new_vectors(self.embed, texts, self.dims, new_dims)
+        self.blank += blank
+        return vecs
 
     def _swap(self, colls: list[tuple[int, str]]) -> None:
         """One transaction: staged vectors into the records, the new model into meta."""

@@ -76,7 +76,8 @@ def where_sql(
     for key, val in (where or {}).items():
         if not isinstance(key, str) or not key:
             raise InvalidInput("metadata filter keys must be non-empty strings")
-        if '"' in key or "\\" in key:
+        if '"' in key or "\\" in key or any(ord(ch) < 0x20 for ch in key):
+            # a JSON path cannot spell these (a NUL even makes it an error): check in Python
             post.append((key, val))
             continue
         path = '$."' + key + '"'
@@ -95,6 +96,11 @@ def where_sql(
                 "json_type(metadata, ?) IN ('integer', 'real') AND json_extract(metadata, ?) = ?"
             )
             params += [path, path, val]
+        elif isinstance(val, str) and "\x00" in val:
+            # json_extract() stops a text at its first NUL: compare in Python
+            clauses.append("json_type(metadata, ?) = 'text'")
+            params.append(path)
+            post.append((key, val))
         elif isinstance(val, str):
             clauses.append("json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) = ?")
             params += [path, path, val]

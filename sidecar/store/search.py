@@ -34,6 +34,12 @@ log = structlog.get_logger(__name__)
 
 
 def _query_vector(store: Store, info: CollectionInfo, vector: Any) -> F32:
+    return query_unit(info, vector)
+
+
+def query_unit(info: CollectionInfo, vector: Any) -> F32:
+    """The query as a unit vector of the collection's dimension (a longer query gives its
+    re-normalized prefix; a zero or tiny query gives zeros). Shared by both backends."""
     if type(vector) is np.ndarray and vector.dtype == np.float32:
         arr: F32 = vector
     else:

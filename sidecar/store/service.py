@@ -6,14 +6,16 @@ Install it in ``sidecar/services.py``::
     app.provide(EngineHub, hub)
     app.provide(StoreService, StoreService(app.settings, hub=hub))
 
-Start-up opens the store in ``settings.data_path`` with the embedder's dimension and
-fingerprint: a second daemon on the same directory, a fingerprint mismatch or an unusable
-disk make start-up fail with one clear line (``StartupError``).
+Start-up opens the store with the embedder's dimension and fingerprint: the embedded
+SQLite store in ``settings.data_path``, or the PostgreSQL database of ``store.url``
+(``--store``, ``LIBRAVDB_STORE_URL``), which several daemons may share. A second daemon on
+the same directory, a fingerprint mismatch, an unusable disk, an unreachable server or a
+database without the ``vector`` extension make start-up fail with one clear line
+(``StartupError``); a URL's password never appears in it or in a log line.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +25,10 @@ import structlog
 
 from protocol.core import ComponentState
 from sidecar.errors import StartupError
+from sidecar.logging_setup import redact_in_logs
 from sidecar.store.aio import AsyncStore
 from sidecar.store.errors import StoreError
+from sidecar.store.interface import StoreBackend
 
 if TYPE_CHECKING:
     from sidecar.config import Settings
@@ -93,9 +97,14 @@ class StoreService:
             # the cause, not its consequence: the model that could not load and why
             self._error = no_embedder or "embedding dimension unknown (no embedder)"
             raise StoreStartError(f"cannot open the store: {self._error}")
+        location = self.settings.store_location
+        extra: dict[str, Any] = {}
+        if self.settings.store_url:
+            redact_in_logs(*_secrets(self.settings.store_url))
+            extra["pool_size"] = self.settings.store.pool_size
         try:
             self._store = await AsyncStore.open(
-                self.settings.data_path,
+                location,
                 embed_dims=dims,
                 fingerprint=fingerprint or "",
                 model=model,
@@ -104,10 +113,34 @@ class StoreService:
                 settings=self.settings.store,
                 index_threads=self._index_threads,
                 **self._store_kwargs,
+                **extra,
             )
         except StoreError as exc:
-            self._error = exc.message
-            raise StoreStartError(exc.message) from exc
+            self._error = self._masked(exc.message)
+            raise StoreStartError(self._error) from exc
+        except Exception as exc:  # a driver's own error that the store did not map
+            if not self.settings.store_url:
+                raise
+            detail = self._masked(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+            self._error = f"cannot open the store at {self.settings.store_display}: {detail}"
+            raise StoreStartError(self._error) from None
+
+    def _masked(self, text: str) -> str:
+        """``text`` without the URL's password (however the URL was quoted in it), on one
+        line (a driver's message may span several, or quote them as ``\\n``)."""
+        url = self.settings.store_url
+        if not url:
+            return text
+        text = " ".join(text.replace("\\n", " ").replace("\\t", " ").split())
+        text = text.replace(url, self.settings.store_display)
+        for secret in _secrets(url):
+            text = text.replace(secret, "***")
+        return text
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql`` (what the settings name, open or not)."""
+        return "postgresql" if self.settings.store_url else "sqlite"
 
     async def close(self) -> None:
         store, self._store = self._store, None
@@ -143,7 +176,9 @@ class StoreService:
             return {
                 "store": ComponentState(
                     state="ready",
-                    profile="sqlite+hnsw",
+                    profile="postgresql+pgvector"
+                    if self.backend == "postgresql"
+                    else "sqlite+hnsw",
                     fingerprint=s.fingerprint,
                     dims=s.embed_dims,
                 )
@@ -156,14 +191,33 @@ class StoreService:
         """Status counts (raw collection-name prefixes) plus the total."""
         if self._store is None:
             return {}
-        s = self._store.store
-        await asyncio.sleep(0)
-        return {
-            "turns": s.count_prefix("turns:"),
-            "memories": s.count_prefix("user:"),
-            "lifecycleHints": s.count_prefix("_internal:lifecycle_journal"),
-            "records": s.total_records(),
-            "collections": len(s.collections()),
-            # damaged records skipped since start (each logged once as store.bad_record)
-            "badRecords": len(s.bad_records),
-        }
+        # in the read pool: on a PostgreSQL store each count is a round trip to the server
+        return await self._store.call(_counts, self._store.store)
+
+
+def _counts(s: StoreBackend) -> dict[str, int]:
+    return {
+        "turns": s.count_prefix("turns:"),
+        "memories": s.count_prefix("user:"),
+        "lifecycleHints": s.count_prefix("_internal:lifecycle_journal"),
+        "records": s.total_records(),
+        "collections": len(s.collections()),
+        # damaged records skipped since start (each logged once as store.bad_record)
+        "badRecords": len(s.bad_records),
+    }
+
+
+def _secrets(url: str) -> list[str]:
+    """The password a PostgreSQL URL carries, as written and percent-decoded (none: [])."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query)
+    except ValueError:
+        return []
+    userinfo = parts.netloc.rpartition("@")[0]
+    found = [userinfo.partition(":")[2]] if ":" in userinfo else []
+    found += [v for k, v in query if k.lower() in ("password", "sslpassword")]
+    found += [unquote(v) for v in found]
+    return sorted({v for v in found if v}, key=len, reverse=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import sqlite3
 import threading
@@ -48,11 +49,13 @@ from sidecar.store.files import INDEX_DIR as INDEX_DIR
 from sidecar.store.files import PROFILE_FILE as PROFILE_FILE
 from sidecar.store.files import now_ms, warn_if_shared
 from sidecar.store.index import AnnParams, Row, VectorIndex
+from sidecar.store.interface import SessionLease
 from sidecar.store.lock import DirLock
 from sidecar.store.rows import (
     lenient_text,
 )
 from sidecar.store.schema import SCHEMA_VERSION
+from sidecar.store.session_locks import LocalLocks
 from sidecar.store.types import (
     CollectionInfo,
     Delete,
@@ -66,6 +69,7 @@ from sidecar.store.types import (
     Patch,
     Put,
     Record,
+    StorageBytes,
     TimeRange,
 )
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
@@ -78,7 +82,11 @@ Progress = Callable[[int, int | None], None]
 
 
 class Store:
-    """SQLite-backed record store with vector search. Create with :meth:`open`."""
+    """SQLite-backed record store with vector search. Create with :meth:`open`.
+
+    Implements :class:`sidecar.store.interface.StoreBackend`."""
+
+    backend = "sqlite"
 
     _wconn: sqlite3.Connection  # the writer thread's connection (store/opening.py opens it)
 
@@ -198,6 +206,11 @@ class Store:
         # (collection, id) -> why: records found damaged on read (skipped, reported once)
         self.bad_records: dict[tuple[str, str], str] = {}
         self._counts: dict[int, int] = {}
+        # cid -> collection version (collection_versions): one process owns the directory,
+        # so a clock in memory is enough; it starts past every version handed out before
+        self._versions: dict[int, int] = {}
+        self._vclock = itertools.count(1)
+        self._session_locks = LocalLocks(str(self.data_dir))
         self._indexes: dict[int, VectorIndex] = {}
         self._seq = 0
         self._applied_seq = 0
@@ -229,6 +242,8 @@ class Store:
             except sqlite3.Error as exc:  # a damaged file shows up on any read
                 raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
             self.open_report: dict[str, int] = report
+            self._vclock = itertools.count(self._seq + 1)
+            self._versions = {cid: self._seq for cid in self._by_cid}
         except BaseException:
             self._close_conns()
             self._lock.release()
@@ -254,6 +269,10 @@ class Store:
             seconds=round(time.monotonic() - started, 3),
             **report,
         )
+
+    @property
+    def location(self) -> str:
+        return str(self.data_dir)
 
     @property
     def db_path(self) -> Path:
@@ -422,6 +441,15 @@ class Store:
         if namespace is not None:
             out = [c for c in out if N.in_namespace(c.name, namespace)]
         return sorted(out, key=lambda c: c.name)
+
+    def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
+        """Per name, a number that changes with every put/patch/delete of one of its
+        records and with its creation or drop (0 for a missing collection)."""
+        out: dict[str, int] = {}
+        for name in names:
+            info = self._collections.get(name)
+            out[name] = 0 if info is None else self._versions.get(info.cid, 0)
+        return out
 
     def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
         return _commits._ensure_in_tx(self, tx, name)
@@ -733,8 +761,26 @@ class Store:
 
         return import_ndjson(self, src, embed=embed, progress=progress, batch=batch, skip=skip)
 
+    def storage_bytes(self) -> StorageBytes:
+        return _maintenance.storage_bytes(self)
+
+    # ---- session locks (one process owns the directory: in-process locks suffice) -------
+
+    def session_lock(
+        self, key: str, timeout: float | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock ``key`` for the ``with`` block (SessionLocked after ``timeout``)."""
+        return self._session_locks.hold(key, timeout)
+
+    def acquire_session_lock(self, key: str, timeout: float | None = None) -> SessionLease:
+        return self._session_locks.acquire(key, timeout)
+
+    def try_session_lock(self, key: str) -> SessionLease | None:
+        return self._session_locks.try_acquire(key)
+
     def stats(self) -> dict[str, Any]:
         return {
+            "backend": self.backend,
             "collections": len(self._collections),
             "records": self.total_records(),
             "seq": self._applied_seq,

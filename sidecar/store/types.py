@@ -157,4 +157,15 @@ class IndexStatus:
     deleted_fraction: float
 
 
+@dataclass(frozen=True, slots=True)
+class StorageBytes:
+    """Space a store takes, in bytes: ``database`` (SQLite file; PostgreSQL tables),
+    ``log`` (SQLite WAL and shared memory; 0 for PostgreSQL, whose WAL is the server's)
+    and ``indexes`` (saved HNSW graphs; PostgreSQL indexes)."""
+
+    database: int = 0
+    log: int = 0
+    indexes: int = 0
+
+
 Names = Sequence[str]

@@ -90,6 +90,11 @@ class Tx:
     effects: list[Effect] = field(default_factory=list)
     counts: dict[int, int] = field(default_factory=dict)
     undo: list[tuple[str, object]] = field(default_factory=list)
+    touched: set[int] = field(default_factory=set)  # cids whose records changed
+
+    def touch(self, cid: int) -> None:
+        """A record of collection ``cid`` was put, patched or deleted (its version moves)."""
+        self.touched.add(cid)
 
     def next_seq(self) -> int:
         return self.store._alloc_seq()

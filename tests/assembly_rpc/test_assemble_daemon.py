@@ -8,7 +8,7 @@ import pytest
 
 from protocol.codes import ErrorCode
 from sidecar.memory.core.tokens import estimate_tokens
-from tests.support import DaemonProcess, RawConnection, start_daemon
+from tests.support import DaemonProcess, RawConnection, StoreTarget, start_daemon, using_store
 
 NS = "alice"
 DAY = 86_400_000
@@ -59,9 +59,10 @@ def _ingest_all(conn: RawConnection) -> None:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def daemon(tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget) -> Any:
     tmp = tmp_path_factory.mktemp("assemble")
-    d = start_daemon(tmp, "--socket", str(tmp / "d.sock"))
+    with using_store(module_store_target):
+        d = start_daemon(tmp, "--socket", str(tmp / "d.sock"))
     try:
         yield d
     finally:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from sidecar.assembly.render import (
     compact_entry,
     entry_date,
@@ -35,6 +37,7 @@ def _item(
     )
 
 
+@pytest.mark.sqlite_only("no store: rendering alone")
 def test_recalled_entries_are_grouped_by_day() -> None:
     assert entry_date(MAY_8_2023) == "2023-05-08"
     assert entry_date(None) == "" and entry_date(0) == ""

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import RawConnection, running_daemon
+from tests.support import RawConnection, StoreTarget, running_daemon, using_store
 
 NOTES = "# Project memory\n\nThe staging database lives at db-staging.internal on port 5433.\n"
 TURNS = [
@@ -25,9 +25,12 @@ TURNS = [
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
+def conn(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[RawConnection]:
     tmp = tmp_path_factory.mktemp("floor")
     with (
+        using_store(module_store_target),
         running_daemon(tmp, "--tcp", "127.0.0.1:0") as daemon,
         RawConnection(daemon.endpoint) as connection,
     ):

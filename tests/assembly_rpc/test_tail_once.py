@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import RawConnection, running_daemon
+from tests.support import RawConnection, StoreTarget, running_daemon, using_store
 
 TURNS = [
     ("user", "I am planning a trip to Kyoto in April with my sister Ana."),
@@ -31,9 +31,12 @@ PROMPT = "Which day trip did we plan, and what must we avoid because of Ana?"
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawConnection]:
+def conn(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[RawConnection]:
     tmp = tmp_path_factory.mktemp("tail-once")
     with (
+        using_store(module_store_target),
         running_daemon(tmp, "--tcp", "127.0.0.1:0") as daemon,
         RawConnection(daemon.endpoint) as connection,
     ):

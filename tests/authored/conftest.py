@@ -1,4 +1,7 @@
-"""In-process dispatcher fixture (JSON in, JSON out) with a deterministic hash embedder."""
+"""In-process dispatcher fixture (JSON in, JSON out) with a deterministic hash embedder.
+
+Every test here runs on both store backends (``store_target``, tests/conftest.py):
+``make_rpc`` and ``start_daemon`` open the current one."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_memory
 from sidecar.store.service import StoreService
-from tests.support import hashed_bag_of_words
+from tests.support import StoreTarget, current_store, hashed_bag_of_words
 
 DIMS = 16
 Call = Callable[..., Awaitable[Any]]
@@ -66,7 +69,8 @@ class Rpc:
 
 
 async def make_rpc(tmp_path: Path, **flags: Any) -> tuple[Rpc, App]:
-    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
+    store = current_store().flags(tmp_path / "data")
+    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **store, **flags}, env={})
     app = App(settings)
     spy = EmbedSpy()
     store_svc = StoreService(settings, embed=spy, embed_dims=DIMS, fingerprint="hash-embed")
@@ -74,6 +78,11 @@ async def make_rpc(tmp_path: Path, **flags: Any) -> tuple[Rpc, App]:
     install_memory(app, store_svc)
     await app.start()
     return Rpc(app, spy), app
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(store_target: StoreTarget) -> StoreTarget:
+    return store_target
 
 
 @pytest.fixture

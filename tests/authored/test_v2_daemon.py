@@ -9,8 +9,7 @@ from typing import Any
 
 from protocol.codes import ErrorCode
 from sidecar.memory.core.layout import content_tombstone_id, tombstone_key
-from sidecar.store import Store
-from tests.support import RawConnection, start_daemon
+from tests.support import RawConnection, open_test_store, start_daemon
 
 DIARY = """# Dream diary
 
@@ -153,8 +152,7 @@ def test_v2_methods_and_watcher(tmp_path: Path) -> None:
 
 
 def test_forget_tombstones_block_resurrection(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    store = Store.open(data, embed_dims=384, fingerprint="")
+    store = open_test_store(tmp_path / "data", embed_dims=384, fingerprint="")
     try:
         green_tea = content_tombstone_id("the user prefers green tea in the morning")
         store.add_tombstones("u1", [tombstone_key("dream:u1", green_tea)], "forget")

@@ -48,6 +48,7 @@ async def _docs(rpc: Rpc) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.sqlite_only("no store: the watcher's file handling alone")
 def test_globs_and_roots() -> None:
     assert glob_match(["**/*.md"], "a.md") and glob_match(["**/*.md"], "x/y/a.md")
     assert glob_match(["notes/**"], "notes/a/b.md") and not glob_match(["notes/**"], "other/a.md")
@@ -161,6 +162,7 @@ async def test_debounce(env: tuple[Rpc, Path]) -> None:
     assert w.stats.ingested == 1
 
 
+@pytest.mark.sqlite_only("no store: the watcher's file handling alone")
 def test_a_file_swapped_for_an_outside_symlink_after_the_walk_is_not_read(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()

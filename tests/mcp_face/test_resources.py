@@ -15,6 +15,8 @@ from mcp.types import TextResourceContents
 
 from tests.mcp_face.conftest import McpClient
 
+pytestmark = pytest.mark.sqlite_only("the MCP face over RPCs tested on both backends")
+
 DOC = "/notes/team handbook.md"
 HANDBOOK = """---
 title: Team handbook

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from libravdb_client import Client as DaemonClient
 from libravdb_client.testing import DaemonProcess
 
 from tests.mcp_face.conftest import NAMESPACE, McpClient, structured, text_of
+
+pytestmark = pytest.mark.sqlite_only("the MCP face over RPCs tested on both backends")
 
 TOOLS = {"search_memory", "remember", "recall_context", "forget", "list_sessions"}
 FACT = "My sister Ingrid lives in Trondheim and works as a marine biologist."

@@ -20,6 +20,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.mcp_face.conftest import REPO, mcp_argv, structured, text_of
 
+pytestmark = pytest.mark.sqlite_only(
+    "the MCP face's transports and daemon discovery, not the store"
+)
+
 
 def _run_mcp(
     args: list[str], env: dict[str, str], stdin: str = ""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from sidecar.memory.core.temporal import mentioned_windows, plan_temporal
 from tests.memory_rpc.conftest import make_harness
 
@@ -40,6 +42,7 @@ def test_mention_affinity() -> None:
     assert plan.mention_affinity([["bad"]]) == 0.0
 
 
+@pytest.mark.usefixtures("store_target")  # both store backends
 async def test_ingest_stores_mentions_and_assemble_uses_them(tmp_path: Path) -> None:
     h, close = await make_harness(tmp_path, **{"compaction.auto": False})
     try:

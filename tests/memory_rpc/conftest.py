@@ -1,5 +1,8 @@
 """In-process daemon for the memory RPC tests: the real dispatcher, store and memory
-service, with a deterministic hash embedder (shared words => similar vectors)."""
+service, with a deterministic hash embedder (shared words => similar vectors).
+
+Every test here runs on both store backends (``store_target``, tests/conftest.py):
+``make_harness`` and ``start_daemon`` open the current one."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_memory
 from sidecar.store.service import StoreService
-from tests.support import hash_embedder
+from tests.support import StoreTarget, current_store, hash_embedder
 
 DIMS = 32
 Call = Callable[..., Awaitable[Any]]
@@ -52,7 +55,8 @@ async def make_harness(
     embed: Callable[[Sequence[str], str], Awaitable[np.ndarray[Any, Any]]] = hash_embed,
     **flags: Any,
 ) -> tuple[Harness, Callable[[], Any]]:
-    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **flags}, env={})
+    store = current_store().flags(tmp_path / "data")
+    settings = load_settings(flags={"data_dir": str(tmp_path / "data"), **store, **flags}, env={})
     app = App(settings)
     store_svc = StoreService(settings, embed=embed, embed_dims=DIMS, fingerprint="hash")
     app.provide(StoreService, store_svc)
@@ -79,6 +83,11 @@ async def make_harness(
         return reply["result"]
 
     return Harness(app, call, memory), app.close
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(store_target: StoreTarget) -> StoreTarget:
+    return store_target
 
 
 @pytest.fixture

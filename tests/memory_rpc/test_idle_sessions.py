@@ -6,13 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sidecar.config import load_settings
 from sidecar.memory.compaction.autocompact import IdleSessions
 from sidecar.memory.compaction.compactor import CompactionOptions
 from sidecar.memory.ingest.sessions import messages_from_wire
 from sidecar.memory.service import MemoryService
 from sidecar.store.service import StoreService
-from tests.support import hash_embedder
+from tests.support import current_store, hash_embedder
 
 DIMS = 32
 
@@ -25,6 +27,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.sqlite_only("no store: the sweep's bookkeeping alone")
 def test_idle_sessions_are_swept_in_activity_order() -> None:
     clock = Clock()
     idle = IdleSessions(100.0, clock)
@@ -42,6 +45,7 @@ def test_idle_sessions_are_swept_in_activity_order() -> None:
     assert len(idle) == 1
 
 
+@pytest.mark.sqlite_only("no store: the sweep's bookkeeping alone")
 def test_zero_keeps_everything() -> None:
     clock = Clock()
     idle = IdleSessions(0.0, clock)
@@ -59,7 +63,12 @@ def _msgs(sid: str, n: int) -> list[dict[str, Any]]:
 
 async def test_an_idle_session_loses_its_bookkeeping_not_its_memory(tmp_path: Path) -> None:
     settings = load_settings(
-        flags={"data_dir": str(tmp_path / "data"), "compaction.idle_forget_s": 600}, env={}
+        flags={
+            "data_dir": str(tmp_path / "data"),
+            "compaction.idle_forget_s": 600,
+            **current_store().flags(tmp_path / "data"),
+        },
+        env={},
     )
     store = StoreService(settings, embed=hash_embedder(DIMS), embed_dims=DIMS, fingerprint="h")
     clock = Clock()
@@ -92,7 +101,12 @@ async def test_a_session_only_compacted_is_dropped_too(tmp_path: Path) -> None:
     # Regression: only ingest marked a session active, so a session compacted after a
     # restart (its turns ingested by an earlier process) kept its epoch forever.
     settings = load_settings(
-        flags={"data_dir": str(tmp_path / "data"), "compaction.idle_forget_s": 600}, env={}
+        flags={
+            "data_dir": str(tmp_path / "data"),
+            "compaction.idle_forget_s": 600,
+            **current_store().flags(tmp_path / "data"),
+        },
+        env={},
     )
     store = StoreService(settings, embed=hash_embedder(DIMS), embed_dims=DIMS, fingerprint="h")
     await store.start()

@@ -23,6 +23,7 @@ from sidecar.memory.core import layout as C
 from sidecar.memory.ingest.sessions import MessageIn
 from sidecar.memory.service import MemoryService
 from sidecar.services import install_services
+from tests.support import current_store
 
 WORDS = [
     "garden",
@@ -59,6 +60,7 @@ async def _run(steps: list[Any], root: Path) -> None:
     cfg = load_settings(
         flags={
             "data_dir": str(root / "data"),
+            **current_store().flags(root / "data"),
             "summarizer.backend": "extractive",
             "compaction.auto": False,
             "compaction.max_active_summaries": 2,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from libravdb_client import Client, NotFound, ProgressParams
 
-from tests.support import DaemonProcess, running_daemon
+from tests.support import DaemonProcess, StoreTarget, running_daemon, using_store
 
 TOPICS = [
     "my garden tomatoes",
@@ -39,9 +39,11 @@ def _turns(n: int, prefix: str) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[DaemonProcess]:
     tmp = tmp_path_factory.mktemp("progress")
-    with running_daemon(tmp, "--tcp", "127.0.0.1:0") as d:
+    with using_store(module_store_target), running_daemon(tmp, "--tcp", "127.0.0.1:0") as d:
         yield d
 
 

@@ -23,6 +23,7 @@ from sidecar.memory.compaction.compactor import CompactionOptions
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_services
+from tests.support import current_store
 
 TINY_T5 = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_t5"
 
@@ -32,6 +33,7 @@ async def app(tmp_path: Path) -> AsyncIterator[App]:
     settings = load_settings(
         flags={
             "data_dir": str(tmp_path / "data"),
+            **current_store().flags(tmp_path / "data"),
             "summarizer.model": str(TINY_T5),
             "summarizer.backend": "onnx-local",
             "compaction.auto": False,

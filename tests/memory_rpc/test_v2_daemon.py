@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from protocol.codes import ErrorCode
-from tests.support import DaemonProcess, RawConnection, start_daemon
+from tests.support import DaemonProcess, RawConnection, StoreTarget, start_daemon, using_store
 
 TOPICS = [
     "We planted tomatoes and basil in the raised bed near the fence.",
@@ -21,12 +21,15 @@ TOPICS = [
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[DaemonProcess]:
     tmp = tmp_path_factory.mktemp("memd")
     config = tmp / "libravdb.toml"
     # Few active summaries, so that compaction condenses a level up within these tests.
     config.write_text("[compaction]\nauto = false\nmax_active_summaries = 3\n")
-    d = start_daemon(tmp, "--tcp", "127.0.0.1:0", extra_args=("--config", str(config)))
+    with using_store(module_store_target):
+        d = start_daemon(tmp, "--tcp", "127.0.0.1:0", extra_args=("--config", str(config)))
     yield d
     d.stop()
 

@@ -24,6 +24,8 @@ from sidecar.ops.backup_format import MANIFEST_NAME
 from sidecar.store.schema import SCHEMA_VERSION
 from tests.test_console import run
 
+pytestmark = pytest.mark.sqlite_only("SQLite's online backup of the data directory")
+
 NS = "ana"
 SID = "s1"
 T0 = 1_700_000_000_000

@@ -20,6 +20,10 @@ import pytest
 from sidecar.ops.doctor_files import LOW_FREE_BYTES, LOW_FREE_FRACTION
 from tests.support import REPO, RawConnection, daemon_env, start_daemon
 
+pytestmark = pytest.mark.sqlite_only(
+    "doctor's SQLite file, lock and index checks (PostgreSQL's: tests/multi_daemon)"
+)
+
 # Small collections get a saved HNSW graph too, so the index checks have files to read.
 CONFIG = "[store]\nexact_threshold = 8\ncheckpoint_idle_s = 0.2\n"
 RECORDS = 30
@@ -100,6 +104,7 @@ def test_healthy_installation_with_a_running_daemon(site: Path) -> None:
         "config",
         "embedder",
         "summarizer",
+        "backend",
         "data dir",
         "lock",
         "socket",

@@ -16,7 +16,10 @@ from libravdb_client import Client
 from libravdb_client.testing import DaemonProcess
 
 from sidecar.ops.stats_report import BAR_WIDTH, bar, chart_rows
+from tests.support import StoreTarget
 from tests.test_console import run
+
+pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
 
 JAN = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 MAR = 1_709_251_200_000  # 2024-03-01
@@ -41,7 +44,9 @@ DOC = "---\ncore: true\n---\n# House rules\n\n- Always answer in British English
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, module_store_target: StoreTarget
+) -> Iterator[DaemonProcess]:
     base = tmp_path_factory.mktemp("stats")
     (base / "config.toml").write_text("[compaction]\nauto = false\n")
     with DaemonProcess.start(
@@ -49,6 +54,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
         data_dir=base / "data",
         home=base / "home",
         env={"LIBRAVDB_CONFIG": str(base / "config.toml")},
+        args=module_store_target.args(base / "data"),
         ready_timeout=60,
     ) as running:
         with Client(running.endpoint, timeout=120) as c:
@@ -166,6 +172,7 @@ def test_an_unknown_namespace_and_no_daemon_fail_with_one_line(
     assert done.returncode == 2 and "Is the daemon running?" in done.stderr
 
 
+@pytest.mark.sqlite_only("no store: the chart alone")
 def test_bars_scale_to_the_largest_row_in_eighths() -> None:
     assert bar(10, 10, 4) == "████"
     assert bar(5, 10, 4) == "██  "

@@ -16,6 +16,8 @@ from protocol.codes import ErrorCode
 from sidecar.memory.lifecycle.stats import timeline
 from tests.memory_rpc.conftest import Harness, make_harness
 
+pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
+
 JAN = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 FEB = 1_706_745_600_000  # 2024-02-01
 MAR = 1_709_251_200_000  # 2024-03-01
@@ -182,6 +184,7 @@ async def test_an_unknown_namespace_is_all_zeros_and_bad_input_is_refused(h: Har
     assert err["code"] == int(ErrorCode.INVALID_PARAMS)
 
 
+@pytest.mark.sqlite_only("no store: the timeline alone")
 def test_timeline_keeps_the_newest_buckets_and_counts_the_rest_as_earlier() -> None:
     stamps = [JAN + i * DAY for i in range(300)] + [JAN]
     rows, earlier = timeline(stamps, "day")

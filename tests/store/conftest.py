@@ -1,15 +1,27 @@
-"""Fixtures and data generators for the store tests."""
+"""Fixtures and data generators for the store tests.
+
+The store's contract runs on both backends: a test that asks for ``store``, ``location``
+or ``new_location`` is parametrised by ``tests/conftest.py``'s ``backend`` fixture
+(``sqlite``: a data directory under ``tmp_path``; ``postgres``: a fresh database of the
+session's PostgreSQL server, dropped after the test). Tests about SQLite's own machinery
+(files, WAL, the writer thread, hnswlib graphs, the directory lock) use ``data_dir`` and
+``Store`` directly and carry ``@pytest.mark.sqlite_only(reason)``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from sidecar.store import Store
+from sidecar.store.backend import open_store
+from sidecar.store.interface import StoreBackend
+
+Location = str | Path
 
 
 def clustered(
@@ -53,8 +65,34 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[Store]:
-    s = Store.open(data_dir, embed_dims=4, fingerprint="fp-test")
+def new_location(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[[], Location]:
+    """Make a new, empty store location of the test's backend (call it once per store)."""
+    server: Any = request.getfixturevalue("pg_server") if backend == "postgres" else None
+    numbers = itertools.count()
+
+    def make() -> Location:
+        if server is None:
+            n = next(numbers)
+            return tmp_path / ("data" if n == 0 else f"data{n}")
+        # not dropped after the test: DROP DATABASE costs a checkpoint (~1 s here); the
+        # server's directory goes at the end of the session
+        url: str = server.new_database(migrated=True)
+        return url
+
+    return make
+
+
+@pytest.fixture
+def location(new_location: Callable[[], Location]) -> Location:
+    """The test's store location (SQLite: ``tmp_path / "data"``, the same as ``data_dir``)."""
+    return new_location()
+
+
+@pytest.fixture
+def store(location: Location) -> Iterator[StoreBackend]:
+    s = open_store(location, embed_dims=4, fingerprint="fp-test")
     try:
         yield s
     finally:

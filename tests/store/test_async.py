@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from sidecar.store import AsyncStore, InvalidInput, Put, VersionConflict
+from sidecar.store import AsyncStore, InvalidInput, Put, SessionLocked, VersionConflict
+
+from .conftest import Location
 
 
-async def test_async_round_trip(tmp_path: Path) -> None:
-    store = await AsyncStore.open(tmp_path / "d", embed_dims=4, fingerprint="fp")
+async def test_async_round_trip(location: Location) -> None:
+    store = await AsyncStore.open(location, embed_dims=4, fingerprint="fp")
     try:
         await store.ensure_collections(["user:u1", "authored:hard"])
         r = await store.put("user:u1", "a", text="alpha", metadata={"k": 1}, vector=[1, 0, 0, 0])
@@ -34,8 +35,8 @@ async def test_async_round_trip(tmp_path: Path) -> None:
         await store.aclose()
 
 
-async def test_concurrent_async_writes_are_group_committed(tmp_path: Path) -> None:
-    store = await AsyncStore.open(tmp_path / "d", embed_dims=4)
+async def test_concurrent_async_writes_are_group_committed(location: Location) -> None:
+    store = await AsyncStore.open(location, embed_dims=4)
     try:
         results = await asyncio.gather(
             *(store.put(f"user:u{i % 3}", f"r{i}", vector=[1, i, 0, 0]) for i in range(300))
@@ -47,3 +48,42 @@ async def test_concurrent_async_writes_are_group_committed(tmp_path: Path) -> No
         assert len(hits) == 100
     finally:
         await store.aclose()
+
+
+async def test_session_lock_excludes_and_a_cancelled_waiter_leaves_it_free(
+    location: Location,
+) -> None:
+    store = await AsyncStore.open(location, embed_dims=4)
+    try:
+        order: list[str] = []
+        async with store.session_lock("session:s1"):
+            order.append("first in")
+            waiter = asyncio.create_task(_locked_append(store, "session:s1", order, "second"))
+            other = asyncio.create_task(_locked_append(store, "session:s2", order, "other key"))
+            await other  # another key is not excluded
+            await asyncio.sleep(0.2)
+            assert "second" not in order
+            order.append("first out")
+        await waiter
+        assert order == ["first in", "other key", "first out", "second"]
+        # a bounded wait on a held lock gives up with SessionLocked
+        async with store.session_lock("session:s1"):
+            with pytest.raises(SessionLocked):
+                async with store.session_lock("session:s1", timeout=0.2):
+                    pass
+            # a waiter cancelled while it waits never holds the lock afterwards
+            cancelled = asyncio.create_task(_locked_append(store, "session:s1", order, "never"))
+            await asyncio.sleep(0.1)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+        await asyncio.sleep(0.2)
+        async with store.session_lock("session:s1", timeout=5):
+            assert "never" not in order
+    finally:
+        await store.aclose()
+
+
+async def _locked_append(store: AsyncStore, key: str, out: list[str], what: str) -> None:
+    async with store.session_lock(key):
+        out.append(what)

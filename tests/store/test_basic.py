@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,10 +15,13 @@ from sidecar.store import (
     NotFound,
     Patch,
     Put,
-    Store,
     TimeRange,
     VersionConflict,
 )
+from sidecar.store.backend import open_store
+from sidecar.store.interface import StoreBackend as Store
+
+from .conftest import Location
 
 
 def test_reference_alpha_beta(store: Store) -> None:
@@ -184,11 +187,11 @@ def test_increment_skips_missing_and_keeps_version(store: Store) -> None:
     assert a.version == 1 and b.version == 1
 
 
-def test_metadata_number_fidelity(store: Store, data_dir: Path) -> None:
+def test_metadata_number_fidelity(store: Store, location: Location) -> None:
     meta = {"int": 1, "float": 1.0, "neg": -0.5, "big": 2**70, "nested": {"l": [1, 2.0, True]}}
     store.put("user:u1", "a", metadata=meta, vector=[1, 0, 0, 0])
     store.close()
-    with Store.open(data_dir, embed_dims=4, fingerprint="fp-test") as s2:
+    with open_store(location, embed_dims=4, fingerprint="fp-test") as s2:
         rec = s2.get("user:u1", "a")
         assert rec is not None
         assert rec.metadata == meta
@@ -308,13 +311,13 @@ def test_ensure_collections_idempotent(store: Store) -> None:
     assert store.collection("ok") is None
 
 
-def test_persistence_across_reopen(data_dir: Path) -> None:
-    with Store.open(data_dir, embed_dims=4, fingerprint="fp") as s:
+def test_persistence_across_reopen(location: Location) -> None:
+    with open_store(location, embed_dims=4, fingerprint="fp") as s:
         s.put("user:u1", "a", text="alpha", metadata={"k": "v"}, vector=[1, 0, 0, 0])
         s.put("user:u1", "b", text="beta", vector=[0, 1, 0, 0])
         s.delete("user:u1", "b")
         s.add_tombstones("user:u1", ["b"], reason="forget")
-    with Store.open(data_dir, embed_dims=4, fingerprint="fp") as s:
+    with open_store(location, embed_dims=4, fingerprint="fp") as s:
         assert [r.id for r in s.list_records("user:u1")] == ["a"]
         assert [h.id for h in s.search("user:u1", [0, 1, 0, 0], 3)] == ["a"]
         assert s.tombstoned("user:u1", ["a", "b"]) == {"b"}
@@ -353,19 +356,20 @@ def test_delete_then_reinsert_and_reads_during_writes(store: Store) -> None:
     assert store.count("user:u1") == 110
 
 
-def test_defaults_come_from_the_settings(data_dir: Path) -> None:
+def test_defaults_come_from_the_settings(location: Location, backend: str) -> None:
     # Regression: a Store opened without settings (benchmarks, tests, tools) used
     # ef_construction 200 while the daemon's settings say 100: a different graph.
     from sidecar.config import StoreSettings
 
     defaults = StoreSettings()
-    s = Store.open(data_dir, embed_dims=4, fingerprint="fp-test")
+    s: Any = open_store(location, embed_dims=4, fingerprint="fp-test")
     try:
         assert s.params.m == defaults.hnsw_m
         assert s.params.ef_construction == defaults.hnsw_ef_construction
         assert s.params.ef_search == defaults.hnsw_ef_search
         assert s.params.oversample == defaults.oversample
         assert s.exact_threshold == defaults.exact_threshold
-        assert s.checkpoint_idle_s == defaults.checkpoint_idle_s
+        if backend == "sqlite":  # PostgreSQL has no checkpoints of its own to time
+            assert s.checkpoint_idle_s == defaults.checkpoint_idle_s
     finally:
         s.close()

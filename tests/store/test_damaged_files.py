@@ -17,6 +17,8 @@ import pytest
 from sidecar.store import CorruptStore, Store
 from tests.support import RawConnection, start_daemon
 
+pytestmark = pytest.mark.sqlite_only("damaged SQLite pages and index files")
+
 SECRET = "the safe code is 4417"
 
 

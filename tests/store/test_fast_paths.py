@@ -17,12 +17,13 @@ import pytest
 from sidecar.store import InvalidInput, Put, Store, VersionConflict
 from sidecar.store import names as N
 from sidecar.store.exact import RWLock
+from sidecar.store.interface import StoreBackend
 from sidecar.store.writer import Tx
 
 # ---- writer: one transaction per group, the first job without a savepoint ------------------
 
 
-def _hold_writer(store: Store) -> tuple[threading.Event, Future[Any]]:
+def _hold_writer(store: StoreBackend) -> tuple[threading.Event, Future[Any]]:
     """Occupy the writer thread until the returned event is set (so that the jobs submitted
     meanwhile are run as one group, in submission order)."""
     running, release = threading.Event(), threading.Event()
@@ -36,6 +37,7 @@ def _hold_writer(store: Store) -> tuple[threading.Event, Future[Any]]:
     return release, fut
 
 
+@pytest.mark.sqlite_only("the SQLite writer thread's group commit and savepoints")
 def test_group_first_job_fails_others_commit(data_dir: Path) -> None:
     with Store.open(data_dir, embed_dims=4) as store:
         store.put("user:u1", "v", vector=[1, 0, 0, 0])  # version 1
@@ -75,6 +77,7 @@ def test_group_first_job_fails_others_commit(data_dir: Path) -> None:
         assert store.get("user:u1", "v").version == 1  # type: ignore[union-attr]
 
 
+@pytest.mark.sqlite_only("the SQLite writer thread's group commit and savepoints")
 def test_group_where_every_job_fails(data_dir: Path) -> None:
     with Store.open(data_dir, embed_dims=4) as store:
         store.put("user:u1", "v", vector=[1, 0, 0, 0])
@@ -98,7 +101,7 @@ def test_group_where_every_job_fails(data_dir: Path) -> None:
         assert store.put("user:u1", "after", vector=[1, 0, 0, 0]).created
 
 
-def test_lone_failing_job_leaves_no_transaction(store: Store) -> None:
+def test_lone_failing_job_leaves_no_transaction(store: StoreBackend) -> None:
     with pytest.raises(VersionConflict):
         store.write(
             [
@@ -106,7 +109,8 @@ def test_lone_failing_job_leaves_no_transaction(store: Store) -> None:
                 Put("user:u1", "a", "", {}, [1, 0, 0, 0], 5),
             ]
         )
-    assert not store._wconn.in_transaction
+    if isinstance(store, Store):
+        assert not store._wconn.in_transaction
     assert store.get("user:u1", "a") is None
     assert store.put("user:u1", "a", vector=[1, 0, 0, 0]).version == 1
 
@@ -172,7 +176,7 @@ def test_rwlock_is_fifo_a_reader_waits_behind_a_queued_writer() -> None:
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e-9, 1e17, 1e30])
-def test_query_normalization_any_magnitude(store: Store, scale: float) -> None:
+def test_query_normalization_any_magnitude(store: StoreBackend, scale: float) -> None:
     store.put("user:u1", "x", vector=[1, 0, 0, 0])
     store.put("user:u1", "xy", vector=[1, 1, 0, 0])
     q = np.array([scale, scale, 0, 0], dtype=np.float32)
@@ -184,7 +188,7 @@ def test_query_normalization_any_magnitude(store: Store, scale: float) -> None:
     assert hits[1].score == pytest.approx(1 / math.sqrt(2), abs=1e-6)
 
 
-def test_query_below_the_zero_threshold_scores_zero(store: Store) -> None:
+def test_query_below_the_zero_threshold_scores_zero(store: StoreBackend) -> None:
     store.put("user:u1", "x", vector=[1, 0, 0, 0])
     tiny = np.array([1e-13, 0, 0, 0], dtype=np.float32)  # norm < 1e-12: a zero vector
     assert store.search("user:u1", tiny, 1)[0].score == 0.0
@@ -201,13 +205,13 @@ def test_query_below_the_zero_threshold_scores_zero(store: Store) -> None:
         ["a", "b", "c", "d"],
     ],
 )
-def test_bad_query_vectors(store: Store, query: Any) -> None:
+def test_bad_query_vectors(store: StoreBackend, query: Any) -> None:
     store.put("user:u1", "x", vector=[1, 0, 0, 0])
     with pytest.raises(InvalidInput):
         store.search("user:u1", query, 1)
 
 
-def test_zero_and_list_queries(store: Store) -> None:
+def test_zero_and_list_queries(store: StoreBackend) -> None:
     store.put("user:u1", "x", vector=[1, 0, 0, 0])
     assert store.search("user:u1", [0, 0, 0, 0], 1)[0].score == 0.0
     assert store.search("user:u1", [2.0, 0, 0, 0], 1)[0].score == pytest.approx(1.0)
@@ -265,7 +269,7 @@ def test_metadata_validation_fast_path_keeps_rules() -> None:
 # ---- materialization -----------------------------------------------------------------------
 
 
-def test_search_all_of_a_collection_larger_than_one_sql_chunk(store: Store) -> None:
+def test_search_all_of_a_collection_larger_than_one_sql_chunk(store: StoreBackend) -> None:
     rng = np.random.default_rng(5)
     vecs = rng.standard_normal((1000, 4)).astype(np.float32)
     store.put_many([Put("user:u1", f"r{i:04d}", f"t{i}", {"i": i}, vecs[i]) for i in range(1000)])
@@ -283,6 +287,7 @@ def test_search_all_of_a_collection_larger_than_one_sql_chunk(store: Store) -> N
 # ---- applying committed writes to the index: the bulk append and its fallbacks ------------
 
 
+@pytest.mark.sqlite_only("the hnswlib index's exact tail and bulk append")
 def test_index_apply_bulk_and_mixed_batches(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     data = rng.standard_normal((1200, 8)).astype(np.float32)

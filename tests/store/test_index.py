@@ -1,4 +1,8 @@
-"""Vector indexes: HNSW recall, persistence, staleness, corruption, dirty markers, rebuilds."""
+"""Vector indexes: HNSW recall, persistence, staleness, corruption, dirty markers, rebuilds.
+
+What a search returns (filters, funnel, tiers, exact again after shrinking) runs on both
+backends; the hnswlib graphs' files, stamps and repairs are SQLite's (PostgreSQL's own
+index checks: ``test_pg_backend.py``)."""
 
 from __future__ import annotations
 
@@ -13,12 +17,16 @@ import pytest
 
 from sidecar.config import StoreSettings
 from sidecar.store import Put, Store
+from sidecar.store.backend import open_store
 from sidecar.store.index import VectorIndex
+from sidecar.store.interface import StoreBackend
 
-from .conftest import clustered, exact_topk
+from .conftest import Location, clustered, exact_topk
+
+SQLITE_GRAPH = "the hnswlib graph files, their stamps and repairs"
 
 
-def _fill(store: Store, coll: str, data: np.ndarray[Any, Any], batch: int = 2000) -> None:
+def _fill(store: StoreBackend, coll: str, data: np.ndarray[Any, Any], batch: int = 2000) -> None:
     for lo in range(0, len(data), batch):
         store.put_many(
             [
@@ -32,12 +40,13 @@ def _ids(hits: list[Any]) -> list[str]:
     return [h.id for h in hits]
 
 
-def _open(path: Path, **kw: Any) -> Store:
+def _open(path: Location, **kw: Any) -> Any:
     args: dict[str, Any] = {"embed_dims": 32, "fingerprint": "fp", "exact_threshold": 500}
     args.update(kw)
-    return Store.open(path, **args)
+    return open_store(path, **args)
 
 
+@pytest.mark.sqlite_only("hnswlib's recall (PostgreSQL's: test_pg_backend.py)")
 def test_hnsw_recall_20k_clustered(tmp_path: Path) -> None:
     """Recall@10 of the HNSW path >= 0.98 against exact search (20k x 384, clustered)."""
     data, queries = clustered(20_000, 384, clusters=200, noise=0.8, seed=7, queries=200)
@@ -65,10 +74,8 @@ def test_hnsw_recall_20k_clustered(tmp_path: Path) -> None:
         assert recall >= 0.98, recall
 
 
-@pytest.fixture
-def filled(tmp_path: Path) -> tuple[Path, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _filled_at(path: Location) -> tuple[Location, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     data, queries = clustered(3000, 32, clusters=30, noise=0.6, seed=1, queries=30)
-    path = tmp_path / "d"
     with _open(path) as store:
         _fill(store, "user:u1", data)
         assert store.wait_indexed(60)
@@ -76,7 +83,19 @@ def filled(tmp_path: Path) -> tuple[Path, np.ndarray[Any, Any], np.ndarray[Any, 
     return path, data, queries
 
 
-def _answers(store: Store, queries: np.ndarray[Any, Any]) -> list[list[str]]:
+@pytest.fixture
+def filled(tmp_path: Path) -> tuple[Location, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """3000 records with their graph (SQLite)."""
+    return _filled_at(tmp_path / "d")
+
+
+@pytest.fixture
+def filled_any(location: Location) -> tuple[Location, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """3000 records with their ANN index, on either backend."""
+    return _filled_at(location)
+
+
+def _answers(store: StoreBackend, queries: np.ndarray[Any, Any]) -> list[list[str]]:
     return [_ids(store.search("user:u1", q, 10)) for q in queries]
 
 
@@ -84,6 +103,7 @@ def _agreement(a: list[list[str]], b: list[list[str]]) -> float:
     return sum(len(set(x) & set(y)) for x, y in zip(a, b, strict=True)) / sum(len(x) for x in a)
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 def test_saved_index_loads_without_rebuild(filled: Any) -> None:
     path, data, queries = filled
     with _open(path) as store:
@@ -97,6 +117,7 @@ def test_saved_index_loads_without_rebuild(filled: Any) -> None:
         assert _agreement(exact, before) >= 0.98
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 def test_deleted_index_files_are_rebuilt(filled: Any) -> None:
     path, _data, queries = filled
     with _open(path) as store:
@@ -111,6 +132,7 @@ def test_deleted_index_files_are_rebuilt(filled: Any) -> None:
         assert _agreement(before, _answers(store, queries)) >= 0.98
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 def test_stale_index_is_backfilled(filled: Any, tmp_path: Path) -> None:
     path, data, queries = filled
     saved = tmp_path / "saved-index"
@@ -144,6 +166,7 @@ def test_stale_index_is_backfilled(filled: Any, tmp_path: Path) -> None:
         del data
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 @pytest.mark.parametrize("damage", ["flip", "truncate", "fingerprint", "future_seq", "junk_meta"])
 def test_corrupt_or_foreign_index_is_rebuilt(filled: Any, damage: str) -> None:
     path, _data, queries = filled
@@ -173,6 +196,7 @@ def test_corrupt_or_foreign_index_is_rebuilt(filled: Any, damage: str) -> None:
         assert _agreement(before, _answers(store, queries)) >= 0.98
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 def test_failed_index_update_leaves_dirty_marker_repaired(
     filled: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,6 +227,7 @@ def test_failed_index_update_leaves_dirty_marker_repaired(
         assert store.search("user:u1", queries[0], 1)[0].id == "fresh"
 
 
+@pytest.mark.sqlite_only(SQLITE_GRAPH)
 def test_dirty_marker_at_start_forces_rebuild(filled: Any) -> None:
     path, _data, queries = filled
     with _open(path) as store:
@@ -219,8 +244,8 @@ def test_dirty_marker_at_start_forces_rebuild(filled: Any) -> None:
         assert _answers(store, queries) == before
 
 
-def test_rebuild_after_many_deletes(filled: Any) -> None:
-    path, data, queries = filled
+def test_rebuild_after_many_deletes(filled_any: Any) -> None:
+    path, data, queries = filled_any
     with _open(path) as store:
         store.delete_many("user:u1", [f"r{i:06d}" for i in range(0, 3000, 3)])  # 33 %
         assert store.wait_indexed(60)
@@ -231,8 +256,8 @@ def test_rebuild_after_many_deletes(filled: Any) -> None:
         assert _agreement(exact, _answers(store, queries)) >= 0.98
 
 
-def test_shrinks_back_to_exact(filled: Any) -> None:
-    path, _data, queries = filled
+def test_shrinks_back_to_exact(filled_any: Any) -> None:
+    path, _data, queries = filled_any
     with _open(path) as store:
         store.delete_many("user:u1", [f"r{i:06d}" for i in range(100, 3000)])
         assert store.wait_indexed(60)
@@ -240,8 +265,8 @@ def test_shrinks_back_to_exact(filled: Any) -> None:
         assert len(store.search("user:u1", queries[0], 0)) == 100
 
 
-def test_filtered_search_on_hnsw(filled: Any) -> None:
-    path, data, queries = filled
+def test_filtered_search_on_hnsw(filled_any: Any) -> None:
+    path, data, queries = filled_any
     with _open(path) as store:
         even = np.arange(0, 3000, 2)
         for q in queries[:10]:
@@ -260,7 +285,7 @@ def test_filtered_search_on_hnsw(filled: Any) -> None:
             del few
 
 
-def test_matryoshka_funnel(tmp_path: Path) -> None:
+def test_matryoshka_funnel(location: Location) -> None:
     """A coarse tier (prefix graph) + exact rerank with full vectors keeps recall."""
     rng = np.random.default_rng(11)
     # Matryoshka-like: most of the signal in the leading dimensions.
@@ -268,8 +293,8 @@ def test_matryoshka_funnel(tmp_path: Path) -> None:
     scale = np.linspace(1.0, 0.15, 64, dtype=np.float32)
     data = base * scale
     queries = queries * scale
-    with Store.open(
-        tmp_path / "d", embed_dims=64, tiers=(16, 32), ann_dims=32, exact_threshold=500
+    with open_store(
+        location, embed_dims=64, tiers=(16, 32), ann_dims=32, exact_threshold=500
     ) as store:
         assert store.ann_dims == 32
         _fill(store, "user:u1", data)
@@ -284,8 +309,8 @@ def test_matryoshka_funnel(tmp_path: Path) -> None:
     del rng
 
 
-def test_tier_collections_take_query_prefix(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "d", embed_dims=256) as store:
+def test_tier_collections_take_query_prefix(location: Location) -> None:
+    with open_store(location, embed_dims=256) as store:
         info = store.ensure_collections(["user:u1:64d"])[0]
         assert info.dims == 64
         v = np.zeros(64, dtype=np.float32)

@@ -1,4 +1,8 @@
-"""One daemon per directory; fingerprint refusal; read-only / full disk keep the store intact."""
+"""One daemon per directory; fingerprint refusal; read-only / full disk keep the store intact.
+
+The directory lock, the full and read-only SQLite file are SQLite's; their PostgreSQL
+counterparts (one database shared by several stores, a server that goes away, a read-only
+database) are in ``test_pg_backend.py``."""
 
 from __future__ import annotations
 
@@ -18,10 +22,14 @@ from sidecar.store import (
     StoreClosed,
     StoreLocked,
 )
+from sidecar.store.backend import open_store
+
+from .conftest import Location
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.sqlite_only("the data directory's LOCK file (PostgreSQL: shared by design)")
 def test_second_opener_in_process_is_refused(data_dir: Path) -> None:
     with Store.open(data_dir, embed_dims=4):
         with pytest.raises(StoreLocked) as exc:
@@ -32,6 +40,7 @@ def test_second_opener_in_process_is_refused(data_dir: Path) -> None:
         pass
 
 
+@pytest.mark.sqlite_only("the data directory's LOCK file (PostgreSQL: shared by design)")
 def test_lock_names_other_process_and_dies_with_it(data_dir: Path) -> None:
     holder = subprocess.Popen(
         [
@@ -66,20 +75,22 @@ def test_lock_names_other_process_and_dies_with_it(data_dir: Path) -> None:
         pass
 
 
-def test_fingerprint_mismatch_is_refused_with_both(data_dir: Path) -> None:
-    with Store.open(data_dir, embed_dims=4, fingerprint="aaa111") as s:
+def test_fingerprint_mismatch_is_refused_with_both(location: Location) -> None:
+    with open_store(location, embed_dims=4, fingerprint="aaa111", model="mini") as s:
         s.put("user:u1", "a", vector=[1, 0, 0, 0])
     with pytest.raises(FingerprintMismatch) as exc:
-        Store.open(data_dir, embed_dims=4, fingerprint="bbb222")
+        open_store(location, embed_dims=4, fingerprint="bbb222", model="other")
     msg = str(exc.value)
     assert "aaa111" in msg and "bbb222" in msg and "libravdb reembed" in msg
+    assert "mini" in msg and "other" in msg
     assert exc.value.data["stored"] == "aaa111" and exc.value.data["current"] == "bbb222"
-    with Store.open(data_dir, embed_dims=4, fingerprint=""):  # "" skips the check
+    with open_store(location, embed_dims=4, fingerprint=""):  # "" skips the check
         pass
-    with Store.open(data_dir, embed_dims=4, fingerprint="aaa111") as s:
+    with open_store(location, embed_dims=4, fingerprint="aaa111") as s:
         assert s.count("user:u1") == 1
 
 
+@pytest.mark.sqlite_only("SQLite's max_page_count stands in for a full disk")
 def test_full_disk_is_an_error_and_store_stays_intact(data_dir: Path) -> None:
     with Store.open(data_dir, embed_dims=4) as store:
         store.put("user:u1", "keep", text="kept", vector=[1, 0, 0, 0])
@@ -104,6 +115,7 @@ def test_full_disk_is_an_error_and_store_stays_intact(data_dir: Path) -> None:
         assert [r.id for r in store.list_records("user:u1")] == ["after", "keep"]
 
 
+@pytest.mark.sqlite_only("SQLite's query_only on the writer's connection")
 def test_read_only_storage_is_an_error(data_dir: Path) -> None:
     with Store.open(data_dir, embed_dims=4) as store:
         store.put("user:u1", "keep", vector=[1, 0, 0, 0])
@@ -123,6 +135,7 @@ def test_read_only_storage_is_an_error(data_dir: Path) -> None:
         assert store.count("user:u1") == 2
 
 
+@pytest.mark.sqlite_only("a data directory path that cannot be created")
 def test_unwritable_directory_is_storage_unavailable(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
@@ -130,8 +143,8 @@ def test_unwritable_directory_is_storage_unavailable(tmp_path: Path) -> None:
         Store.open(blocker / "data", embed_dims=4)
 
 
-def test_closed_store_raises(data_dir: Path) -> None:
-    store = Store.open(data_dir, embed_dims=4)
+def test_closed_store_raises(location: Location) -> None:
+    store = open_store(location, embed_dims=4)
     store.close()
     store.close()  # idempotent
     with pytest.raises(StoreClosed):

@@ -1,4 +1,5 @@
-"""Schema migrations: versioned, transactional, forward-only."""
+"""Schema migrations: versioned, transactional, forward-only (SQLite's schema; PostgreSQL's
+is tested in ``test_pg_migrations.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from sidecar.store import SchemaTooNew, Store
 from sidecar.store import schema as S
 from sidecar.store.store import DB_NAME
+
+pytestmark = pytest.mark.sqlite_only("SQLite's schema and PRAGMA user_version")
 
 
 def _v1_database(path: Path) -> None:

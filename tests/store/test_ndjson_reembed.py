@@ -5,14 +5,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from sidecar.store import FingerprintMismatch, InvalidInput, Store, UnfinishedReembed
-from sidecar.store.reembed import reembed
+from sidecar.store import FingerprintMismatch, InvalidInput, UnfinishedReembed
+from sidecar.store.backend import open_store, reembed
+from sidecar.store.interface import StoreBackend as Store
+
+from .conftest import Location
+
+NewLocation = Callable[[], Location]
 
 
 def fake_embed(dims: int) -> Any:
@@ -51,8 +56,8 @@ def _snapshot(store: Store) -> dict[str, Any]:
     return out
 
 
-def test_export_import_round_trip_with_vectors(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "a", embed_dims=8, fingerprint="fp") as src:
+def test_export_import_round_trip_with_vectors(new_location: NewLocation) -> None:
+    with open_store(new_location(), embed_dims=8, fingerprint="fp") as src:
         _populate(src)
         buf = io.StringIO()
         progress: list[tuple[int, int | None]] = []
@@ -67,7 +72,7 @@ def test_export_import_round_trip_with_vectors(tmp_path: Path) -> None:
         "collections": 4,
         "tombstones": 1,
     }
-    with Store.open(tmp_path / "b", embed_dims=8, fingerprint="fp") as dst:
+    with open_store(new_location(), embed_dims=8, fingerprint="fp") as dst:
         calls: list[int] = []
 
         def must_not_embed(texts: list[str]) -> Any:
@@ -85,28 +90,28 @@ def test_export_import_round_trip_with_vectors(tmp_path: Path) -> None:
         assert not calls
 
 
-def test_import_reembeds_when_vectors_missing_or_foreign(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "a", embed_dims=8, fingerprint="old-model") as src:
+def test_import_reembeds_when_vectors_missing_or_foreign(new_location: NewLocation) -> None:
+    with open_store(new_location(), embed_dims=8, fingerprint="old-model") as src:
         _populate(src)
         with_vectors, without = io.StringIO(), io.StringIO()
         src.export_ndjson(with_vectors)
         src.export_ndjson(without, include_vectors=False, collections=["user:u1"])
     assert '"vector":' not in without.getvalue()
     emb = fake_embed(16)
-    with Store.open(tmp_path / "b", embed_dims=16, fingerprint="new-model") as dst:
+    with open_store(new_location(), embed_dims=16, fingerprint="new-model") as dst:
         st = dst.import_ndjson(io.StringIO(with_vectors.getvalue()), embed=emb)
         assert st.reembedded == 4  # every text record of a vector collection
         hit = dst.search("user:u1", emb(["beta bananas"])[0], 1)[0]
         assert hit.id == "b" and hit.score == pytest.approx(1.0, abs=1e-5)
-    with Store.open(tmp_path / "c", embed_dims=8, fingerprint="old-model") as dst:
+    with open_store(new_location(), embed_dims=8, fingerprint="old-model") as dst:
         with pytest.raises(InvalidInput, match="needs an embedder"):
             dst.import_ndjson(io.StringIO(without.getvalue()))
         st = dst.import_ndjson(io.StringIO(without.getvalue()), embed=fake_embed(8))
         assert st.records == 3 and st.reembedded == 3
 
 
-def test_import_rejects_garbage(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "a", embed_dims=4) as store:
+def test_import_rejects_garbage(location: Location) -> None:
+    with open_store(location, embed_dims=4) as store:
         with pytest.raises(InvalidInput, match="missing header"):
             store.import_ndjson(io.StringIO('{"kind": "record"}\n'))
         with pytest.raises(InvalidInput, match="not JSON"):
@@ -120,20 +125,20 @@ def test_import_rejects_garbage(tmp_path: Path) -> None:
         assert store.total_records() == 0
 
 
-def test_reembed_switches_model(tmp_path: Path) -> None:
-    path = tmp_path / "d"
-    with Store.open(path, embed_dims=8, fingerprint="minilm", exact_threshold=2) as store:
+def test_reembed_switches_model(location: Location) -> None:
+    path = location
+    with open_store(path, embed_dims=8, fingerprint="minilm", exact_threshold=2) as store:
         _populate(store)
         store.put("user:u1:64d", "x", text="tier text", vector=np.ones(64))
         store.wait_indexed(30)
     with pytest.raises(FingerprintMismatch):
-        Store.open(path, embed_dims=128, fingerprint="nomic")
+        open_store(path, embed_dims=128, fingerprint="nomic")
     emb = fake_embed(128)
     progress: list[tuple[int, int | None]] = []
     stats = reembed(path, emb, "nomic", lambda d, t: progress.append((d, t)), batch=2)
     assert stats.records == 5 and stats.new_fingerprint == "nomic" and stats.embed_dims == 128
     assert progress[-1] == (5, 5)
-    with Store.open(path, embed_dims=128, fingerprint="nomic") as store:
+    with open_store(path, embed_dims=128, fingerprint="nomic") as store:
         assert store.collection("user:u1").dims == 128  # type: ignore[union-attr]
         assert store.collection("user:u1:64d").dims == 64  # type: ignore[union-attr]
         assert store.collection("authored:hard").dims == 1  # type: ignore[union-attr]
@@ -145,7 +150,7 @@ def test_reembed_switches_model(tmp_path: Path) -> None:
         assert store.get("session_state:s1", "__session_state__") is not None
 
 
-def _interrupt_reembed(path: Path, at_call: int, exc: BaseException) -> None:
+def _interrupt_reembed(path: Location, at_call: int, exc: BaseException) -> None:
     emb = fake_embed(8)
     seen = {"n": 0}
 
@@ -160,30 +165,32 @@ def _interrupt_reembed(path: Path, at_call: int, exc: BaseException) -> None:
 
 
 @pytest.mark.parametrize("exc", [KeyboardInterrupt(), RuntimeError("model failed")])
-def test_interrupted_reembed_is_refused_then_resumed(tmp_path: Path, exc: BaseException) -> None:
-    path = tmp_path / "d"
-    with Store.open(path, embed_dims=8, fingerprint="old") as store:
+def test_interrupted_reembed_is_refused_then_resumed(
+    location: Location, exc: BaseException
+) -> None:
+    path = location
+    with open_store(path, embed_dims=8, fingerprint="old") as store:
         _populate(store)
         before = _snapshot(store)
     _interrupt_reembed(path, 3, exc)
     with pytest.raises(UnfinishedReembed) as refused:  # the new model waits for the end
-        Store.open(path, embed_dims=8, fingerprint="new")
+        open_store(path, embed_dims=8, fingerprint="new")
     assert "2 of 4 records staged" in refused.value.message
     stats = reembed(path, fake_embed(8), "new", batch=1, embed_dims=8)
     assert stats.resumed and stats.records == 4
-    with Store.open(path, embed_dims=8, fingerprint="new") as store:
+    with open_store(path, embed_dims=8, fingerprint="new") as store:
         assert store.total_records() == 6
         after = _snapshot(store)
     assert {k: v[:3] for k, v in after.items()} == {k: v[:3] for k, v in before.items()}
 
 
-def test_interrupted_reembed_leaves_the_old_model_serving(tmp_path: Path) -> None:
-    path = tmp_path / "d"
-    with Store.open(path, embed_dims=8, fingerprint="old") as store:
+def test_interrupted_reembed_leaves_the_old_model_serving(location: Location) -> None:
+    path = location
+    with open_store(path, embed_dims=8, fingerprint="old") as store:
         _populate(store)
         before = _snapshot(store)
     _interrupt_reembed(path, 3, KeyboardInterrupt())
-    with Store.open(path, embed_dims=8, fingerprint="old") as store:  # vectors untouched
+    with open_store(path, embed_dims=8, fingerprint="old") as store:  # vectors untouched
         assert _snapshot(store) == before
     stats = reembed(path, fake_embed(8), "new", batch=1, embed_dims=8)
     assert not stats.resumed and stats.records == 4  # the stale stage was dropped

@@ -3,6 +3,7 @@
 The handlers run behind the daemon's real dispatcher (JSON in, JSON out: param decoding,
 camelCase, coercion of fractional integers, error codes), in-process, with a deterministic
 hash embedder. (The daemon's services do not install the store yet; see the report.)
+Every test runs on both store backends (``store_target``: tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sidecar.config import load_settings
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_memory
 from sidecar.store.service import StoreService
-from tests.support import hash_embedder
+from tests.support import StoreTarget, hash_embedder
 
 DIMS = 16
 Call = Callable[..., Awaitable[Any]]
@@ -31,8 +32,10 @@ hash_embed = hash_embedder(DIMS)
 
 
 @pytest.fixture
-async def rpc(tmp_path: Path) -> AsyncIterator[Call]:
-    settings = load_settings(flags={"data_dir": str(tmp_path / "data")}, env={})
+async def rpc(tmp_path: Path, store_target: StoreTarget) -> AsyncIterator[Call]:
+    data_dir = tmp_path / "data"
+    flags = {"data_dir": str(data_dir), **store_target.flags(data_dir)}
+    settings = load_settings(flags=flags, env={})
     app = App(settings)
     store_svc = StoreService(settings, embed=hash_embed, embed_dims=DIMS, fingerprint="hash-embed")
     app.provide(StoreService, store_svc)

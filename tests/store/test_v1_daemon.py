@@ -2,7 +2,8 @@
 
 ``sidecar/services.py`` does not install the store yet, so the child process patches
 ``install_services`` to provide :class:`StoreService` (with a deterministic hash embedder)
-and then runs the normal ``libravdbd serve`` entry point on loopback TCP.
+and then runs the normal ``libravdbd serve`` entry point on loopback TCP. On both store
+backends (``store_target``): a PostgreSQL daemon gets ``--store <url>``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from libravdb_client import Client
 from libravdb_client import InvalidInput as ClientInvalidInput
+
+from tests.support import StoreTarget, current_store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,20 +52,25 @@ LAUNCHER = textwrap.dedent(
 )
 
 
+def _args(data_dir: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        LAUNCHER,
+        "serve",
+        "--tcp",
+        "127.0.0.1:0",
+        "--data-dir",
+        str(data_dir),
+        *current_store().args(data_dir),
+    ]
+
+
 def _start(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
     env.update(PYTHONPATH=str(REPO), HOME=str(data_dir.parent))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            LAUNCHER,
-            "serve",
-            "--tcp",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-        ],
+        _args(data_dir),
         stdout=subprocess.PIPE,
         stderr=log.open("wb"),
         env=env,
@@ -74,6 +82,11 @@ def _start(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
         proc.kill()
         raise AssertionError(f"daemon did not start: {line!r}\n{log.read_text()}")
     return proc, line
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(store_target: StoreTarget) -> StoreTarget:
+    return store_target
 
 
 @pytest.fixture
@@ -113,21 +126,23 @@ def test_v1_storage_over_a_real_daemon(daemon: tuple[str, Path], tmp_path: Path)
         assert c.call("flush") == {"ok": True}
         status = c.status()
         assert status.memory_count == 1
+    if current_store().postgres:
+        # a second daemon on the same database serves the same memory
+        proc, other = _start(data_dir, tmp_path / "other.log")
+        try:
+            with Client(other) as c:
+                (m,) = c.call("list_collection", {"collection": "user:u1"})["results"]
+                assert m["id"] == "m" and m["metadata"]["access_count"] == 1
+        finally:
+            proc.terminate()
+            proc.wait(15)
+        return
     # a second daemon on the same data directory is refused, naming the holder
     other_log = tmp_path / "other.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
     env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path))
     second = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LAUNCHER,
-            "serve",
-            "--tcp",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-        ],
+        _args(data_dir),
         stdout=subprocess.PIPE,
         stderr=other_log.open("wb"),
         env=env,

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scripts.stress.crash import run_crash
 from scripts.stress.faults import run_faults
 from scripts.stress.fuzz import run_fuzz
 from scripts.stress.soak import run_soak
+
+pytestmark = pytest.mark.sqlite_only(
+    "the stress parts' smoke runs: faults and crash checks are SQLite's files and indexes"
+)
 
 
 def test_fuzz_smoke(tmp_path: Path) -> None:

@@ -1,16 +1,17 @@
 """Which collections belong to a namespace: its own scopes and, optionally, its sessions.
 
 Shared by ``forget`` (what to delete) and ``libravdb export --user`` (what to write). Plain
-functions over a synchronous :class:`Store`; the daemon runs them in the store's read pool.
+functions over a synchronous store backend (``StoreBackend``); the daemon runs them in the
+store's read pool.
 """
 
 from __future__ import annotations
 
 from sidecar.memory.core import layout as C
-from sidecar.store.store import Store
+from sidecar.store.interface import StoreBackend
 
 
-def sessions_of_namespace(store: Store, namespace: str) -> list[str]:
+def sessions_of_namespace(store: StoreBackend, namespace: str) -> list[str]:
     """Sessions of the namespace: ``<sid>`` of a default ``session:<sid>`` namespace, the
     sessions named in ``turns:<ns>``, and those whose state records the namespace (v2
     ingest state, or the v1 session state's ``userId``)."""
@@ -35,7 +36,7 @@ def sessions_of_namespace(store: Store, namespace: str) -> list[str]:
 
 
 def namespace_collections(
-    store: Store, namespace: str, *, include_sessions: bool
+    store: StoreBackend, namespace: str, *, include_sessions: bool
 ) -> tuple[list[str], list[str]]:
     """(existing collections of the namespace, its sessions).
 
@@ -49,7 +50,7 @@ def namespace_collections(
     return [info.name for info in store.collections() if info.name in wanted], sessions
 
 
-def known_namespaces(store: Store) -> list[str]:
+def known_namespaces(store: StoreBackend) -> list[str]:
     """Namespaces that have a raw history or durable memories, sorted."""
     found: set[str] = set()
     for prefix in (C.TURNS_PREFIX, C.USER_PREFIX):

@@ -30,10 +30,12 @@ background compaction; ingest never waits for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,13 +49,11 @@ from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
 from sidecar.memory.ingest.changes import is_change, superseded, superseded_marks
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
+from sidecar.store.interface import StoreBackend
 from sidecar.store.names import metadata_matches, validate_name_part
-from sidecar.store.store import Store
 from sidecar.store.types import Patch, Put
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
     from sidecar.memory.ingest.gate import GatingConfig
     from sidecar.store.aio import AsyncStore
     from sidecar.store.types import Record
@@ -72,6 +72,8 @@ class IngestHost(Protocol):
     def gating(self) -> GatingConfig: ...
 
     def ingest_lock(self, session_id: str) -> AbstractAsyncContextManager[None]: ...
+
+    def namespace_lock(self, namespace: str) -> AbstractAsyncContextManager[None]: ...
 
     async def embed(self, texts: Sequence[str], kind: str = "document") -> F32: ...
 
@@ -280,7 +282,7 @@ MATRIX_ROWS_PER_TURN = 64  # ...or up to this many per new turn of the batch
 
 
 def _neighbour_scores(
-    store: Store,
+    store: StoreBackend,
     collection: str,
     vecs: np.ndarray[Any, Any],
     k: int,
@@ -317,7 +319,7 @@ FILTER_OVERSAMPLE = (4, 32)
 
 
 def _filtered_top(
-    store: Store,
+    store: StoreBackend,
     collection: str,
     vec: np.ndarray[Any, Any],
     k: int,
@@ -346,7 +348,7 @@ def _filtered_top(
 
 
 def _gate_batch(
-    store: Store,
+    store: StoreBackend,
     ns: str,
     prepared: Sequence[_Prepared],
     vecs: np.ndarray[Any, Any],
@@ -377,7 +379,7 @@ def _gate_batch(
 
 
 def _changes(
-    store: Store,
+    store: StoreBackend,
     ns: str,
     session_id: str,
     new: Sequence[_Prepared],
@@ -399,6 +401,49 @@ def _changes(
         by = C.namespace_turn_id(session_id, p.id)
         marks += superseded_marks(ns, old.id, old.metadata.get("sessionId"), by, now)
     return marks
+
+
+def _turn_puts(
+    session_id: str,
+    ns: str,
+    new: Sequence[_Prepared],
+    vecs: F32,
+    signals: Sequence[GatingSignals],
+    admitted: Sequence[bool],
+) -> tuple[list[Put], list[str]]:
+    """The raw turns, their ``turns:<ns>`` copies and the admitted durable copies; and the
+    ids admitted."""
+    raw_coll, turns_coll, user_coll = C.session_raw(session_id), C.turns(ns), C.user(ns)
+    puts: list[Put] = []
+    admitted_ids: list[str] = []
+    for p, vec, sig, ok in zip(new, vecs, signals, admitted, strict=True):
+        meta = _turn_metadata(p, session_id, ns, sig)
+        puts.append(Put(raw_coll, p.id, p.text, meta, vec, if_version=0))
+        nid = C.namespace_turn_id(session_id, p.id)
+        index_meta = {k: meta[k] for k in _INDEX_KEYS}
+        if "mentions" in meta:
+            index_meta["mentions"] = meta["mentions"]
+        index_meta["provenance_class"] = C.PROVENANCE_TURN_INDEX
+        puts.append(Put(turns_coll, nid, p.text, index_meta, vec))
+        if ok:
+            dmeta = {
+                **meta,
+                "provenance_class": C.PROVENANCE_DURABLE,
+                "stability_weight": max(stability_weight(p.role), sig.g),
+                "raw_history": False,
+            }
+            puts.append(Put(user_coll, nid, p.text, dmeta, vec))
+            admitted_ids.append(p.id)
+    return puts, admitted_ids
+
+
+def _change_lock(
+    svc: IngestHost, ns: str, new: Sequence[_Prepared]
+) -> AbstractAsyncContextManager[None]:
+    """The namespace lock when a user turn of the batch says a fact changed, else none."""
+    if any(p.role == "user" and is_change(p.text) for p in new):
+        return svc.namespace_lock(ns)
+    return contextlib.nullcontext()
 
 
 def _split_new(
@@ -484,28 +529,7 @@ async def ingest(
 
         vecs = await _embed_reporting(svc, [p.text for p in new], progress)
         signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
-        changes = await asyncio.to_thread(_changes, store.store, ns, session_id, new, vecs, now)
-        puts: list[Put] = []
-        turns_coll, user_coll = C.turns(ns), C.user(ns)
-        admitted_ids: list[str] = []
-        for p, vec, sig, ok in zip(new, vecs, signals, admitted, strict=True):
-            meta = _turn_metadata(p, session_id, ns, sig)
-            puts.append(Put(raw_coll, p.id, p.text, meta, vec, if_version=0))
-            nid = C.namespace_turn_id(session_id, p.id)
-            index_meta = {k: meta[k] for k in _INDEX_KEYS}
-            if "mentions" in meta:
-                index_meta["mentions"] = meta["mentions"]
-            index_meta["provenance_class"] = C.PROVENANCE_TURN_INDEX
-            puts.append(Put(turns_coll, nid, p.text, index_meta, vec))
-            if ok:
-                dmeta = {
-                    **meta,
-                    "provenance_class": C.PROVENANCE_DURABLE,
-                    "stability_weight": max(stability_weight(p.role), sig.g),
-                    "raw_history": False,
-                }
-                puts.append(Put(user_coll, nid, p.text, dmeta, vec))
-                admitted_ids.append(p.id)
+        puts, admitted_ids = _turn_puts(session_id, ns, new, vecs, signals, admitted)
         state_meta = {
             "type": "ingest_state",
             "sessionId": session_id,
@@ -514,25 +538,21 @@ async def ingest(
             "turn_count": (_int(state.metadata.get("turn_count")) if state else 0) + len(new),
             "updated_at": now,
         }
-        puts.append(
-            Put(
-                state_coll,
-                INGEST_STATE_ID,
-                "",
-                state_meta,
-                None,
-                if_version=state.version if state is not None else 0,
-            )
-        )
+        version = state.version if state is not None else 0
+        puts.append(Put(state_coll, INGEST_STATE_ID, "", state_meta, None, if_version=version))
         if marker is not None:
             puts.append(marker)
-        ops: list[Put | Patch] = [*puts, *changes]
-        await store.write(ops)
-        written: dict[str, list[str]] = {}
-        for op in ops:
-            if op.collection != state_coll:
-                written.setdefault(op.collection, []).append(op.id)
-        svc.note_written(list(written.items()))
+        # Change marks patch earlier facts of the namespace (other sessions' too): read and
+        # written under the namespace lock, taken only by a batch that states a change.
+        async with _change_lock(svc, ns, new):
+            changes = await asyncio.to_thread(_changes, store.store, ns, session_id, new, vecs, now)
+            ops: list[Put | Patch] = [*puts, *changes]
+            await store.write(ops)
+            written: dict[str, list[str]] = {}
+            for op in ops:
+                if op.collection != state_coll:
+                    written.setdefault(op.collection, []).append(op.id)
+            svc.note_written(list(written.items()))
 
     svc.note_ingested(session_id, sum(estimate_tokens(p.text) for p in new))
     return IngestOutcome(

@@ -64,14 +64,16 @@ async def forget_namespace(
         raise MemoryInputError("namespace or userId is required")
     store = svc.store
     known = sorted(await sessions_of_namespace(store, namespace))
-    # Hold the sessions' compaction and ingest locks (in one global order: no deadlock), so
-    # a background compaction or an ingest in flight cannot write shards, summaries or
-    # turns into the collections after they are dropped.
+    # Hold the sessions' compaction and ingest locks, then the namespace's (in one global
+    # order: no deadlock, also between daemons on one database), so a background compaction,
+    # an ingest or a memory.update in flight, here or in another daemon, cannot write
+    # shards, summaries, turns or facts into the collections after they are dropped.
     async with contextlib.AsyncExitStack() as held:
         for sid in known:
             await held.enter_async_context(svc.compaction_lock(sid))
         for sid in known:
             await held.enter_async_context(svc.ingest_lock(sid))
+        await held.enter_async_context(svc.namespace_lock(namespace))
         return await _forget_locked(svc, namespace, known if include_sessions else [], dry_run)
 
 

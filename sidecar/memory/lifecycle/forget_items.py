@@ -19,8 +19,9 @@ it covers (``expand`` lists them); authored rules by ``authored.delete``.
 
 Every deleted record gets a tombstone under the namespace, so ingest, import and dream
 promotion do not bring it back. The sessions touched hold their compaction and ingest
-locks for the whole call, so a background compaction cannot write a summary of a turn
-being forgotten.
+locks, then the namespace's, for the whole call, so a background compaction cannot write
+a summary of a turn being forgotten, nor a ``memory.update`` rewrite a forgotten fact (in
+this daemon or another one on the same database).
 """
 
 from __future__ import annotations
@@ -197,8 +198,10 @@ async def forget_items(
             await held.enter_async_context(svc.compaction_lock(sid))
         for sid in sids:
             await held.enter_async_context(svc.ingest_lock(sid))
-        # Resolved again under the locks: an ingest or compaction may have finished
-        # between the first look and the locks.
+        await held.enter_async_context(svc.namespace_lock(namespace))
+        # Resolved again under the locks: an ingest, a compaction or an update (here or in
+        # another daemon on the same database) may have finished between the first look
+        # and the locks.
         plan = await _resolve(store, namespace, message_ids, records)
         return await _forget_locked(svc, namespace, plan)
 

@@ -19,7 +19,7 @@ from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.memory.lifecycle.listing import record_ts
 from sidecar.store.aio import AsyncStore
-from sidecar.store.store import Store
+from sidecar.store.interface import StoreBackend
 
 SortKey = tuple[int, str]
 
@@ -60,7 +60,7 @@ def decode_cursor(cursor: str) -> SortKey:
     raise MemoryInputError("cursor is not one that sessions.list returned")
 
 
-def _summarize(store: Store, sid: str) -> SessionSummary | None:
+def _summarize(store: StoreBackend, sid: str) -> SessionSummary | None:
     raw = C.session_raw(sid)
     turns = 0
     first: int | None = None
@@ -79,7 +79,7 @@ def _summarize(store: Store, sid: str) -> SessionSummary | None:
     return SessionSummary(sid, turns, first, last, summaries)
 
 
-def _all_sessions(store: Store, namespace: str, since: int | None) -> list[SessionSummary]:
+def _all_sessions(store: StoreBackend, namespace: str, since: int | None) -> list[SessionSummary]:
     found = [_summarize(store, sid) for sid in sessions_of_namespace(store, namespace)]
     kept = [s for s in found if s is not None]
     if since is not None:

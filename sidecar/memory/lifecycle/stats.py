@@ -15,15 +15,13 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.memory.lifecycle.listing import record_ts
 from sidecar.store.aio import AsyncStore
-from sidecar.store.files import DB_NAME
-from sidecar.store.store import Store
+from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Record
 
 Bucket = Literal["day", "week", "month"]
@@ -101,7 +99,7 @@ class MemoryStats:
     bucket: Bucket
 
 
-def stats_namespaces(store: Store) -> list[str]:
+def stats_namespaces(store: StoreBackend) -> list[str]:
     """Every namespace with a scope of its own (history, durable, elevated, dream)."""
     found = {
         info.name[len(prefix) :]
@@ -155,13 +153,13 @@ def timeline(stamps: Iterable[int], bucket: Bucket) -> tuple[list[TimelineRow], 
     return kept, sum(r.records for r in rows[: len(rows) - len(kept)])
 
 
-def _records(store: Store, name: str) -> list[Record]:
+def _records(store: StoreBackend, name: str) -> list[Record]:
     if store.collection(name) is None:
         return []
     return list(store.iter_records(name, include_vectors=False))
 
 
-def namespace_stats(store: Store, namespace: str, bucket: Bucket) -> NamespaceStats:
+def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> NamespaceStats:
     out = NamespaceStats(namespace)
     stamps: list[int] = []
     for rec in _records(store, C.user(namespace)):
@@ -197,7 +195,7 @@ def namespace_stats(store: Store, namespace: str, bucket: Bucket) -> NamespaceSt
     return out
 
 
-def authored_stats(store: Store) -> AuthoredStats:
+def authored_stats(store: StoreBackend) -> AuthoredStats:
     docs: set[str] = set()
     tiers: dict[str, int] = {}
     for tier, name in C.AUTHORED_TIERS.items():
@@ -208,26 +206,14 @@ def authored_stats(store: Store) -> AuthoredStats:
     return AuthoredStats(len(docs), tiers["hard"], tiers["soft"], tiers["variant"])
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def disk_usage(store: StoreBackend) -> DiskUsage:
+    """Space the store takes (``wal``: SQLite's log; 0 on PostgreSQL, whose WAL is the
+    server's)."""
+    used = store.storage_bytes()
+    return DiskUsage(used.database, used.log, used.indexes)
 
 
-def disk_usage(store: Store) -> DiskUsage:
-    db = store.db_path
-    indexes = 0
-    if store.index_dir.is_dir():
-        indexes = sum(_size(p) for p in store.index_dir.iterdir() if p.is_file())
-    return DiskUsage(
-        _size(db),
-        _size(db.with_name(DB_NAME + "-wal")) + _size(db.with_name(DB_NAME + "-shm")),
-        indexes,
-    )
-
-
-def _collect(store: Store, namespaces: list[str] | None, bucket: Bucket) -> MemoryStats:
+def _collect(store: StoreBackend, namespaces: list[str] | None, bucket: Bucket) -> MemoryStats:
     names = stats_namespaces(store) if namespaces is None else namespaces
     infos = store.collections()
     return MemoryStats(

@@ -60,6 +60,16 @@ async def update_fact(
             f"memory.update corrects durable facts ({durable}) or turns of {history}, "
             f"not records of {collection}"
         )
+    # Read and written under the namespace lock: two updates of one fact keep both old
+    # texts, and a forget (here or in another daemon) never sees its fact written back.
+    async with svc.namespace_lock(namespace):
+        return await _update_locked(svc, namespace, collection, record_id, text)
+
+
+async def _update_locked(
+    svc: MemoryService, namespace: str, collection: str, record_id: str, text: str
+) -> UpdateOutcome:
+    durable = C.user(namespace)
     store = svc.store
     source = await store.get(collection, record_id)
     if source is None:

@@ -1,0 +1,225 @@
+"""Reads of the PostgreSQL store: collections, records, counts, versions, tombstones.
+
+Nothing is cached in the process: several daemons may write the same database, so every
+read asks the server (a record by name is one indexed lookup; counts are kept per
+collection row by the writes themselves).
+
+A name, id or key holding a NUL character cannot be stored (validation refuses it, and
+PostgreSQL text cannot hold one), so a read asking for one finds nothing, without asking
+the server (which would refuse the parameter) — as a lookup in the SQLite store does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sidecar.store import names as N
+from sidecar.store.pg.codec import COLS, record, where_sql
+from sidecar.store.types import CollectionInfo, Record, TimeRange
+
+if TYPE_CHECKING:
+    from sidecar.store.pg.store import PgStore
+
+COLL = "SELECT cid, name, dims, kind, created_ms FROM collections"
+BY_NAME = "r.cid = (SELECT cid FROM collections WHERE name = %s)"
+
+
+def nul(*values: str | None) -> bool:
+    """True when a value holds NUL: it names nothing that exists."""
+    return any(v is not None and "\x00" in v for v in values)
+
+
+def storable(values: Iterable[str]) -> list[str]:
+    return [v for v in dict.fromkeys(values) if "\x00" not in v]
+
+
+def info(row: Any) -> CollectionInfo:
+    cid, name, dims, kind, created = row[:5]
+    return CollectionInfo(name, cid, dims, kind, created)
+
+
+def collection(store: PgStore, name: str) -> CollectionInfo | None:
+    if nul(name):
+        return None
+    rows = store.db.read(COLL + " WHERE name = %s", (name,))
+    return info(rows[0]) if rows else None
+
+
+def collections(
+    store: PgStore, *, prefix: str | None = None, namespace: str | None = None
+) -> list[CollectionInfo]:
+    if nul(prefix, namespace):
+        return []
+    sql, params = COLL + " WHERE TRUE", []
+    if prefix is not None:
+        sql += " AND starts_with(name, %s)"
+        params.append(prefix)
+    if namespace is not None:
+        sql += " AND (name = %s OR starts_with(name, %s))"
+        params += [namespace, namespace + ":"]
+    return [info(r) for r in store.db.read(sql + " ORDER BY name", params)]
+
+
+def dims_for(store: PgStore, name: str) -> int:
+    found = collection(store, name)
+    return found.dims if found else N.dims_for_collection(name, store.embed_dims)
+
+
+def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
+    wanted = list(dict.fromkeys(names))
+    query = storable(wanted)
+    rows = store.db.read("SELECT name, version FROM collections WHERE name = ANY(%s)", (query,))
+    found = dict(rows)
+    return {n: int(found.get(n, 0)) for n in wanted}
+
+
+# ---- counts --------------------------------------------------------------------------------
+
+
+def _sum(store: PgStore, where: str, params: list[Any]) -> int:
+    if nul(*params):
+        return 0
+    rows = store.db.read(f"SELECT coalesce(sum(n_records), 0) FROM collections{where}", params)
+    return int(rows[0][0])
+
+
+def count(store: PgStore, name: str) -> int:
+    return _sum(store, " WHERE name = %s", [name])
+
+
+def count_prefix(store: PgStore, prefix: str) -> int:
+    return _sum(store, " WHERE starts_with(name, %s)", [prefix])
+
+
+def count_namespace(store: PgStore, namespace: str) -> int:
+    return _sum(store, " WHERE name = %s OR starts_with(name, %s)", [namespace, namespace + ":"])
+
+
+def total_records(store: PgStore) -> int:
+    return _sum(store, "", [])
+
+
+def max_seq(store: PgStore) -> int:
+    rows = store.db.read("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM seq")
+    return int(rows[0][0])
+
+
+# ---- records -------------------------------------------------------------------------------
+
+
+def _cols(with_vector: bool) -> str:
+    return COLS + (", r.embedding" if with_vector else "")
+
+
+def get(
+    store: PgStore, collection: str, record_id: str, *, include_vector: bool = False
+) -> Record | None:
+    store._guard()
+    if nul(collection, record_id):
+        return None
+    rows = store.db.read(
+        f"SELECT {_cols(include_vector)} FROM records r WHERE {BY_NAME} AND r.id = %s",
+        (collection, record_id),
+        binary=True,
+    )
+    return record(collection, rows[0], include_vector) if rows else None
+
+
+def get_many(
+    store: PgStore, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+) -> list[Record]:
+    """Existing records among ``ids``, in id order."""
+    store._guard()
+    wanted = storable(ids)
+    if not wanted or nul(collection):
+        return []
+    rows = store.db.read(
+        f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.id = ANY(%s) "
+        "ORDER BY r.id",
+        (collection, wanted),
+        binary=True,
+    )
+    return [record(collection, row, include_vectors) for row in rows]
+
+
+def list_records(
+    store: PgStore,
+    collection: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    time_range: TimeRange | None = None,
+    limit: int | None = None,
+    after_id: str | None = None,
+    include_vectors: bool = False,
+) -> list[Record]:
+    """Records of a collection in id order (byte order), filtered in SQL."""
+    store._guard()
+    if nul(collection):
+        return []
+    clause, params, post = where_sql(where, time_range)
+    sql = f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME}{clause}"
+    args: list[Any] = [collection, *params]
+    if after_id is not None:
+        sql += " AND r.id > %s"
+        # no id holds NUL: every id after "a\x00..." is after "a" (byte order)
+        args.append(after_id.split("\x00", 1)[0])
+    sql += " ORDER BY r.id"
+    if limit is not None and limit > 0 and not post:
+        sql += " LIMIT %s"
+        args.append(limit)
+    rows = store.db.read(sql, args, binary=True)
+    out = [record(collection, row, include_vectors) for row in rows]
+    if post:
+        out = [r for r in out if N.metadata_matches(r.metadata, post)]
+        if limit is not None and limit > 0:
+            out = out[:limit]
+    return out
+
+
+def iter_records(
+    store: PgStore, collection: str, *, include_vectors: bool = True, batch: int = 1000
+) -> Iterable[Record]:
+    """All records of a collection in id order, paged (for export and re-embedding)."""
+    after: str | None = None
+    while True:
+        page = list_records(
+            store, collection, after_id=after, limit=batch, include_vectors=include_vectors
+        )
+        if not page:
+            return
+        yield from page
+        after = page[-1].id
+
+
+# ---- tombstones ------------------------------------------------------------------------------
+
+
+def tombstoned(store: PgStore, namespace: str, keys: Iterable[str]) -> set[str]:
+    items = storable(str(k) for k in keys)
+    if not items or nul(namespace):
+        return set()
+    rows = store.db.read(
+        "SELECT key FROM tombstones WHERE namespace = %s AND key = ANY(%s)", (namespace, items)
+    )
+    return {r[0] for r in rows}
+
+
+def tombstoned_anywhere(store: PgStore, keys: Iterable[str]) -> set[str]:
+    items = storable(str(k) for k in keys)
+    if not items:
+        return set()
+    return {r[0] for r in store.db.read("SELECT key FROM tombstones WHERE key = ANY(%s)", (items,))}
+
+
+def list_tombstones(
+    store: PgStore, namespace: str | None = None
+) -> list[tuple[str, str, str, int]]:
+    """(namespace, key, reason, created_ms) sorted by namespace, key."""
+    sql = "SELECT namespace, key, reason, created_ms FROM tombstones"
+    if nul(namespace):
+        return []
+    if namespace is None:
+        rows = store.db.read(sql + " ORDER BY 1, 2")
+    else:
+        rows = store.db.read(sql + " WHERE namespace = %s ORDER BY key", (namespace,))
+    return [tuple(r) for r in rows]

@@ -1,0 +1,221 @@
+"""``libravdb reembed`` on a PostgreSQL store: the SQLite algorithm, in SQL.
+
+New vectors are staged in ``reembed_stage`` (one transaction per batch) while the records
+keep the old ones; when every record is staged, one transaction drops the ANN indexes
+(their expressions name the old dimension), copies the staged vectors into the records
+(each with a fresh sequence number), adapts the collections' dimensions, bumps their
+versions, switches the model in ``meta`` and drops the stage. A kill at any instant leaves
+the old model's store plus a stage that a rerun resumes. The re-embed holds the presence
+lock exclusively: it refuses to start while a daemon serves the database, and no daemon
+starts while it runs (``locks.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import numpy as np
+import psycopg
+import structlog
+
+from sidecar.store import names as N
+from sidecar.store.errors import InvalidInput
+from sidecar.store.pg.conn import LOCK_PRESENCE, SCHEMA, map_pg_error, redact, register_vector
+from sidecar.store.pg.locks import DatabaseInUse, holders
+from sidecar.store.pg.schema import migrate
+from sidecar.store.reembed import EmbedFn, Progress, ReembedStats, embed_rows, new_vectors
+from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
+
+log = structlog.get_logger(__name__)
+
+Conn = psycopg.Connection[Any]
+STAGE = "reembed_stage"
+
+
+def _set_meta(conn: Conn, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def discard_stage(conn: Conn) -> bool:
+    """Drop an unfinished re-embed's stage and markers (in the caller's transaction)."""
+    had = conn.execute("SELECT 1 FROM meta WHERE key = %s", (TARGET_KEY,)).fetchone()
+    conn.execute(f"DROP TABLE IF EXISTS {STAGE}")
+    conn.execute(
+        "DELETE FROM meta WHERE key IN (%s, %s, %s)",
+        (TARGET_KEY, TARGET_MODEL_KEY, TARGET_DIMS_KEY),
+    )
+    return had is not None
+
+
+def staged_progress(conn: Conn) -> tuple[int, int]:
+    """(records staged, records to re-embed) of an unfinished re-embed."""
+    done = 0
+    row = conn.execute("SELECT to_regclass(%s)", (STAGE,)).fetchone()
+    if row is not None and row[0] is not None:
+        got = conn.execute(f"SELECT count(*) FROM {STAGE}").fetchone()
+        done = 0 if got is None else int(got[0])
+    total = conn.execute(
+        "SELECT coalesce(sum(n_records), 0) FROM collections WHERE kind = 'vector'"
+    ).fetchone()
+    return done, 0 if total is None else int(total[0])
+
+
+def reembed(
+    url: str,
+    embed: EmbedFn,
+    fingerprint: str,
+    progress: Progress | None = None,
+    *,
+    embed_dims: int | None = None,
+    batch: int = 64,
+    model: str = "",
+) -> ReembedStats:
+    """Re-embed every vector record of the PostgreSQL store at ``url`` (see
+    :func:`sidecar.store.reembed.reembed`, whose arguments these are)."""
+    started = time.monotonic()
+    where = redact(url)
+    if not fingerprint:
+        raise InvalidInput("reembed needs the current model's fingerprint")
+    if batch < 1:
+        raise InvalidInput("batch must be >= 1")
+    if embed_dims is None:
+        embed_dims = int(embed_rows(embed, ["dimension probe"], None).shape[1])
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            migrate(conn)
+            _take_database(conn, where)
+            conn.execute(f"SET search_path TO {SCHEMA}, public")
+            oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
+            assert oid is not None
+            register_vector(conn, int(oid[0]))
+            job = _Job(conn, embed, fingerprint, embed_dims, batch, progress, model)
+            stats = job.run(started)
+    except psycopg.Error as exc:
+        raise map_pg_error(exc, "re-embed", where) from exc
+    log.info("store.reembedded", **dataclasses.asdict(stats))
+    return stats
+
+
+def _take_database(conn: Conn, where: str) -> None:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, 0)", (LOCK_PRESENCE,)).fetchone()
+    if not (row and row[0]):
+        who = holders(conn)
+        raise DatabaseInUse(
+            where,
+            f"{len(who) or 'some'} daemon(s) serve it ({', '.join(who) or 'unknown'}); stop "
+            "them before `libravdb reembed`",
+        )
+
+
+@dataclasses.dataclass(slots=True)
+class _Job:
+    conn: Conn
+    embed: EmbedFn
+    fingerprint: str
+    dims: int
+    batch: int
+    progress: Progress | None
+    model: str
+    blank: int = 0
+
+    def run(self, started: float) -> ReembedStats:
+        meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+        resumed = self._begin(meta)
+        colls = self.conn.execute(
+            "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
+        ).fetchall()
+        for _cid, name in colls:
+            if N.dims_for_collection(name, self.dims) > self.dims:
+                raise InvalidInput(
+                    f"collection {name} needs {N.dims_for_collection(name, self.dims)} dims; "
+                    f"the model has {self.dims}"
+                )
+        done, total = staged_progress(self.conn)
+        for cid, name in colls:
+            done = self._stage(cid, N.dims_for_collection(name, self.dims), done, total)
+        self._swap(colls)
+        return ReembedStats(
+            records=done,
+            collections=len(colls),
+            old_fingerprint=meta.get("fingerprint", ""),
+            new_fingerprint=self.fingerprint,
+            embed_dims=self.dims,
+            resumed=resumed,
+            seconds=round(time.monotonic() - started, 3),
+            blank=self.blank,
+        )
+
+    def _begin(self, meta: dict[str, str]) -> bool:
+        same = meta.get(TARGET_KEY) == self.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
+            self.dims
+        )
+        with self.conn.transaction():
+            row = self.conn.execute("SELECT to_regclass(%s)", (STAGE,)).fetchone()
+            resumed = same and row is not None and row[0] is not None
+            if not resumed:
+                discard_stage(self.conn)
+            self.conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {STAGE} "
+                "(rid bigint PRIMARY KEY, embedding vector NOT NULL)"
+            )
+            _set_meta(self.conn, TARGET_KEY, self.fingerprint)
+            _set_meta(self.conn, TARGET_DIMS_KEY, str(self.dims))
+            _set_meta(self.conn, TARGET_MODEL_KEY, self.model)
+        return resumed
+
+    def _stage(self, cid: int, new_dims: int, done: int, total: int) -> int:
+        after = 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT r.rid, r.text, r.text_raw FROM records r LEFT JOIN {STAGE} s "
+                "ON s.rid = r.rid WHERE r.cid = %s AND r.rid > %s AND s.rid IS NULL "
+                "ORDER BY r.rid LIMIT %s",
+                (cid, after, self.batch),
+            ).fetchall()
+            if not rows:
+                return done
+            texts = [t if raw is None else bytes(raw).decode() for _r, t, raw in rows]
+            vecs, blank = new_vectors(self.embed, texts, self.dims, new_dims)
+            self.blank += blank
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {STAGE} (rid, embedding) VALUES (%s, %s)",
+                    [
+                        (row[0], np.ascontiguousarray(v, dtype=np.float32))
+                        for row, v in zip(rows, vecs, strict=True)
+                    ],
+                )
+            after = rows[-1][0]
+            done += len(rows)
+            if self.progress is not None:
+                self.progress(done, total)
+
+    def _swap(self, colls: list[tuple[int, str]]) -> None:
+        """One transaction: staged vectors into the records, the new model into meta."""
+        conn = self.conn
+        with conn.transaction():
+            for (name,) in conn.execute(
+                "SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+                "WHERE x.indrelid = 'records'::regclass AND i.relname ~ '^records_ann_c'"
+            ).fetchall():
+                conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.{name}")
+            for cid, name in colls:
+                conn.execute(
+                    "UPDATE collections SET dims = %s, version = nextval('seq') WHERE cid = %s",
+                    (N.dims_for_collection(name, self.dims), cid),
+                )
+            conn.execute(
+                f"UPDATE records r SET embedding = s.embedding, seq = nextval('seq') "
+                f"FROM {STAGE} s WHERE s.rid = r.rid"
+            )
+            _set_meta(conn, "fingerprint", self.fingerprint)
+            _set_meta(conn, "embed_dims", str(self.dims))
+            if self.model:
+                _set_meta(conn, "model", self.model)
+            discard_stage(conn)

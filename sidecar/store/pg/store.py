@@ -1,0 +1,531 @@
+"""The PostgreSQL + pgvector store: :class:`sidecar.store.interface.StoreBackend` on a
+database that several daemons may share. Open it with
+``sidecar.store.backend.open_store("postgresql://...", embed_dims=...)``.
+
+Map: ``opening.py`` (connect, migrate, fingerprint), ``conn.py`` (pool, errors,
+transactions), ``writes.py``, ``reads.py``, ``search.py`` (exact and funnel search in SQL),
+``indexes.py`` (one partial HNSW index per large collection), ``locks.py`` (session and
+presence advisory locks), ``reembed.py``. docs/store.md, "PostgreSQL backend", has the
+design and the durability promise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TextIO, TypeVar
+
+import psycopg
+import structlog
+
+from sidecar.config import StoreSettings
+from sidecar.store import ndjson
+from sidecar.store.errors import InvalidInput, StoreClosed
+from sidecar.store.index import AnnParams
+from sidecar.store.interface import EmbedFn, Progress, SessionLease, SkipFn
+from sidecar.store.pg import indexes as _indexes
+from sidecar.store.pg import locks as _locks
+from sidecar.store.pg import opening as _opening
+from sidecar.store.pg import reads as _reads
+from sidecar.store.pg import search as _search
+from sidecar.store.pg import writes as _writes
+from sidecar.store.pg.conn import Db, redact
+from sidecar.store.pg.schema import SCHEMA_VERSION
+from sidecar.store.types import (
+    CollectionInfo,
+    Delete,
+    DropCollection,
+    ExportStats,
+    Hit,
+    ImportStats,
+    IndexStatus,
+    Op,
+    OpResult,
+    Patch,
+    Put,
+    Record,
+    StorageBytes,
+    TimeRange,
+)
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+
+class PgStore:
+    """A store in a PostgreSQL database (``libravdb`` schema). Create with :meth:`open`."""
+
+    backend = "postgresql"
+    db: Db
+    _location: str
+
+    def __init__(self) -> None:  # use PgStore.open()
+        self._closed = True
+        self.bad_records: dict[tuple[str, str], str] = {}
+
+    @classmethod
+    def open(  # noqa: PLR0913 - the keyword options of Store.open, plus the pool's
+        cls,
+        url: str,
+        *,
+        embed_dims: int,
+        fingerprint: str = "",
+        tiers: Sequence[int] = (),
+        ann_dims: int | None = None,
+        settings: StoreSettings | None = None,
+        profile: Mapping[str, Any] | None = None,
+        model: str = "",
+        allow_fingerprint_mismatch: bool = False,
+        background: bool = True,
+        exact_threshold: int | None = None,
+        pool_size: int = 8,
+        timeout: float = 10.0,
+        synchronous: str = "FULL",
+        index_threads: int = 1,
+        checkpoint_idle_s: float | None = None,
+    ) -> PgStore:
+        """Open (creating or migrating the schema) the store in the database at ``url``.
+
+        The arguments are :meth:`sidecar.store.store.Store.open`'s; the SQLite-only ones
+        (``synchronous``, ``index_threads``, ``checkpoint_idle_s``) are accepted and ignored:
+        PostgreSQL commits durably (``synchronous_commit`` on) and builds its own indexes.
+        ``pool_size``: connections at most; ``timeout``: seconds to wait for a connection
+        before StorageUnavailable. Raises FingerprintMismatch, SchemaTooNew,
+        StorageUnavailable, StoreLocked (a re-embed is running).
+        """
+        del synchronous, index_threads, checkpoint_idle_s  # SQLite's; see the docstring
+        self = cls()
+        self._init(
+            url,
+            embed_dims=embed_dims,
+            fingerprint=fingerprint,
+            tiers=tuple(tiers),
+            ann_dims=ann_dims,
+            settings=settings if settings is not None else StoreSettings(),
+            exact_threshold=exact_threshold,
+            model=model,
+        )
+        self._connect(
+            allow_fingerprint_mismatch, profile, background, pool_size=pool_size, timeout=timeout
+        )
+        return self
+
+    def _init(
+        self,
+        url: str,
+        *,
+        embed_dims: int,
+        fingerprint: str,
+        tiers: tuple[int, ...],
+        ann_dims: int | None,
+        settings: StoreSettings,
+        exact_threshold: int | None,
+        model: str,
+    ) -> None:
+        if embed_dims < 1:
+            raise InvalidInput("embed_dims must be >= 1")
+        for t in tiers:
+            if not 1 < t < embed_dims:
+                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
+        ann = ann_dims if ann_dims is not None else (max(tiers) if tiers else embed_dims)
+        if not 1 < ann <= embed_dims:
+            raise InvalidInput(f"ann_dims {ann} must be between 2 and {embed_dims}")
+        s = settings
+        self.url, self._location = url, redact(url)
+        self.embed_dims, self.fingerprint, self.model = embed_dims, fingerprint, model
+        self.tiers, self.ann_dims = tiers, ann
+        self.exact_threshold = exact_threshold if exact_threshold is not None else s.exact_threshold
+        self.params = AnnParams(
+            m=s.hnsw_m,
+            ef_construction=s.hnsw_ef_construction,
+            ef_search=s.hnsw_ef_search,
+            threads=1,
+            oversample=s.oversample,
+        )
+        self._indexed: set[int] = set()
+        self._indexer: _indexes.PgIndexer | None = None
+        self._presence: psycopg.Connection[Any] | None = None
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
+
+    def _connect(
+        self,
+        allow_mismatch: bool,
+        profile: Mapping[str, Any] | None,
+        background: bool,
+        *,
+        pool_size: int,
+        timeout: float,
+    ) -> None:
+        started = time.monotonic()
+        self.db = _opening.open_db(self, self.url, pool_size=pool_size, timeout=timeout)
+        try:
+            self._presence = _locks.hold_presence(self.db)
+            _opening.check_meta(self, allow_mismatch, profile)
+            self._indexed = _indexes.Plan(self).indexed
+        except BaseException:
+            self._close_conns()
+            self._executor.shutdown()
+            raise
+        self._closed = False
+        if background:
+            self._indexer = _indexes.PgIndexer(self)
+            self._indexer.start()
+            self._indexer.notify()
+        log.info(
+            "store.opened",
+            database=self._location,
+            schema=SCHEMA_VERSION,
+            seconds=round(time.monotonic() - started, 3),
+        )
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _guard(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    def close(self) -> None:
+        """Finish the writes already submitted (as the SQLite writer drains its queue),
+        refuse new ones, stop the indexer, close the connections."""
+        if self._closed:
+            return
+        self._executor.shutdown(wait=True)  # new submissions fail from here on
+        self._closed = True
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer.join()
+        self._close_conns()
+        log.info("store.closed", database=self._location)
+
+    def _close_conns(self) -> None:
+        presence, self._presence = self._presence, None
+        if presence is not None:
+            _locks.release_all(presence)
+        self.db.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _keep_presence(self) -> None:
+        """Re-take the presence lock if its connection was lost (server restart)."""
+        presence = self._presence
+        if presence is not None and not presence.closed and not presence.broken:
+            return
+        with contextlib.suppress(Exception):
+            self._presence = _locks.hold_presence(self.db)
+
+    def _after_write(self, changed: list[tuple[int, int]]) -> None:
+        """Wake the indexer when a write moved a collection across a threshold."""
+        if self._indexer is None:
+            return
+        t = self.exact_threshold
+        for cid, n in changed:
+            indexed = cid in self._indexed
+            if (n >= t and not indexed) or (indexed and n < t // 2) or (n == 0 and indexed):
+                self._indexer.notify()
+                return
+
+    def _submit(self, fn: Callable[[], T]) -> Future[T]:
+        if self._closed:
+            fut: Future[T] = Future()
+            fut.set_exception(StoreClosed("the store is closed"))
+            return fut
+        try:
+            return self._executor.submit(fn)
+        except RuntimeError:  # shut down meanwhile
+            fut = Future()
+            fut.set_exception(StoreClosed("the store is closed"))
+            return fut
+
+    # ---- collections -------------------------------------------------------------------
+
+    def dims_for(self, name: str) -> int:
+        return _reads.dims_for(self, name)
+
+    def collection(self, name: str) -> CollectionInfo | None:
+        return _reads.collection(self, name)
+
+    def collections(
+        self, *, prefix: str | None = None, namespace: str | None = None
+    ) -> list[CollectionInfo]:
+        return _reads.collections(self, prefix=prefix, namespace=namespace)
+
+    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
+        return _writes.ensure_collections(self, names)
+
+    def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
+        wanted = list(names)
+        return self._submit(lambda: _writes.ensure_collections(self, wanted))
+
+    def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
+        return _reads.collection_versions(self, names)
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
+        batch = list(ops)
+        try:
+            prepared = [_writes.prepare(op) for op in batch]
+        except Exception as exc:
+            fut: Future[list[OpResult]] = Future()
+            fut.set_exception(exc)
+            return fut
+        return self._submit(lambda: _writes.write(self, prepared))
+
+    def write(self, ops: Sequence[Op]) -> list[OpResult]:
+        return _writes.write(self, ops)
+
+    def put(
+        self,
+        collection: str,
+        record_id: str,
+        *,
+        text: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        vector: Any = None,
+        if_version: int | None = None,
+    ) -> OpResult:
+        return self.write([Put(collection, record_id, text, metadata or {}, vector, if_version)])[0]
+
+    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
+        return self.write(puts)
+
+    def patch(
+        self,
+        collection: str,
+        record_id: str,
+        metadata: Mapping[str, Any],
+        *,
+        text: str | None = None,
+        if_version: int | None = None,
+        bump_version: bool = True,
+        missing_ok: bool = False,
+    ) -> OpResult:
+        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
+        return self.write([op])[0]
+
+    def delete(self, collection: str, record_id: str) -> bool:
+        return self.write([Delete(collection, record_id)])[0].changed
+
+    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
+        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
+
+    def drop_collections(self, names: Iterable[str]) -> int:
+        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
+
+    def increment_future(
+        self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+    ) -> Future[int]:
+        plan = {c: list(ids) for c, ids in updates.items()}
+        return self._submit(lambda: _writes.increment(self, plan, key))
+
+    def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
+        return _writes.increment(self, updates, key)
+
+    # ---- tombstones --------------------------------------------------------------------
+
+    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+        return _writes.add_tombstones(self, namespace, keys, reason)
+
+    def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int:
+        return _writes.remove_tombstones(self, namespace, keys)
+
+    def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
+        return _reads.tombstoned(self, namespace, keys)
+
+    def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
+        return _reads.tombstoned_anywhere(self, keys)
+
+    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
+        return _reads.list_tombstones(self, namespace)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def get(
+        self, collection: str, record_id: str, *, include_vector: bool = False
+    ) -> Record | None:
+        return _reads.get(self, collection, record_id, include_vector=include_vector)
+
+    def get_many(
+        self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+    ) -> list[Record]:
+        return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
+
+    def list_records(
+        self,
+        collection: str,
+        *,
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+        limit: int | None = None,
+        after_id: str | None = None,
+        include_vectors: bool = False,
+    ) -> list[Record]:
+        return _reads.list_records(
+            self,
+            collection,
+            where=where,
+            time_range=time_range,
+            limit=limit,
+            after_id=after_id,
+            include_vectors=include_vectors,
+        )
+
+    def iter_records(
+        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
+    ) -> Iterable[Record]:
+        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
+
+    def count(self, collection: str) -> int:
+        return _reads.count(self, collection)
+
+    def count_prefix(self, prefix: str) -> int:
+        return _reads.count_prefix(self, prefix)
+
+    def count_namespace(self, namespace: str) -> int:
+        return _reads.count_namespace(self, namespace)
+
+    def total_records(self) -> int:
+        return _reads.total_records(self)
+
+    def max_seq(self) -> int:
+        return _reads.max_seq(self)
+
+    # ---- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        collection: str,
+        vector: Any,
+        k: int,
+        *,
+        exclude_ids: Iterable[str] = (),
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[Hit]:
+        return _search.search(
+            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
+        )
+
+    def search_collections(
+        self,
+        collections: Sequence[str],
+        vector: Any,
+        k: int,
+        *,
+        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
+        where: Mapping[str, Any] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[Hit]:
+        return _search.search_collections(
+            self,
+            collections,
+            vector,
+            k,
+            exclude_by_collection=exclude_by_collection,
+            where=where,
+            time_range=time_range,
+        )
+
+    # ---- maintenance -------------------------------------------------------------------
+
+    def checkpoint(self) -> dict[str, int]:
+        """Nothing to save: PostgreSQL's commits are durable and its indexes its own."""
+        self._guard()
+        return {"saved": 0, "repaired": 0}
+
+    def index_status(self) -> list[IndexStatus]:
+        return _indexes.Plan(self).status
+
+    def run_index_work(self) -> int:
+        return _indexes.run_index_work(self)
+
+    def wait_indexed(self, timeout: float = 60.0) -> bool:
+        """Block until no index needs building or dropping (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            indexer = self._indexer
+            if indexer is None:
+                self.run_index_work()
+            plan = _indexes.Plan(self)
+            if plan.idle and (indexer is None or not indexer.busy):
+                return True
+            if indexer is not None:
+                indexer.notify()
+                time.sleep(0.05)
+        return False
+
+    def storage_bytes(self) -> StorageBytes:
+        rows = self.db.read(
+            "SELECT coalesce(sum(pg_table_size(c.oid)) FILTER (WHERE c.relkind IN ('r', 'S')), 0),"
+            " coalesce(sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i'), 0) "
+            "FROM pg_class c WHERE c.relnamespace = %s::regnamespace",
+            ("libravdb",),
+        )
+        return StorageBytes(database=int(rows[0][0]), log=0, indexes=int(rows[0][1]))
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "collections": len(self.collections()),
+            "records": self.total_records(),
+            "seq": self.max_seq(),
+            "schema": SCHEMA_VERSION,
+            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
+        }
+
+    # ---- export / import -----------------------------------------------------------------
+
+    def export_ndjson(
+        self,
+        out: TextIO,
+        *,
+        collections: Iterable[str] | None = None,
+        include_vectors: bool = True,
+        progress: Progress | None = None,
+    ) -> ExportStats:
+        return ndjson.export_ndjson(
+            self, out, collections=collections, include_vectors=include_vectors, progress=progress
+        )
+
+    def import_ndjson(
+        self,
+        src: Iterable[str],
+        *,
+        embed: EmbedFn | None = None,
+        progress: Progress | None = None,
+        batch: int = 256,
+        skip: SkipFn | None = None,
+    ) -> ImportStats:
+        return ndjson.import_ndjson(
+            self, src, embed=embed, progress=progress, batch=batch, skip=skip
+        )
+
+    # ---- session locks (advisory locks: every daemon on the database) -------------------
+
+    def session_lock(
+        self, key: str, timeout: float | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        self._guard()
+        return _locks.session_lock(self.db, key, timeout)
+
+    def acquire_session_lock(self, key: str, timeout: float | None = None) -> SessionLease:
+        self._guard()
+        return _locks.acquire_session_lock(self.db, key, timeout)
+
+    def try_session_lock(self, key: str) -> SessionLease | None:
+        self._guard()
+        return _locks.try_session_lock(self.db, key)
