@@ -9,7 +9,7 @@ NPM    ?= npm
 TS     := host_clients/typescript
 TS_STAMP := $(TS)/node_modules/.installed
 
-.PHONY: setup run test test-py test-ts lint fmt bench eval stress schema e2e mpnet clean
+.PHONY: setup run test test-py test-ts lint fmt bench bench-scale eval stress schema e2e mpnet clean
 
 setup: $(STAMP) $(TS_STAMP)
 
@@ -69,6 +69,10 @@ fmt: setup
 
 bench: setup
 	$(PY) scripts/bench.py
+
+# cost growth at 10k/100k/1M memories on both backends (long: the 1M point seeds 3M records)
+bench-scale: setup
+	$(PY) scripts/bench_scale.py
 
 # fuzz, crash, soak and faults at full size (about 15 minutes); figures -> docs/benchmarks.md
 stress: setup
