@@ -9,6 +9,7 @@ from typing import Any
 
 from sidecar.config import mask_url
 from sidecar.ops.doctor_result import Check, fail, ok, warn
+from sidecar.ops.doctor_store import compare_fingerprint
 
 CONNECT_TIMEOUT_S = 5
 
@@ -49,7 +50,14 @@ def check_postgres(url: str, configured: str, profile: str, reembed_fix: str) ->
     open_by = f"{daemons} daemon(s) have it open" if daemons else "no daemon has it open"
     return [
         ok("store", f"{where}; {open_by}"),
-        _fingerprint(meta, configured, profile, reembed_fix),
+        compare_fingerprint(
+            meta,
+            configured,
+            profile,
+            reembed_fix,
+            stopped="every daemon on the database stopped",
+            configure="that model",
+        ),
     ]
 
 
@@ -94,30 +102,3 @@ def _daemons(conn: Any) -> int:
 def _first_line(exc: BaseException, url: str) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return mask_url(text.replace(url, mask_url(url)))
-
-
-def _fingerprint(meta: dict[str, str], configured: str, profile: str, fix: str) -> Check:
-    from sidecar.store.reembed_stage import TARGET_KEY
-
-    name = "fingerprint"
-    stored = meta.get("fingerprint", "")
-    if not stored:
-        return ok(name, "the store records no fingerprint yet (no vectors written)")
-    if not configured:
-        return warn(name, f"store has {stored[:12]}; cannot compare: the embedder is unavailable")
-    model = meta.get("model") or "another model"
-    if meta.get(TARGET_KEY) == configured and stored != configured:
-        return fail(
-            name,
-            f"an unfinished re-embed to {profile} ({configured[:12]}): the store still holds "
-            f"{model}'s vectors ({stored[:12]})",
-            f"{fix}   (resumes where it stopped; every daemon on the database stopped)",
-        )
-    if stored != configured:
-        return fail(
-            name,
-            f"the store was written by {model} (fingerprint {stored[:12]}) but the settings "
-            f"select {profile} ({configured[:12]}); the daemon refuses to open it",
-            f"{fix}   (every daemon on the database stopped), or configure that model",
-        )
-    return ok(name, f"store and settings agree: {profile} ({stored[:12]})")

@@ -56,6 +56,21 @@ def check_fingerprint(data_dir: Path, configured: str, profile: str, reembed_fix
             meta = _meta(conn)
     except sqlite3.Error as exc:
         return fail(name, f"cannot read {db}: {exc}", f"check {q(db)} (libravdbd serve says why)")
+    return compare_fingerprint(meta, configured, profile, reembed_fix, stopped="daemon stopped")
+
+
+def compare_fingerprint(
+    meta: dict[str, str],
+    configured: str,
+    profile: str,
+    reembed_fix: str,
+    *,
+    stopped: str,
+    configure: str = "the model the store was written with",
+) -> Check:
+    """The fingerprint check over a store's ``meta`` rows, for either backend: ``stopped``
+    says which daemons the fix needs stopped, ``configure`` names the other way out."""
+    name = "fingerprint"
     stored = meta.get("fingerprint", "")
     if not stored:
         return ok(name, "the store records no fingerprint yet (no vectors written)")
@@ -67,14 +82,14 @@ def check_fingerprint(data_dir: Path, configured: str, profile: str, reembed_fix
             name,
             f"an unfinished re-embed to {profile} ({configured[:12]}): the store still holds "
             f"{model}'s vectors ({stored[:12]})",
-            f"{reembed_fix}   (resumes where it stopped; daemon stopped)",
+            f"{reembed_fix}   (resumes where it stopped; {stopped})",
         )
     if stored != configured:
         return fail(
             name,
             f"the store was written by {model} (fingerprint {stored[:12]}) but the settings "
             f"select {profile} ({configured[:12]}); the daemon refuses to open it",
-            f"{reembed_fix}   (daemon stopped), or configure the model the store was written with",
+            f"{reembed_fix}   ({stopped}), or configure {configure}",
         )
     return ok(name, f"store and settings agree: {profile} ({stored[:12]})")
 
