@@ -16,6 +16,7 @@ import msgspec
 import structlog
 
 from sidecar.store import reembed_stage as reembed_mod
+from sidecar.store.common import meta_writes
 from sidecar.store.errors import (
     CorruptStore,
     FingerprintMismatch,
@@ -64,21 +65,15 @@ def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | No
     meta = dict(store._wconn.execute("SELECT key, value FROM meta").fetchall())
     store._seq = int(meta.get("seq", "0"))
     store._applied_seq = store._seq
-    stored = meta.get("fingerprint", "")
     if not allow_mismatch:
         _check_fingerprint(store, meta)
-    writes: dict[str, str] = {}
-    if store.fingerprint and not stored:
-        writes["fingerprint"] = store.fingerprint
-    same_model = not stored or stored == store.fingerprint
-    if store.model and store.fingerprint and same_model and meta.get("model") != store.model:
-        writes["model"] = store.model
-    if "embed_dims" not in meta:
-        writes["embed_dims"] = str(store.embed_dims)
-    if "created_ms" not in meta:
-        writes["created_ms"] = str(now_ms())
-    if profile is not None:
-        writes["profile"] = json_encode(dict(profile)).decode()
+    writes = meta_writes(
+        meta,
+        fingerprint=store.fingerprint,
+        model=store.model,
+        embed_dims=store.embed_dims,
+        profile=profile,
+    )
     if writes:
         try:
             with store._txn(store._wconn):

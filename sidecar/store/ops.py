@@ -9,9 +9,9 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.common import check_patch_target
 from sidecar.store.errors import (
     InvalidInput,
-    NotFound,
     VersionConflict,
 )
 from sidecar.store.exact import F32
@@ -136,14 +136,9 @@ def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
             "SELECT rid, version, metadata, text, created_ms FROM records WHERE cid = ? AND id = ?",
             (info.cid, op.id),
         ).fetchone()
-    actual = None if row is None else int(row[1])
-    if op.if_version is not None and actual != op.if_version:
-        raise VersionConflict(op.collection, op.id, op.if_version, actual)
-    if row is None:
-        if op.missing_ok:
-            return OpResult(0, False)
-        raise NotFound(f"record not found: {op.collection}/{op.id}")
-    assert info is not None
+    if not check_patch_target(op, None if row is None else int(row[1])):
+        return OpResult(0, False)
+    assert info is not None and row is not None
     rid, version, meta_raw, text, created = row
     meta = decode_meta(meta_raw)
     meta.update(op.metadata)

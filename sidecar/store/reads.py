@@ -11,6 +11,7 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.common import iter_pages
 from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
@@ -214,12 +215,10 @@ def iter_records(
     store: Store, collection: str, *, include_vectors: bool = True, batch: int = 1000
 ) -> Iterable[Record]:
     """All records of a collection in id order, paged (for export and re-embedding)."""
-    after: str | None = None
-    while True:
-        page = list_records(
-            store, collection, after_id=after, limit=batch, include_vectors=include_vectors
+
+    def page(after: str | None, limit: int) -> list[Record]:
+        return list_records(
+            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
         )
-        if not page:
-            return
-        yield from page
-        after = page[-1].id
+
+    return iter_pages(page, batch)

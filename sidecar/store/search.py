@@ -11,6 +11,7 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.common import merge_searches
 from sidecar.store.errors import InvalidInput
 from sidecar.store.exact import F32, Candidate, top_candidates
 from sidecar.store.index import NeedScan, VectorIndex, decode_rows
@@ -245,13 +246,8 @@ def search_collections(
     time_range: TimeRange | None = None,
 ) -> list[Hit]:
     """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-    if k <= 0 or not collections:
-        return []
-    merged: list[Hit] = []
-    for name in dict.fromkeys(collections):
-        excl = (exclude_by_collection or {}).get(name, ())
-        merged.extend(
-            search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-        )
-    merged.sort(key=lambda h: (-h.score, h.collection, h.id))
-    return merged[:k]
+
+    def one(name: str, excl: Iterable[str]) -> list[Hit]:
+        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
+
+    return merge_searches(collections, k, one, exclude_by_collection)

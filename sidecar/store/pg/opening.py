@@ -11,13 +11,12 @@ import psycopg
 import structlog
 from psycopg import sql
 
+from sidecar.store.common import meta_writes
 from sidecar.store.errors import FingerprintMismatch, StorageUnavailable, UnfinishedReembed
-from sidecar.store.files import now_ms
 from sidecar.store.pg.conn import SCHEMA, Db, map_pg_error
 from sidecar.store.pg.reembed import discard_stage, staged_progress
 from sidecar.store.pg.schema import SCHEMA_VERSION, lock_migrations, migrate
 from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
-from sidecar.store.rows import json_encode
 
 if TYPE_CHECKING:
     from sidecar.store.pg.store import PgStore
@@ -93,21 +92,15 @@ def check_meta(store: PgStore, allow_mismatch: bool, profile: Mapping[str, Any] 
     def run(conn: Conn) -> None:
         lock_migrations(conn)
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        stored = meta.get("fingerprint", "")
         if not allow_mismatch:
             _check_fingerprint(store, conn, meta)
-        writes: dict[str, str] = {}
-        if store.fingerprint and not stored:
-            writes["fingerprint"] = store.fingerprint
-        same = not stored or stored == store.fingerprint
-        if store.model and store.fingerprint and same and meta.get("model") != store.model:
-            writes["model"] = store.model
-        if "embed_dims" not in meta:
-            writes["embed_dims"] = str(store.embed_dims)
-        if "created_ms" not in meta:
-            writes["created_ms"] = str(now_ms())
-        if profile is not None:
-            writes["profile"] = json_encode(dict(profile)).decode()
+        writes = meta_writes(
+            meta,
+            fingerprint=store.fingerprint,
+            model=store.model,
+            embed_dims=store.embed_dims,
+            profile=profile,
+        )
         for key, value in writes.items():
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) "

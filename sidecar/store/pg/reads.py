@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
+from sidecar.store.common import iter_pages
 from sidecar.store.pg.codec import COLS, record, where_sql
 from sidecar.store.types import CollectionInfo, Record, TimeRange
 
@@ -180,15 +181,13 @@ def iter_records(
     store: PgStore, collection: str, *, include_vectors: bool = True, batch: int = 1000
 ) -> Iterable[Record]:
     """All records of a collection in id order, paged (for export and re-embedding)."""
-    after: str | None = None
-    while True:
-        page = list_records(
-            store, collection, after_id=after, limit=batch, include_vectors=include_vectors
+
+    def page(after: str | None, limit: int) -> list[Record]:
+        return list_records(
+            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
         )
-        if not page:
-            return
-        yield from page
-        after = page[-1].id
+
+    return iter_pages(page, batch)
 
 
 # ---- tombstones ------------------------------------------------------------------------------

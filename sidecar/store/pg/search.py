@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.store import names as N
+from sidecar.store.common import merge_searches
 from sidecar.store.index import EXACT_POOL_LIMIT
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
@@ -208,13 +209,8 @@ def search_collections(
     time_range: TimeRange | None = None,
 ) -> list[Hit]:
     """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-    if k <= 0 or not collections:
-        return []
-    merged: list[Hit] = []
-    for name in dict.fromkeys(collections):
-        excl = (exclude_by_collection or {}).get(name, ())
-        merged.extend(
-            search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-        )
-    merged.sort(key=lambda h: (-h.score, h.collection, h.id))
-    return merged[:k]
+
+    def one(name: str, excl: Iterable[str]) -> list[Hit]:
+        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
+
+    return merge_searches(collections, k, one, exclude_by_collection)

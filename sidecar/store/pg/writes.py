@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from sidecar.store import names as N
-from sidecar.store.errors import InvalidInput, NotFound, VersionConflict
+from sidecar.store.common import check_patch_target
+from sidecar.store.errors import InvalidInput, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
 from sidecar.store.pg.reads import COLL, info, nul, storable
@@ -222,14 +223,9 @@ def _patch(tx: PgTx, op: Patch) -> OpResult:
             "WHERE cid = %s AND id = %s FOR UPDATE",
             (coll.cid, op.id),
         ).fetchone()
-    actual = None if row is None else int(row[1])
-    if op.if_version is not None and actual != op.if_version:
-        raise VersionConflict(op.collection, op.id, op.if_version, actual)
-    if row is None:
-        if op.missing_ok:
-            return OpResult(0, False)
-        raise NotFound(f"record not found: {op.collection}/{op.id}")
-    assert coll is not None
+    if not check_patch_target(op, None if row is None else int(row[1])):
+        return OpResult(0, False)
+    assert coll is not None and row is not None
     rid, version, meta_raw, text, raw, created = row
     meta = decode_meta(meta_raw)
     meta.update(op.metadata)

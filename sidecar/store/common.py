@@ -1,0 +1,87 @@
+"""Record semantics both backends share, written once and called by each of them.
+
+The SQLite store (``reads.py``, ``search.py``, ``ops.py``, ``opening.py``) and the
+PostgreSQL store (``pg/``) differ in SQL and in where state lives; what a caller sees
+(the merge order of a multi-collection search, paging, a patch's preconditions, what is
+recorded in ``meta`` at open) must not differ, so it is decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from sidecar.store.errors import NotFound, VersionConflict
+from sidecar.store.files import now_ms
+from sidecar.store.rows import json_encode
+from sidecar.store.types import Hit, Patch, Record
+
+SearchOne = Callable[[str, Iterable[str]], list[Hit]]
+ListPage = Callable[[str | None, int], list[Record]]
+
+
+def merge_searches(
+    collections: Sequence[str],
+    k: int,
+    search_one: SearchOne,
+    exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
+) -> list[Hit]:
+    """Search each collection (once) for ``k`` with ``search_one(name, excluded_ids)``,
+    merge: score desc, collection asc, id asc."""
+    if k <= 0 or not collections:
+        return []
+    merged: list[Hit] = []
+    for name in dict.fromkeys(collections):
+        merged.extend(search_one(name, (exclude_by_collection or {}).get(name, ())))
+    merged.sort(key=lambda h: (-h.score, h.collection, h.id))
+    return merged[:k]
+
+
+def iter_pages(list_page: ListPage, batch: int) -> Iterable[Record]:
+    """Every record, in id order, from ``list_page(after_id, limit)`` pages."""
+    after: str | None = None
+    while True:
+        page = list_page(after, batch)
+        if not page:
+            return
+        yield from page
+        after = page[-1].id
+
+
+def check_patch_target(op: Patch, actual_version: int | None) -> bool:
+    """A patch's preconditions on the record's current version (None: no such record).
+    Raises VersionConflict / NotFound; False when a missing record is fine (skip)."""
+    if op.if_version is not None and actual_version != op.if_version:
+        raise VersionConflict(op.collection, op.id, op.if_version, actual_version)
+    if actual_version is None:
+        if op.missing_ok:
+            return False
+        raise NotFound(f"record not found: {op.collection}/{op.id}")
+    return True
+
+
+def meta_writes(
+    meta: Mapping[str, str],
+    *,
+    fingerprint: str,
+    model: str,
+    embed_dims: int,
+    profile: Mapping[str, Any] | None,
+) -> dict[str, str]:
+    """The ``meta`` rows a store records at open: the first fingerprint, the model's name
+    while it is the stored fingerprint's, the dimension and creation time once, the
+    profile every time."""
+    stored = meta.get("fingerprint", "")
+    writes: dict[str, str] = {}
+    if fingerprint and not stored:
+        writes["fingerprint"] = fingerprint
+    same_model = not stored or stored == fingerprint
+    if model and fingerprint and same_model and meta.get("model") != model:
+        writes["model"] = model
+    if "embed_dims" not in meta:
+        writes["embed_dims"] = str(embed_dims)
+    if "created_ms" not in meta:
+        writes["created_ms"] = str(now_ms())
+    if profile is not None:
+        writes["profile"] = json_encode(dict(profile)).decode()
+    return writes
