@@ -88,6 +88,9 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hnsw_ef_construction: int = 100  # same recall as 200 here at half the build time
     hnsw_ef_search: int = 64
     exact_threshold: int = 20_000
+    # From this many records in a collection, assemble and search take its dense candidates
+    # from the store's ANN index instead of scanning every cached vector (store.md)
+    assemble_ann_rows: int = 100_000
     oversample: int = 4
     checkpoint_idle_s: float = 30.0
     rebuild_deleted_fraction: float = 0.2

@@ -73,7 +73,9 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
     app.provide(AuthoredService, authored)
     app.provide(DreamService, DreamService(store))
     app.provide(LifecycleJournal, LifecycleJournal(store, settings.journal.max_entries))
-    retrieval = Retrieval(memory, daemon_assembly(hub))
+    retrieval = Retrieval(
+        memory, daemon_assembly(hub), ann_min_rows=settings.store.assemble_ann_rows
+    )
     retrieval.watch_authored(authored)
     app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():

@@ -11,9 +11,9 @@
    vector);
 2. builds the pool the way ``scripts/eval_locomo.py --inprocess`` does: for every scope,
    the exact dense top-k (a float32 product over the cached vectors, int8-prefiltered
-   for large collections, see :mod:`sidecar.engines.int8scan`; the durable memories are
-   ranked through the raw history's scan, see :class:`Twins`) merged with the lexical
-   top-k, each candidate carrying its vector;
+   from 8,192 rows, :mod:`sidecar.engines.int8scan`; durable memories ranked through the
+   history's scan, :class:`Twins`; from ``store.assemble_ann_rows`` records the store's
+   ANN index instead) merged with the lexical top-k, each candidate with its vector;
 3. calls :func:`~sidecar.assembly.plan.plan_assembly` (or ``plan_search``) with hooks
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
@@ -38,13 +38,10 @@ version costs nothing more. A changed one:
   without vectors and compared by ``seq``; only changed records are fetched with their
   vectors (:meth:`CollectionView.refresh`), so another daemon's ingest, patch, supersede
   mark, delete and re-put or forget is served from the next request on;
-* compaction, forget and authored ingest/delete still mark the collections they touched
-  stale (the same effect as their version change; kept for views read while the event
-  arrives).
+* compaction, forget, authored ingest/delete also mark what they touched stale.
 
-Change notices are taken before the store is read, so a notice that arrives during a
-sync is kept for the next one. Not thread-safe otherwise: every call holds
-:attr:`Retrieval.lock`.
+Change notices are taken before the store is read (one arriving during a sync is kept
+for the next). Not thread-safe otherwise: every call holds :attr:`Retrieval.lock`.
 """
 
 from __future__ import annotations
@@ -63,6 +60,7 @@ import structlog
 
 from sidecar.assembly.budget import BudgetConfig
 from sidecar.assembly.cache import (
+    ANN_MIN_ROWS,
     CollectionView,
     SharedLexical,
     Twins,
@@ -133,9 +131,16 @@ class _Prepared:
 class Retrieval:
     """The App component behind ``assemble`` and ``search`` (module doc)."""
 
-    def __init__(self, memory: MemoryService, config: AssemblyConfig = DAEMON_ASSEMBLY) -> None:
+    def __init__(
+        self,
+        memory: MemoryService,
+        config: AssemblyConfig = DAEMON_ASSEMBLY,
+        *,
+        ann_min_rows: int = ANN_MIN_ROWS,
+    ) -> None:
         self.memory = memory
         self.config = config
+        self.ann_min_rows = ann_min_rows
         self.lock = asyncio.Lock()
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
@@ -244,7 +249,7 @@ class Retrieval:
         for name in names:
             coll = self._colls.get(name)
             if coll is None:
-                coll = CollectionView(name)
+                coll = CollectionView(name, self.ann_min_rows)
                 self._colls[name] = coll
             self._colls.move_to_end(name)
             version = versions.get(name, 0)
@@ -502,8 +507,8 @@ class Retrieval:
         # by the small durable collection's BM25 statistics
         udense = (
             self._durable_top(user_coll, turns_coll, qvec, tscan, SIDE_K)
-            if qvec is not None and tscan is not None and user_coll.records
-            else None
+            if qvec is not None and tscan is not None and user_coll.records and not user_coll.ann
+            else None  # ranked on its own: exactly, or by the store's ANN index when large
         )
         seen = {c.key for c in cands}
         for c in pick(C.user(ns), SIDE_K, udense):

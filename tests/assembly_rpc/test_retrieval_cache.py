@@ -72,11 +72,17 @@ class Harness:
 
 @pytest.fixture
 async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    async for harness in _harness(tmp_path):
+        yield harness
+
+
+async def _harness(tmp_path: Path, **flags: Any) -> AsyncIterator[Harness]:
     settings = load_settings(
         flags={
             "data_dir": str(tmp_path / "data"),
             "compaction.auto": False,
             **current_store().flags(tmp_path / "data"),
+            **flags,
         },
         env={},
     )
@@ -377,3 +383,43 @@ async def test_search_in_the_dream_scope_returns_dreams_for_any_query(h: Harness
     assert any(x["turnIds"] == ["l1"] for x in every["hits"])
     asked = await h.call("search", {"query": "did I dream of a lighthouse?", "namespace": NS})
     assert any(x["collection"] == f"dream:{NS}" for x in asked["hits"])
+
+
+async def test_large_collections_take_dense_candidates_from_the_store_index(
+    tmp_path: Path,
+) -> None:
+    # From store.assemble_ann_rows records a view asks the store's ANN index (hnswlib /
+    # pgvector HNSW, built here from 16 records on) instead of scanning its vectors; the
+    # thresholds are lowered so that a small history takes that path.
+    async for h in _harness(
+        tmp_path, **{"store.assemble_ann_rows": 40, "store.exact_threshold": 16}
+    ):
+        words = ["kayak", "Hekla volcano", "Lisbon", "Porto", "tennis", "window seat", "puppy"]
+        notes = [
+            (f"x{i}", "user", f"Note {i}: the {w} trip was fun.") for i, w in enumerate(words * 6)
+        ]
+        await h.ingest("s1", notes[:21])
+        await h.ask("volcano trip")
+        turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))
+        assert not turns.ann and turns.scan(_unit([1.0] * DIMS)) is not None
+        await h.ingest("s2", [*notes[21:], *HISTORY], 100)  # the view grows past 40 rows
+        assert h.store.wait_indexed(60)
+        res = await h.ask("tennis balls in the park")
+        assert turns.ann and len(turns.records) >= 40
+        assert turns.scan(_unit([1.0] * DIMS)) is None and turns._shadow is None
+        assert "a3" in _turn_ids(res)
+        statuses = {s.collection: s for s in h.store.index_status()}
+        assert statuses[C.turns(NS)].mode == "hnsw"  # the store's index answers, not a scan
+        for text in ("volcano trip", "tennis balls", "Lisbon window seat"):
+            q = _unit((await hash_embed([text], "query"))[0])
+            for k in (1, 5, 10):
+                assert turns.dense_top(q, k) == _exact_top(turns, q, k), (text, k)
+        # the durable memories (fewer: not every turn is admitted) are under the threshold:
+        # ranked exactly on their own, there is no history scan to share
+        assert not user.ann and len(user.records) < 40
+        q = _unit((await hash_embed(["Porto"], "query"))[0])
+        assert user.dense_top(q, 5) == _exact_top(user, q, 5)
+        # a full reload keeps the mode, and the records do not keep a second vector copy
+        h.retrieval.invalidate()
+        await h.ask("Porto")
+        assert turns.ann and all(r.vector is None for r in turns.records)
