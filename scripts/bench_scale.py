@@ -20,6 +20,8 @@ For each backend and each size N, side by side in one run on one machine:
   prompt (``kind: query``), after a warm-up and once the daemon is idle. The ratio
   ``assemble p50 / embed p50`` is the figure the issue targets (<= 4x at 1M on
   PostgreSQL).
+* **First assemble** (the daemon reads every collection the call needs into its cache:
+  records, vectors, BM25) and the daemon's **peak resident memory** (VmHWM at the end).
 * **Dense recall**: after the daemon stops, the store opened in-process; for 100 prompts
   the store's own ``search`` over ``turns:bench`` (k = 10; HNSW above the exact threshold,
   pgvector HNSW on PostgreSQL) against the exact top-10 by numpy over every vector of the
@@ -79,6 +81,8 @@ class Point:
     search_ms: float = 0.0
     records: int = 0
     phases: dict[str, list[float]] = field(default_factory=dict)
+    cold_s: float = 0.0  # the first assemble: the daemon reads the collections it needs
+    rss_mb: float = 0.0  # the daemon's peak resident memory
 
 
 def _store_flags(backend: str, location: str) -> dict[str, Any]:
@@ -135,6 +139,9 @@ def _drive(endpoint: str, pid: int, point: Point) -> None:
         point.records = int(client.call("status")["records"]["records"])
         base = {"sessionId": BA.LIVE, "namespace": BA.NS, "tokenBudget": BA.TOKEN_BUDGET}
         qs = BA.prompts(WARM + CALLS, seed=41)
+        start = time.perf_counter()
+        client.call("assemble", {**base, "prompt": qs[0]})
+        point.cold_s = time.perf_counter() - start
         for q in qs[:WARM]:
             client.call("embed", {"texts": [q], "kind": "query"})
             client.call("assemble", {**base, "prompt": q})
@@ -150,6 +157,18 @@ def _drive(endpoint: str, pid: int, point: Point) -> None:
                     point.asm.append((time.perf_counter() - s) * 1000)
                     for phase, ms in (res.get("timings") or {}).items():
                         point.phases.setdefault(phase, []).append(float(ms))
+        point.rss_mb = _peak_rss_mb(pid)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """VmHWM of a live process (Linux), 0 when unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 async def _recall(data_dir: Path, flags: dict[str, Any], point: Point) -> None:
@@ -224,9 +243,10 @@ def _growth(now: float, before: float | None) -> str:
 def table(points: list[Point]) -> str:
     head = (
         "| backend | memories (records) | store writes | index build | ingest RPC | "
-        "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 | search p50 |"
+        "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 | search p50 "
+        "| first assemble | daemon peak RSS |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     prev: dict[str, Point] = {}
     for p in points:
         a50, a95, e50 = BA._pct(p.asm, 0.5), BA._pct(p.asm, 0.95), BA._pct(p.emb, 0.5)
@@ -238,7 +258,8 @@ def table(points: list[Point]) -> str:
             f"| {p.seed['index_s']:.0f} s | {p.ingest_tps:.0f} turns/s"
             f"{_growth(p.ingest_tps, last.ingest_tps if last else None)} "
             f"| {a50:.2f}{_growth(a50, last_a50)} / {a95:.2f} ms | {e50:.2f} ms "
-            f"| {a50 / e50:.2f}x | {p.recall:.3f} | {p.search_ms:.2f} ms |"
+            f"| {a50 / e50:.2f}x | {p.recall:.3f} | {p.search_ms:.2f} ms "
+            f"| {p.cold_s:.1f} s | {p.rss_mb:,.0f} MB |"
         )
         prev[p.backend] = p
     lines += ["", "| backend | memories | assemble daemon-side phases, p50 (ms) |", "|---|---|---|"]
