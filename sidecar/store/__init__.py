@@ -30,6 +30,7 @@ from sidecar.store.names import dims_for_collection, in_namespace
 from sidecar.store.store import Store
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     Delete,
     DropCollection,
     ExportStats,
@@ -47,6 +48,7 @@ from sidecar.store.types import (
 __all__ = [
     "AsyncStore",
     "CollectionInfo",
+    "CollectionState",
     "CorruptStore",
     "Delete",
     "DropCollection",

@@ -21,6 +21,7 @@ from sidecar.store.backend import open_store
 from sidecar.store.interface import SessionLease, StoreBackend
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     Delete,
     DropCollection,
     Hit,
@@ -206,6 +207,20 @@ class AsyncStore:
 
     async def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
         return await self._run(self.store.collection_versions, list(names))
+
+    async def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
+        return await self._run(self.store.collection_states, list(names))
+
+    async def changed_since(
+        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    ) -> list[Record]:
+        return await self._run(
+            self.store.changed_since,
+            collection,
+            seq,
+            include_vectors=include_vectors,
+            limit=limit,
+        )
 
     @contextlib.asynccontextmanager
     async def session_lock(

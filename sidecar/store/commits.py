@@ -24,23 +24,31 @@ log = structlog.get_logger(__name__)
 
 
 def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
-    """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
-    _apply_group(store, group)
+    """Apply the in-memory effects of committed jobs (writer thread, post-commit).
+
+    The collections, counts, removal counters, versions and the committed sequence change
+    together under ``_state_lock``, so ``collection_states`` never sees half of a commit."""
     by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
-    for tx in txs:
-        for cid, delta in tx.counts.items():
-            store._counts[cid] = store._counts.get(cid, 0) + delta
-        for cid in tx.touched:
-            if cid in store._by_cid:
-                store._versions[cid] = next(store._vclock)
-        for eff in tx.effects:
-            if eff.kind == "drop":
-                _apply_drop(store, eff.cid)
-                by_cid.pop(eff.cid, None)
-            else:
-                by_cid.setdefault(eff.cid, []).append(
-                    (eff.kind, eff.rid, eff.rec_id, eff.unit, eff.vseq)
-                )
+    with store._state_lock:
+        _apply_group(store, group)
+        for tx in txs:
+            for cid, delta in tx.counts.items():
+                store._counts[cid] = store._counts.get(cid, 0) + delta
+            for cid, n in tx.removed.items():
+                if cid in store._by_cid:
+                    store._removals[cid] = store._removals.get(cid, 0) + n
+            for cid in tx.touched:
+                if cid in store._by_cid:
+                    store._versions[cid] = next(store._vclock)
+            for eff in tx.effects:
+                if eff.kind == "drop":
+                    _apply_drop(store, eff.cid)
+                    by_cid.pop(eff.cid, None)
+                else:
+                    by_cid.setdefault(eff.cid, []).append(
+                        (eff.kind, eff.rid, eff.rec_id, eff.unit, eff.vseq)
+                    )
+        store._state_seq = store._seq
     for cid, changes in by_cid.items():
         target = store._indexes.get(cid)
         if target is None:
@@ -80,6 +88,7 @@ def _apply_drop(store: Store, cid: int) -> None:
     idx = store._indexes.pop(cid, None)
     store._counts.pop(cid, None)
     store._versions.pop(cid, None)
+    store._removals.pop(cid, None)
     if idx is not None:
         idx.dropped = True
         idx.drop_files(store.index_dir)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sidecar.store.errors import NotFound, VersionConflict
+from sidecar.store.errors import InvalidInput, NotFound, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.rows import json_encode
 from sidecar.store.types import Hit, Patch, Record
@@ -85,3 +85,17 @@ def meta_writes(
     if profile is not None:
         writes["profile"] = json_encode(dict(profile)).decode()
     return writes
+
+
+def check_changed_since(seq: object, limit: object) -> tuple[int, int | None]:
+    """``changed_since``'s arguments: a non-negative integer ``seq`` (a state's
+    ``max_seq``); ``limit`` None, or a positive integer (0 or less: no limit, as
+    ``list_records``)."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise InvalidInput("seq must be a non-negative integer")
+    seq = min(seq, 2**63 - 1)  # beyond every stored seq (and SQL's integers)
+    if limit is None:
+        return seq, None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput("limit must be an integer or None")
+    return seq, (limit if limit > 0 else None)

@@ -13,6 +13,10 @@ Two methods exist for several daemons sharing one database (a PostgreSQL store):
   created or dropped, by any process. A cache that remembers the number it loaded at is
   stale exactly when the number differs. ``increment`` (access counts) does not change it,
   as it does not change the record's version: bookkeeping is not an edit.
+* :meth:`StoreBackend.collection_states` and :meth:`StoreBackend.changed_since` let such a
+  cache catch up in O(changes): the state says whether only puts and patches happened
+  since the one it loaded at (its ``removals`` counter did not move), and
+  ``changed_since(name, state.max_seq)`` reads them.
 * :meth:`StoreBackend.session_lock` excludes every other holder of the same key, in this
   process or (PostgreSQL) any other daemon on the database, until the block exits: what
   compaction and forget take so that two daemons never work on one session at once.
@@ -27,6 +31,7 @@ from typing import Any, Protocol, Self, TextIO
 
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     ExportStats,
     Hit,
     ImportStats,
@@ -95,6 +100,11 @@ class StoreBackend(Protocol):
     def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
         """Per name, a number that changes with every put/patch/delete of one of its
         records and with its creation or drop (0 for a missing collection)."""
+
+    def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
+        """Per name, its :class:`CollectionState` (all zeros for a missing collection), read
+        at once for every name: what a cache compares to decide between nothing to do,
+        :meth:`changed_since` (only puts and patches since its state) and a reload."""
 
     # ---- writes ------------------------------------------------------------------------
 
@@ -175,6 +185,15 @@ class StoreBackend(Protocol):
     def iter_records(
         self, collection: str, *, include_vectors: bool = True, batch: int = 1000
     ) -> Iterable[Record]: ...
+
+    def changed_since(
+        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    ) -> list[Record]:
+        """The records of ``collection`` whose ``seq`` is greater than ``seq``, in ``seq``
+        order (at most ``limit``; page on with the last one's ``seq``): every record put or
+        patched since a state whose ``max_seq`` was ``seq``. Deleted records are not
+        reported (compare ``CollectionState.removals``). O(changes): an index on
+        (collection, seq)."""
 
     def count(self, collection: str) -> int: ...
 

@@ -86,13 +86,14 @@ def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | No
             raise map_sqlite_error(exc, "open", str(store.db_path)) from exc
     if profile is not None:
         _write_profile_file(store, profile)
-    for cid, name, dims, kind, created in store._wconn.execute(
-        "SELECT cid, name, dims, kind, created_ms FROM collections"
+    for cid, name, dims, kind, created, removals in store._wconn.execute(
+        "SELECT cid, name, dims, kind, created_ms, removals FROM collections"
     ):
         info = CollectionInfo(name, cid, dims, kind, created)
         store._collections[name] = info
         store._by_cid[cid] = info
         store._counts[cid] = 0
+        store._removals[cid] = removals
     for cid, n in store._wconn.execute("SELECT cid, count(*) FROM records GROUP BY cid"):
         store._counts[cid] = n
 

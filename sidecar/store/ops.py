@@ -170,8 +170,10 @@ def _op_delete(store: Store, tx: Tx, op: Delete) -> OpResult:
     if row is None:
         return OpResult(0, False)
     tx.conn.execute("DELETE FROM records WHERE rid = ?", (row[0],))
+    tx.conn.execute("UPDATE collections SET removals = removals + 1 WHERE cid = ?", (info.cid,))
     tx.next_seq()
     tx.count(info.cid, -1)
+    tx.removed[info.cid] = tx.removed.get(info.cid, 0) + 1
     tx.touch(info.cid)
     if info.has_vectors:
         tx.effects.append(Effect("del", info.cid, row[0]))

@@ -11,7 +11,7 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.common import iter_pages
+from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
@@ -222,3 +222,30 @@ def iter_records(
         )
 
     return iter_pages(page, batch)
+
+
+def changed_since(
+    store: Store,
+    collection: str,
+    seq: int,
+    *,
+    include_vectors: bool = True,
+    limit: int | None = None,
+) -> list[Record]:
+    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
+    store._guard()
+    after, limit = check_changed_since(seq, limit)
+    info = store._collections.get(collection)
+    if info is None:
+        return []
+    vec = "vector" if include_vectors else "NULL"
+    sql = (
+        f"SELECT {store._COLS}, {vec} FROM records INDEXED BY records_cid_seq "
+        "WHERE cid = ? AND seq > ? ORDER BY seq"
+    )
+    args: list[Any] = [info.cid, after]
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return _records(store, info.name, _read(store, sql, args), include_vectors)

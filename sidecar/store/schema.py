@@ -123,7 +123,20 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX tombstones_key ON tombstones (key)")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3)
+def _v4(conn: sqlite3.Connection) -> None:
+    # Catching up in O(changes) (collection_states, changed_since): how many records were
+    # ever removed from each collection (existing collections start at 0), and the
+    # records of a collection in write order.
+    _exec_script(
+        conn,
+        """
+        ALTER TABLE collections ADD COLUMN removals INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX records_cid_seq ON records (cid, seq);
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -58,6 +58,7 @@ from sidecar.store.schema import SCHEMA_VERSION
 from sidecar.store.session_locks import LocalLocks
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     Delete,
     DropCollection,
     ExportStats,
@@ -210,6 +211,11 @@ class Store:
         # so a clock in memory is enough; it starts past every version handed out before
         self._versions: dict[int, int] = {}
         self._vclock = itertools.count(1)
+        # cid -> records ever removed (collections.removals); the seq of the last commit
+        # applied in memory; both read with the versions under _state_lock
+        self._removals: dict[int, int] = {}
+        self._state_seq = 0
+        self._state_lock = threading.Lock()
         self._session_locks = LocalLocks(str(self.data_dir))
         self._indexes: dict[int, VectorIndex] = {}
         self._seq = 0
@@ -244,6 +250,7 @@ class Store:
             self.open_report: dict[str, int] = report
             self._vclock = itertools.count(self._seq + 1)
             self._versions = {cid: self._seq for cid in self._by_cid}
+            self._state_seq = self._seq
         except BaseException:
             self._close_conns()
             self._lock.release()
@@ -451,6 +458,26 @@ class Store:
             out[name] = 0 if info is None else self._versions.get(info.cid, 0)
         return out
 
+    def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
+        """Per name, its :class:`CollectionState` (zeros when missing); ``max_seq`` is the
+        store sequence of the last commit (one writer: later writes get greater ones)."""
+        out: dict[str, CollectionState] = {}
+        with self._state_lock:
+            for name in names:
+                info = self._collections.get(name)
+                if info is None:
+                    out[name] = CollectionState()
+                    continue
+                cid = info.cid
+                out[name] = CollectionState(
+                    cid,
+                    self._versions.get(cid, 0),
+                    self._counts.get(cid, 0),
+                    self._removals.get(cid, 0),
+                    self._state_seq,
+                )
+        return out
+
     def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
         return _commits._ensure_in_tx(self, tx, name)
 
@@ -631,6 +658,15 @@ class Store:
     ) -> Iterable[Record]:
         """All records of a collection in id order, paged (for export and re-embedding)."""
         return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
+
+    def changed_since(
+        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    ) -> list[Record]:
+        """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
+        ``records_cid_seq``); see :meth:`StoreBackend.changed_since`."""
+        return _reads.changed_since(
+            self, collection, seq, include_vectors=include_vectors, limit=limit
+        )
 
     def count(self, collection: str) -> int:
         info = self._collections.get(collection)

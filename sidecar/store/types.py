@@ -25,6 +25,40 @@ class CollectionInfo:
         return self.kind == "vector"
 
 
+@dataclass(frozen=True, slots=True)
+class CollectionState:
+    """What a cache of a collection needs to catch up with it (``collection_states``).
+
+    ``cid``: the collection's id (0 when it does not exist; a dropped and re-created
+    collection has a new one). ``version``: as ``collection_versions``. ``count``: its
+    records. ``removals``: how many records were ever deleted from it (delete, delete_many,
+    forget), kept in the database and moved in the transaction of the delete.
+    ``max_seq``: a watermark: every record of the collection put or patched in a write
+    committed after this state was read has a greater ``seq`` (and every put or patch the
+    state reflects has a ``seq`` no greater). A missing collection is all zeros.
+    """
+
+    cid: int = 0
+    version: int = 0
+    count: int = 0
+    removals: int = 0
+    max_seq: int = 0
+
+    @property
+    def exists(self) -> bool:
+        return self.cid != 0
+
+    def unchanged_since(self, old: CollectionState) -> bool:
+        """Nothing was put, patched or deleted (and no re-creation) since ``old``."""
+        return self.cid == old.cid and self.version == old.version
+
+    def appended_since(self, old: CollectionState) -> bool:
+        """Only puts and patches since ``old`` (same collection, no removal): a cache
+        loaded at ``old`` catches up with ``changed_since(name, old.max_seq)``; otherwise
+        it must reload."""
+        return self.cid == old.cid != 0 and self.removals == old.removals
+
+
 @dataclass(slots=True)
 class Record:
     collection: str

@@ -91,6 +91,7 @@ class Tx:
     counts: dict[int, int] = field(default_factory=dict)
     undo: list[tuple[str, object]] = field(default_factory=list)
     touched: set[int] = field(default_factory=set)  # cids whose records changed
+    removed: dict[int, int] = field(default_factory=dict)  # cid -> records deleted
 
     def touch(self, cid: int) -> None:
         """A record of collection ``cid`` was put, patched or deleted (its version moves)."""

@@ -116,3 +116,37 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.close()
     with Store.open(path, embed_dims=4):
         pass
+
+
+def test_v3_database_gets_removal_counters_and_the_seq_index(tmp_path: Path) -> None:
+    """Migration 4 from the previous version, with data: counters start at 0, the records
+    are found by (collection, seq), deletes count from there."""
+    path = tmp_path / "d"
+    _v1_database(path)
+    conn = sqlite3.connect(path / DB_NAME, isolation_level=None)
+    assert S.migrate(conn, target=3) == [2, 3]
+    conn.close()
+    with Store.open(path, embed_dims=4) as store:
+        states = store.collection_states(["user:u1", "authored:hard"])
+        assert [s.removals for s in states.values()] == [0, 0]
+        assert (states["user:u1"].count, states["user:u1"].max_seq) == (1, 2)
+        assert [r.id for r in store.changed_since("user:u1", 0)] == ["a"]
+        assert store.changed_since("user:u1", 2) == []
+        store.put("user:u1", "b", vector=[0, 1, 0, 0])
+        assert [r.id for r in store.changed_since("user:u1", 2)] == ["b"]
+        store.delete("user:u1", "a")
+        assert store.collection_states(["user:u1"])["user:u1"].removals == 1
+    conn = sqlite3.connect(path / DB_NAME)
+    assert S.schema_version(conn) == S.SCHEMA_VERSION
+    assert conn.execute("SELECT name, removals FROM collections ORDER BY cid").fetchall() == [
+        ("user:u1", 1),
+        ("authored:hard", 0),
+    ]
+    plan = " ".join(
+        str(r[-1])
+        for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM records WHERE cid = 1 AND seq > 2 ORDER BY seq"
+        )
+    )
+    assert "records_cid_seq" in plan, plan
+    conn.close()

@@ -148,6 +148,9 @@ def test_reembed_switches_model(location: Location) -> None:
         assert tier is not None and tier.vector is not None
         assert np.linalg.norm(tier.vector) == pytest.approx(1.0, abs=1e-5)
         assert store.get("session_state:s1", "__session_state__") is not None
+        # the re-embedded records' fresh seqs are under the watermark of a state read now
+        for name, st in store.collection_states(["user:u1", "user:u1:64d"]).items():
+            assert st.count > 0 and store.changed_since(name, st.max_seq) == []
 
 
 def _interrupt_reembed(path: Location, at_call: int, exc: BaseException) -> None:

@@ -159,3 +159,30 @@ def test_two_stores_opening_an_empty_database_at_once(empty_url: str) -> None:
     finally:
         for s in opened:
             s.close()
+
+
+def test_version_2_database_gets_removal_counters_and_the_seq_index(empty_url: str) -> None:
+    """Migration 3 from the previous version, with data: counters start at 0, changed_since
+    reads the old rows, and the new end of a write transaction counts deletes."""
+    _v1_database(empty_url)
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        assert S.migrate(conn, target=2) == [2]
+    with open_store(empty_url, embed_dims=4, fingerprint="fp") as store:
+        assert _versions(empty_url) == list(range(1, S.SCHEMA_VERSION + 1))
+        states = store.collection_states(["user:u1", "authored:hard"])
+        assert [s.removals for s in states.values()] == [0, 0]
+        assert [s.count for s in states.values()] == [2, 1]
+        old = [r.id for r in store.changed_since("user:u1", 0)]
+        assert sorted(old) == ["a", "n"]
+        assert store.changed_since("user:u1", states["user:u1"].max_seq) == []
+        store.put("user:u1", "b", vector=[0, 0, 1, 0])
+        assert [r.id for r in store.changed_since("user:u1", states["user:u1"].max_seq)] == ["b"]
+        store.delete_many("user:u1", ["a", "n"])
+        now = store.collection_states(["user:u1"])["user:u1"]
+        assert (now.removals, now.count) == (2, 1)
+    with psycopg.connect(empty_url) as conn:
+        indexes = {
+            r[0]
+            for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'libravdb'")
+        }
+    assert "records_cid_seq" in indexes

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
-from sidecar.store.common import iter_pages
+from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.pg.codec import COLS, record, where_sql
-from sidecar.store.types import CollectionInfo, Record, TimeRange
+from sidecar.store.types import CollectionInfo, CollectionState, Record, TimeRange
 
 if TYPE_CHECKING:
     from sidecar.store.pg.store import PgStore
@@ -72,6 +72,20 @@ def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
     rows = store.db.read("SELECT name, version FROM collections WHERE name = ANY(%s)", (query,))
     found = dict(rows)
     return {n: int(found.get(n, 0)) for n in wanted}
+
+
+def collection_states(store: PgStore, names: Iterable[str]) -> dict[str, CollectionState]:
+    """One query for every name. ``max_seq`` is the collection's version: writes take it
+    last, under the collection row's lock, above every seq they leave (schema ``_FINISH``)."""
+    wanted = list(dict.fromkeys(names))
+    rows = store.db.read(
+        "SELECT name, cid, version, n_records, removals FROM collections WHERE name = ANY(%s)",
+        (storable(wanted),),
+    )
+    found = {
+        r[0]: CollectionState(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[2])) for r in rows
+    }
+    return {n: found.get(n) or CollectionState() for n in wanted}
 
 
 # ---- counts --------------------------------------------------------------------------------
@@ -188,6 +202,30 @@ def iter_records(
         )
 
     return iter_pages(page, batch)
+
+
+def changed_since(
+    store: PgStore,
+    collection: str,
+    seq: int,
+    *,
+    include_vectors: bool = True,
+    limit: int | None = None,
+) -> list[Record]:
+    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
+    store._guard()
+    after, limit = check_changed_since(seq, limit)
+    if nul(collection):
+        return []
+    sql = f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.seq > %s "
+    sql += "ORDER BY r.seq"
+    args: list[Any] = [collection, after]
+    if limit is not None:
+        sql += " LIMIT %s"
+        args.append(limit)
+    rows = store.db.read(sql, args, binary=True)
+    return [record(collection, row, include_vectors) for row in rows]
 
 
 # ---- tombstones ------------------------------------------------------------------------------

@@ -205,15 +205,17 @@ class _Job:
                 "WHERE x.indrelid = 'records'::regclass AND i.relname ~ '^records_ann_c'"
             ).fetchall():
                 conn.execute(f"DROP INDEX IF EXISTS {SCHEMA}.{name}")
+            conn.execute(
+                f"UPDATE records r SET embedding = s.embedding, seq = nextval('seq') "
+                f"FROM {STAGE} s WHERE s.rid = r.rid"
+            )
+            # versions after the records' seqs: a version stays above its records' seqs
+            # (CollectionState.max_seq is the version)
             for cid, name in colls:
                 conn.execute(
                     "UPDATE collections SET dims = %s, version = nextval('seq') WHERE cid = %s",
                     (N.dims_for_collection(name, self.dims), cid),
                 )
-            conn.execute(
-                f"UPDATE records r SET embedding = s.embedding, seq = nextval('seq') "
-                f"FROM {STAGE} s WHERE s.rid = r.rid"
-            )
             _set_meta(conn, "fingerprint", self.fingerprint)
             _set_meta(conn, "embed_dims", str(self.dims))
             if self.model:

@@ -113,7 +113,56 @@ def _v2(conn: Conn) -> None:
         conn.execute(stmt)  # constant DDL
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
+# The end of a write transaction, per collection it touched (writes.PgTx.finish): under
+# the collection row's lock, the count, the removal counter and a fresh version. Record
+# seqs are taken mid-transaction, before that lock: when another transaction committed to
+# the collection since this one began (its version is not older than p_start, the
+# sequence's value when this one began), this one's records there are given fresh seqs,
+# greater than that version. So every record committed to a collection after a version V
+# has a seq above V: the version is the watermark of changed_since (CollectionState.max_seq).
+_FINISH = f"""
+CREATE FUNCTION finish_collection(p_cid bigint, p_delta bigint, p_removed bigint,
+                                  p_start bigint) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    old bigint;
+    n bigint;
+BEGIN
+    SELECT version INTO old FROM {SCHEMA}.collections WHERE cid = p_cid FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF old >= p_start THEN
+        UPDATE {SCHEMA}.records SET seq = nextval('{SCHEMA}.seq')
+         WHERE cid = p_cid AND seq >= p_start AND seq <= old
+           AND xmin = pg_current_xact_id()::xid;
+    END IF;
+    UPDATE {SCHEMA}.collections
+       SET n_records = n_records + p_delta, removals = removals + p_removed,
+           version = nextval('{SCHEMA}.seq')
+     WHERE cid = p_cid RETURNING n_records INTO n;
+    RETURN n;
+END
+$fn$
+"""
+
+
+def _v3(conn: Conn) -> None:
+    """Catching up in O(changes) (collection_states, changed_since): a removal counter per
+    collection (existing ones start at 0), the records of a collection in seq order, and
+    the end of a write transaction that keeps seqs above the version (``_FINISH``)."""
+    for stmt in (
+        "ALTER TABLE collections ADD COLUMN removals bigint NOT NULL DEFAULT 0",
+        "CREATE INDEX records_cid_seq ON records (cid, seq)",
+        _FINISH,
+        # versions above every seq written before (increments, and the rare writer whose
+        # seqs were below another's version: what _FINISH now prevents)
+        "UPDATE collections SET version = nextval('seq')",
+    ):
+        conn.execute(stmt)  # constant DDL
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

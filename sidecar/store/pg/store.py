@@ -36,6 +36,7 @@ from sidecar.store.pg.conn import Db, redact
 from sidecar.store.pg.schema import SCHEMA_VERSION
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     Delete,
     DropCollection,
     ExportStats,
@@ -273,6 +274,9 @@ class PgStore:
     def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
         return _reads.collection_versions(self, names)
 
+    def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
+        return _reads.collection_states(self, names)
+
     # ---- writes ------------------------------------------------------------------------
 
     def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
@@ -388,6 +392,13 @@ class PgStore:
         self, collection: str, *, include_vectors: bool = True, batch: int = 1000
     ) -> Iterable[Record]:
         return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
+
+    def changed_since(
+        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    ) -> list[Record]:
+        return _reads.changed_since(
+            self, collection, seq, include_vectors=include_vectors, limit=limit
+        )
 
     def count(self, collection: str) -> int:
         return _reads.count(self, collection)

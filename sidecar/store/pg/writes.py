@@ -42,6 +42,11 @@ _SET = (
     "embedding = %(vec)s, version = r.version + 1, seq = nextval('seq'), "
     "updated_ms = %(now)s, ts_ms = coalesce(%(ts)s::bigint, r.created_ms)"
 )
+# PgTx's first lookup: the collection (NULLs when missing) and the sequence's last value
+FIRST_LOOKUP = (
+    "SELECT c.cid, c.name, c.dims, c.kind, c.created_ms, s.last_value FROM seq s "
+    "LEFT JOIN collections c ON c.name = %s"
+)
 UPSERT = f"{_INSERT} ON CONFLICT (cid, id) DO UPDATE SET {_SET} RETURNING r.version"
 INSERT_IF_ABSENT = f"{_INSERT} ON CONFLICT (cid, id) DO NOTHING RETURNING r.version"
 UPDATE_IF_VERSION = (
@@ -99,12 +104,22 @@ class PgTx:
     now_ms: int
     infos: dict[str, CollectionInfo | None] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)
+    removed: dict[int, int] = field(default_factory=dict)  # cid -> records deleted
     dropped: set[int] = field(default_factory=set)
+    # the store sequence's value at the first lookup, before this transaction took a seq
+    # (every write to a collection looks it up first): finish_collection's p_start
+    start: int | None = None
 
     def lookup(self, name: str) -> CollectionInfo | None:
         if name not in self.infos:
-            row = self.conn.execute(COLL + " WHERE name = %s", (name,)).fetchone()
-            self.infos[name] = None if row is None else info(row)
+            if self.start is None:
+                row = self.conn.execute(FIRST_LOOKUP, (name,)).fetchone()
+                assert row is not None  # one row: the sequence's
+                self.start = int(row[5])
+                self.infos[name] = None if row[0] is None else info(row)
+            else:
+                row = self.conn.execute(COLL + " WHERE name = %s", (name,)).fetchone()
+                self.infos[name] = None if row is None else info(row)
         return self.infos[name]
 
     def ensure(self, name: str) -> CollectionInfo:
@@ -129,16 +144,18 @@ class PgTx:
         self.counts[cid] = self.counts.get(cid, 0) + delta
 
     def finish(self) -> list[tuple[int, int]]:
-        """Counts and versions of the touched collections; returns (cid, n_records)."""
+        """Counts, removal counters and versions of the touched collections (and fresh
+        seqs for this transaction's records where another writer committed meanwhile:
+        schema ``_FINISH``); returns (cid, n_records)."""
         live = sorted(c for c in self.counts if c not in self.dropped)
         out: list[tuple[int, int]] = []
+        start = 0 if self.start is None else self.start
         for cid in live:
             row = self.conn.execute(
-                "UPDATE collections SET n_records = n_records + %s, version = nextval('seq') "
-                "WHERE cid = %s RETURNING n_records",
-                (self.counts[cid], cid),
+                "SELECT finish_collection(%s, %s, %s, %s)",
+                (cid, self.counts[cid], self.removed.get(cid, 0), start),
             ).fetchone()
-            if row is not None:
+            if row is not None and row[0] is not None:
                 out.append((cid, int(row[0])))
         return out
 
@@ -260,6 +277,7 @@ def _delete(tx: PgTx, op: Delete) -> OpResult:
     if row is None:
         return OpResult(0, False)
     tx.touch(coll.cid, -1)
+    tx.removed[coll.cid] = tx.removed.get(coll.cid, 0) + 1
     return OpResult(0, True)
 
 
