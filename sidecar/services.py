@@ -76,7 +76,6 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
     retrieval = Retrieval(
         memory, daemon_assembly(hub), ann_min_rows=settings.store.assemble_ann_rows
     )
-    retrieval.watch_authored(authored)
     app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():
         watcher = AuthoredWatcher(

@@ -3,15 +3,16 @@
 **Caches.** One :class:`CollectionView` per collection name (records, unit vectors as one
 matrix, a :class:`~sidecar.memory.core.lexical.BM25Index`, candidates), held by
 :class:`~sidecar.assembly.service.Retrieval` in an LRU. Nothing is reloaded or rescanned
-per call while the store's version of the collection is unchanged. Changes (the
-``Retrieval`` module doc says which path a change takes):
+per call while the store's :class:`~sidecar.store.types.CollectionState` of the collection
+is unchanged. Changes (the ``Retrieval`` module doc says which path a change takes):
 
-* :meth:`CollectionView.apply` brings in the records ``ingest`` announced it wrote
-  (:meth:`MemoryService.on_written`) when the store's record count agrees;
+* :meth:`CollectionView.catch_up` brings in the records put or patched since the state the
+  view holds (``StoreBackend.changed_since``, O(changes)) when nothing was removed;
 * :meth:`CollectionView.reload` reads the collection again; the BM25 index is updated by
   diff (removed ids out, new or changed ids in);
-* :meth:`CollectionView.refresh` (a store other daemons write too) compares the records by
-  ``seq`` and fetches only the changed ones with their vectors.
+* :meth:`CollectionView.refresh` (records were removed from a store other daemons write
+  too) compares the records by ``seq`` and fetches only the changed ones with their
+  vectors.
 
 :class:`Twins` maps durable memories to their copies in the raw history, so the durable
 scope is ranked through the history's int8 scan. :func:`authored_nodes` and
@@ -37,7 +38,7 @@ from sidecar.memory.core import layout as C
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.store.interface import StoreBackend
-from sidecar.store.types import Record
+from sidecar.store.types import CollectionState, Record
 
 TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
 #: From this many records a collection's dense candidates come from the store's ANN index
@@ -97,18 +98,18 @@ class CollectionView:
     """The in-memory view of one collection.
 
     Rows (``records``, ``cands``, the unit-vector ``matrix``) only ever grow at the end
-    between full reloads: an incremental :meth:`apply` appends new ids and rewrites
-    changed rows in place. ``gen`` counts every change, ``reloads`` the full reloads and
-    ``stamp`` is unique per row layout (process-wide: a new layout, also of an evicted and
-    re-created view, never repeats an old stamp);
+    between full reloads: an incremental :meth:`catch_up` appends new ids and rewrites
+    changed rows in place. ``state`` is the store's state of the collection read before the
+    view was last brought up to date (None: never loaded). ``gen`` counts every change,
+    ``reloads`` the full reloads and ``stamp`` is unique per row layout (process-wide: a
+    new layout, also of an evicted and re-created view, never repeats an old stamp);
     ``touched`` logs the ids changed incrementally since the last full reload (read by
     derived structures such as the durable->history twin map).
     """
 
     name: str
     ann_min_rows: int = ANN_MIN_ROWS  # from this many records: the store's ANN index
-    count: int = -1
-    version: int = -1  # the store's collection version this view was loaded at
+    state: CollectionState | None = None
     stale: bool = True
     records: list[Record] = field(default_factory=list)
     by_id: dict[str, int] = field(default_factory=dict)
@@ -138,9 +139,10 @@ class CollectionView:
     # ---- loading -----------------------------------------------------------------------
 
     def reload(
-        self, store: StoreBackend, count: int, version: int, recs: list[Record] | None = None
+        self, store: StoreBackend, state: CollectionState, recs: list[Record] | None = None
     ) -> int:
-        """Load every record anew (or take ``recs``, with vectors); returns how many."""
+        """Load every record anew (or take ``recs``, with vectors) at ``state`` (read before
+        the records); returns how many."""
         if recs is None:
             recs = store.list_records(self.name, include_vectors=True)
         old = {r.id: r.text for r in self.records}
@@ -168,7 +170,7 @@ class CollectionView:
             if c.kind == "turn" and c.seq is not None:
                 self.by_pos[(c.session_id, c.seq)] = i
         self._resolve_summaries()
-        self.count, self.version, self.stale = count, version, False
+        self.state, self.stale = state, False
         self.gen += 1
         self.reloads += 1
         self.stamp = next(_STAMPS)
@@ -176,15 +178,30 @@ class CollectionView:
         self._turns = None
         return len(recs)
 
-    def apply(self, store: StoreBackend, ids: Sequence[str], count: int, version: int) -> bool:
-        """Bring in the records ``ids`` that were written (added or replaced) since the
-        last sync, without reloading the rest. False (nothing changed) when the result
-        would not match the store's record count: something else changed too, and the
-        caller reloads the collection."""
-        recs = store.get_many(self.name, ids, include_vectors=True)
+    def catch_up(self, store: StoreBackend, state: CollectionState) -> int:
+        """Bring in what was put or patched since :attr:`state` when nothing was removed
+        since (``state.appended_since``): the records of ``changed_since`` are appended
+        or rewritten in place, the rest stays. Returns how many rows were (re)loaded.
+
+        ``changed_since`` may also return records written after ``state`` was read; they
+        are taken too (and read again next time, harmlessly). A removal after it shows in
+        the next state's ``removals``."""
+        assert self.state is not None
+        recs = store.changed_since(self.name, self.state.max_seq, include_vectors=True)
+        if self._mat is None:
+            return self.reload(store, state)
+        self._upsert(store, recs)
+        if len(self.records) < state.count:  # cannot happen without a removal: be safe
+            return self.reload(store, state)
+        self.state, self.stale = state, False
+        return len(recs)
+
+    def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
+        """Append the records of new ids, rewrite the rows of known ones (with vectors)."""
+        assert self._mat is not None
+        if not recs:
+            return
         added = sum(1 for r in recs if r.id not in self.by_id)
-        if self.count + added != count or self._mat is None:
-            return False
         dims = store.embed_dims
         n = len(self.records)
         if n + added > self._mat.shape[0]:
@@ -222,34 +239,29 @@ class CollectionView:
         if self._ann is None and len(self.records) >= self.ann_min_rows:
             self._ann = store
         self._sync_shadow(n, replaced)
-        self.count, self.version, self.stale = count, version, False
         self.gen += 1
         self.touched.extend(r.id for r in recs)
         if len(self.touched) > TOUCHED_MAX:  # derived structures rebuild from scratch
             self.touched = []
             self.stamp = next(_STAMPS)
         self._turns = None
-        return True
 
-    def refresh(self, store: StoreBackend, version: int) -> int:
-        """Bring the view in step with a collection other processes write too (a shared
-        PostgreSQL store, where this daemon hears nothing of their writes): the records are
-        listed without vectors and compared by ``seq`` (which every put or patch renews,
-        a delete and re-put included); only the changed ones are fetched with their
-        vectors. Returns how many rows were (re)loaded."""
+    def refresh(self, store: StoreBackend, state: CollectionState) -> int:
+        """Bring the view in step with a collection records were removed from, in a store
+        other processes write too (a shared PostgreSQL store): the records are listed
+        without vectors and compared by ``seq`` (which every put or patch renews, a delete
+        and re-put included); only the changed ones are fetched with their vectors.
+        Returns how many rows were (re)loaded."""
         if self._mat is None:
-            return self.reload(store, store.count(self.name), version)
+            return self.reload(store, state)
         listed = store.list_records(self.name)
         cached = {r.id: r for r in self.records}
         changed = [r.id for r in listed if (c := cached.get(r.id)) is None or c.seq != r.seq]
-        added = sum(1 for i in changed if i not in cached)
-        if len(listed) - added == len(cached):  # nothing removed
-            if not changed:
-                self.count, self.version = len(listed), version
-                return 0
-            if self.apply(store, changed, len(listed), version):
-                return len(changed)
-            return self.reload(store, store.count(self.name), version)
+        if len(listed) - sum(1 for i in changed if i not in cached) == len(cached):
+            # nothing removed after all (re-created at the same records, or listed late)
+            self._upsert(store, store.get_many(self.name, changed, include_vectors=True))
+            self.state, self.stale = state, False
+            return len(changed)
         # removals change the row layout: rebuilt, with the cached vectors of the records
         # that did not change
         fresh = {r.id: r for r in store.get_many(self.name, changed, include_vectors=True)}
@@ -260,7 +272,7 @@ class CollectionView:
                 recs.append(replace(cached[r.id], vector=self._mat[self.by_id[r.id]].copy()))
             elif r.id in fresh:  # else deleted since it was listed
                 recs.append(fresh[r.id])
-        return self.reload(store, len(recs), version, recs)
+        return self.reload(store, state, recs)
 
     def _grow(self, rows: int, dims: int) -> None:
         """A larger matrix; candidates are re-pointed at its rows (no stale views)."""

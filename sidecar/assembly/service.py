@@ -24,24 +24,22 @@
 **Caches.** One :class:`CollectionView` per collection name, in an LRU bounded by
 :data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
 collection is unchanged: the BM25 index, the matrix and the candidates persist. A view
-remembers the store's *collection version* it was read at
-(``StoreBackend.collection_versions``, one call per request for every collection it
-reads; every put, patch or delete of a record changes it, in any process); an unchanged
-version costs nothing more. A changed one:
+remembers the store's :class:`~sidecar.store.types.CollectionState` it was brought up to
+date at (``StoreBackend.collection_states``, one call per request for every collection it
+reads, taken before the records are read; any put, patch or delete of a record changes
+it, in any process); an unchanged state costs nothing more. A changed one:
 
-* on the embedded SQLite store (this daemon is its only writer): ``ingest`` announces the
-  ids it wrote (:meth:`MemoryService.on_written`) and the sync fetches just those records
-  and appends them (matrix rows, BM25 postings, candidates) when the store's record count
-  agrees; any other change (v1 writes, forget, deletes, a same-count replacement) reloads
-  the collection, the BM25 index updated by diff (removed ids out, new or changed ids in);
-* on a shared PostgreSQL store (other daemons write, unheard): the records are listed
-  without vectors and compared by ``seq``; only changed records are fetched with their
-  vectors (:meth:`CollectionView.refresh`), so another daemon's ingest, patch, supersede
-  mark, delete and re-put or forget is served from the next request on;
-* compaction, forget, authored ingest/delete also mark what they touched stale.
+* only puts and patches since (the same collection, its ``removals`` counter unmoved): the
+  view reads ``changed_since`` its state's ``max_seq`` and appends or rewrites just those
+  records (matrix rows, BM25 postings, candidates), O(changes), on both backends and for
+  any writer (this daemon's ingest, a v1 write, another daemon on a shared database);
+* records removed (forget, deletes): the collection is read again, the BM25 index updated
+  by diff; on a shared PostgreSQL store the records are listed without vectors and
+  compared by ``seq``, and only the changed ones fetched (:meth:`CollectionView.refresh`);
+* :meth:`Retrieval.invalidate` marks a view stale: it is read again on the next call.
 
-Change notices are taken before the store is read (one arriving during a sync is kept
-for the next). Not thread-safe otherwise: every call holds :attr:`Retrieval.lock`.
+Stale marks are taken before the store is read (one arriving during a sync is kept for
+the next). Not thread-safe otherwise: every call holds :attr:`Retrieval.lock`.
 """
 
 from __future__ import annotations
@@ -50,7 +48,7 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -85,11 +83,11 @@ from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.shared_locks import is_shared
+from sidecar.store.types import CollectionState
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
-    from sidecar.memory.authored.service import AuthoredService
-    from sidecar.memory.service import InvalidationEvent, MemoryService
+    from sidecar.memory.service import MemoryService
 
 log = structlog.get_logger(__name__)
 
@@ -145,105 +143,48 @@ class Retrieval:
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
         self._bump_task: asyncio.Future[None] | None = None
-        # change notices from the event loop, consumed by the sync in a worker thread
+        # stale marks from the event loop, consumed by the sync in a worker thread
         self._marks_lock = threading.Lock()
-        self._written: dict[str, dict[str, None]] = {}  # collection -> ids written
         self._dirty: set[str] = set()  # collections to reload
         self._dirty_all = False
         self._twins: dict[str, Twins] = {}
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
-        self._authored: AuthoredService | None = None
-        self._unsubscribe: list[Callable[[], None]] = []
-
-    def _listen(self) -> None:
-        """Subscribe to change notices on first use: nothing is cached before, and a daemon
-        that never assembles (a v1 host) must not collect notices nobody consumes."""
-        if self._unsubscribe:
-            return
-        self._unsubscribe = [
-            self.memory.subscribe(self._on_event),
-            self.memory.on_written(self.note_written),
-        ]
-        if self._authored is not None:
-            self._unsubscribe.append(self._authored.subscribe(self._authored_changed))
 
     # ---- invalidation ------------------------------------------------------------------
 
-    def _on_event(self, event: InvalidationEvent) -> None:
-        names: list[str] = []
-        if event.session_id:
-            names += [
-                n
-                for n in C.session_collections(event.session_id)
-                # compaction adds summaries, edges, state and guidance shards; it never
-                # touches the raw turns (forget drops them, and changes their count)
-                if event.reason != "compaction" or not n.startswith(C.SESSION_RAW_PREFIX)
-            ]
-        if event.namespace:
-            names += C.namespace_collections(event.namespace)
-        for name in names:
-            self.invalidate(name)
-
-    def note_written(self, written: Iterable[tuple[str, Sequence[str]]]) -> None:
-        """Records were added or replaced (``(collection, ids)`` pairs, after the write
-        committed): the next sync brings just them in when the collection's count agrees."""
-        with self._marks_lock:
-            for name, ids in written:
-                self._written.setdefault(name, {}).update(dict.fromkeys(ids))
-
     def invalidate(self, name: str | None = None) -> None:
-        """Mark one collection (all when None) stale: the next call reloads it."""
+        """Mark one collection (all when None) stale: the next call reads it anew. Nothing
+        needs it to see a change (the states do); it drops what a view holds."""
         with self._marks_lock:
             if name is None:
                 self._dirty_all = True
             else:
                 self._dirty.add(name)
 
-    def watch_authored(self, authored: AuthoredService) -> None:
-        """Reload the authored collections an authored ingest or delete changed."""
-        self._authored = authored
-        if self._unsubscribe:
-            self._unsubscribe.append(authored.subscribe(self._authored_changed))
-
-    def _authored_changed(self, names: list[str]) -> None:
-        for name in names:
-            self.invalidate(name)
-
-    def detach(self) -> None:
-        """Stop listening to MemoryService and authored change events."""
-        unsubscribe, self._unsubscribe = self._unsubscribe, []
-        for stop in unsubscribe:
-            stop()
-
     # ---- sync --------------------------------------------------------------------------
 
-    def _take_marks(self) -> tuple[dict[str, dict[str, None]], set[str], bool]:
+    def _take_marks(self) -> tuple[set[str], bool]:
         with self._marks_lock:
-            out = (self._written, self._dirty, self._dirty_all)
-            self._written, self._dirty, self._dirty_all = {}, set(), False
+            out = (self._dirty, self._dirty_all)
+            self._dirty, self._dirty_all = set(), False
         return out
 
     def _sync(self, names: Iterable[str]) -> dict[str, CollectionView]:
         """Bring the named collections up to date (runs in a worker thread).
 
-        The change notices are taken *before* the store is read, so a notice that
-        arrives meanwhile is kept for the next call."""
-        self._listen()  # before the store is read: a write from now on is noticed
+        The stale marks and the collections' states are taken *before* the store is read,
+        so a change that lands meanwhile is seen by the next call."""
         names = list(dict.fromkeys(names))
-        written, dirty, dirty_all = self._take_marks()
+        dirty, dirty_all = self._take_marks()
         if dirty_all:
             for c in self._colls.values():
                 c.stale = True
         for name in dirty:
             if name in self._colls:
                 self._colls[name].stale = True
-        for name, ids in written.items():  # notices for collections not read now: keep
-            coll = self._colls.get(name)
-            if coll is not None and not coll.stale and name not in names:
-                self.note_written([(name, list(ids))])
         store = self.memory.store.store
         shared = is_shared(store)
-        versions = store.collection_versions(names)  # one query for every collection
+        states = store.collection_states(names)  # one read for every collection
         out: dict[str, CollectionView] = {}
         loaded = 0  # rows (re)loaded, for the heap freeze
         for name in names:
@@ -252,23 +193,18 @@ class Retrieval:
                 coll = CollectionView(name, self.ann_min_rows)
                 self._colls[name] = coll
             self._colls.move_to_end(name)
-            version = versions.get(name, 0)
-            ids = written.get(name, {})
-            if not coll.stale and version == coll.version:
-                # unchanged since it was read: a notice is of a write the view holds
+            state = states.get(name, CollectionState())
+            old = coll.state
+            if old is None or coll.stale:  # never loaded, or marked
+                loaded += coll.reload(store, state)
+            elif state.unchanged_since(old):
                 pass
-            elif coll.version < 0:  # never loaded
-                loaded += coll.reload(store, store.count(name), version)
-            elif shared:  # other daemons write too, unheard: compared record by record
-                loaded += coll.refresh(store, version)
-            elif coll.stale:
-                loaded += coll.reload(store, store.count(name), version)
-            elif ids:  # this process wrote them (the only writer of a SQLite store)
-                count = store.count(name)
-                applied = coll.apply(store, list(ids), count, version)
-                loaded += len(ids) if applied else coll.reload(store, count, version)
+            elif state.appended_since(old):  # puts and patches only: O(changes)
+                loaded += coll.catch_up(store, state)
+            elif shared:  # removals, other daemons write too: compared record by record
+                loaded += coll.refresh(store, state)
             else:
-                loaded += coll.reload(store, store.count(name), version)
+                loaded += coll.reload(store, state)
             out[name] = coll
         self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:
@@ -631,7 +567,6 @@ class Retrieval:
         if task is not None:
             task.cancel()
         await self.flush_bumps()
-        self.detach()
 
     def states(self) -> dict[str, ComponentState]:
         return {}

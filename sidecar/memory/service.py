@@ -82,8 +82,6 @@ class InvalidationEvent:
 
 
 Listener = Callable[[InvalidationEvent], None]
-Written = Sequence[tuple[str, Sequence[str]]]  # (collection, ids) pairs of one ingest
-WriteListener = Callable[[Written], None]
 
 
 class MemoryService:
@@ -130,7 +128,6 @@ class MemoryService:
         self._compaction_locks = SharedLocks("compact", self._store)
         self._namespace_locks = SharedLocks("ns", self._store)
         self._listeners: Listeners[InvalidationEvent] = Listeners("memory.listener_failed")
-        self._write_listeners: Listeners[Written] = Listeners("memory.write_listener_failed")
         self._tasks: dict[str, asyncio.Task[None]] = {}
         # Sessions with a compaction requested and not yet started, at the highest pressure
         # asked for; a request during a run makes the run go again.
@@ -225,16 +222,6 @@ class MemoryService:
         """Call ``listener(event)`` after every compaction and forget; returns an
         unsubscribe function. Listeners run synchronously and must not block."""
         return self._listeners.add(listener)
-
-    def on_written(self, listener: WriteListener) -> Callable[[], None]:
-        """Call ``listener(written)`` after every ingest with the records it added, as
-        ``(collection, ids)`` pairs (after the store write committed), so caches can
-        bring in just those; returns an unsubscribe function. Listeners run
-        synchronously and must not block."""
-        return self._write_listeners.add(listener)
-
-    def note_written(self, written: Written) -> None:
-        self._write_listeners.notify(written)
 
     def publish(self, event: InvalidationEvent) -> None:
         self._listeners.notify(event, reason=event.reason)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from libravdb_client import Client
 
 from tests.multi_daemon.conftest import CONFIG, StartDaemon
@@ -73,5 +74,8 @@ def test_pg_dump_and_pg_restore_as_documented(
     second = start_daemon("second", url=restored, config=THRESHOLD_CONFIG)
     with Client(second.endpoint, timeout=180) as c:
         after = [(h.id, round(h.score, 4)) for h in c.search("shed key", user_id="ana").hits]
-        assert after == before
+        # the same hits in the same order; a fused score may move in the 4th decimal (it
+        # failed on 1.4493 against 1.4494 on a loaded machine, before any change of this code)
+        assert [i for i, _ in after] == [i for i, _ in before]
+        assert [s for _, s in after] == pytest.approx([s for _, s in before], abs=2e-3)
         assert c.ingest("garden", turns[:3], user_id="ana").skipped == 3  # already there

@@ -77,8 +77,6 @@ class IngestHost(Protocol):
 
     async def embed(self, texts: Sequence[str], kind: str = "document") -> F32: ...
 
-    def note_written(self, written: Sequence[tuple[str, Sequence[str]]]) -> None: ...
-
     def note_ingested(self, session_id: str, tokens: int) -> Any: ...
 
 
@@ -548,11 +546,6 @@ async def ingest(
             changes = await asyncio.to_thread(_changes, store.store, ns, session_id, new, vecs, now)
             ops: list[Put | Patch] = [*puts, *changes]
             await store.write(ops)
-            written: dict[str, list[str]] = {}
-            for op in ops:
-                if op.collection != state_coll:
-                    written.setdefault(op.collection, []).append(op.id)
-            svc.note_written(list(written.items()))
 
     svc.note_ingested(session_id, sum(estimate_tokens(p.text) for p in new))
     return IngestOutcome(

@@ -106,7 +106,6 @@ async def _update_locked(
     sid = source.metadata.get("sessionId")
     ops += superseded_marks(namespace, record_id, sid, record_id, now, durable=False)
     await store.write(ops)
-    svc.note_written([(durable, [op.id for op in ops if isinstance(op, Put)])])
     _announce(svc, namespace, source)
     record = await store.get(durable, record_id)
     assert record is not None
