@@ -94,7 +94,10 @@ class BulkLoad:
                 return
             try:
                 if self.conn is None or self.conn.closed or self.conn.broken:
+                    # a lost connection lost its locks: take them again, all of them
                     self.conn = self.store.db.connect()
+                    self.held = set()
+                    due = [cid for cid, n in changed if n >= half]
                 for cid in sorted(due):
                     row = self.conn.execute(
                         "SELECT pg_try_advisory_lock(%s, %s)", (LOCK_INDEX, cid)

@@ -4,9 +4,10 @@ database that several daemons may share. Open it with
 
 Map: ``opening.py`` (connect, migrate, fingerprint), ``conn.py`` (pool, errors,
 transactions), ``writes.py``, ``reads.py``, ``search.py`` (exact and funnel search in SQL),
-``indexes.py`` (one partial HNSW index per large collection), ``locks.py`` (session and
-presence advisory locks), ``reembed.py``. docs/store.md, "PostgreSQL backend", has the
-design and the durability promise.
+``indexes.py`` (one partial HNSW index per large collection), ``bulk.py`` (bulk loads:
+index builds deferred to their end), ``locks.py`` (session and presence advisory locks),
+``reembed.py``. docs/store.md, "PostgreSQL backend", has the design and the durability
+promise.
 """
 
 from __future__ import annotations
