@@ -116,26 +116,29 @@ def copy_store(
             )
     out.collections = len(infos)
     vectored = {i.name for i in infos if i.has_vectors}
-    for part in _batches(keys, batch):
-        by_coll: dict[str, list[str]] = defaultdict(list)
-        for _seq, name, rid in part:
-            by_coll[name].append(rid)
-        found = {
-            (name, r.id): r
-            for name, ids in by_coll.items()
-            for r in source.get_many(name, ids, include_vectors=name in vectored)
-        }
-        puts: list[Put] = []
-        for _seq, name, rid in part:
-            rec = found.get((name, rid))
-            if rec is None:  # deleted under us, or damaged: the counts will say so
-                continue
-            vec = rec.vector if name in vectored else None
-            puts.append(Put(name, rid, rec.text, rec.metadata, vec, created_ms=rec.created_ms))
-        if puts:
-            target.write(puts)
-        out.records += len(puts)
-        progress.advance(len(part))
+    # a bulk load: PostgreSQL builds each large collection's ANN index once, at the end,
+    # instead of inserting every copied record into a growing graph (docs/store.md)
+    with target.bulk_load():
+        for part in _batches(keys, batch):
+            by_coll: dict[str, list[str]] = defaultdict(list)
+            for _seq, name, rid in part:
+                by_coll[name].append(rid)
+            found = {
+                (name, r.id): r
+                for name, ids in by_coll.items()
+                for r in source.get_many(name, ids, include_vectors=name in vectored)
+            }
+            puts: list[Put] = []
+            for _seq, name, rid in part:
+                rec = found.get((name, rid))
+                if rec is None:  # deleted under us, or damaged: the counts will say so
+                    continue
+                vec = rec.vector if name in vectored else None
+                puts.append(Put(name, rid, rec.text, rec.metadata, vec, created_ms=rec.created_ms))
+            if puts:
+                target.write(puts)
+            out.records += len(puts)
+            progress.advance(len(part))
     out.tombstones = copy_tombstones(source, target)
     out.seconds = time.monotonic() - t0
     progress.finish()

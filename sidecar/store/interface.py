@@ -239,6 +239,13 @@ class StoreBackend(Protocol):
 
     def run_index_work(self) -> int: ...
 
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A block of many writes: the store may defer its ANN index work on what the block
+        writes until it exits (PostgreSQL builds those indexes once, at the exit; SQLite
+        indexes in the background anyway). Every write keeps its semantics and its
+        durability; searches meanwhile are exact where no index is ready (correct, slower).
+        Blocks may nest or overlap from several threads; the last exit does the work."""
+
     def stats(self) -> dict[str, Any]: ...
 
     def storage_bytes(self) -> StorageBytes:

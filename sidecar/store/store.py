@@ -761,6 +761,11 @@ class Store:
         """Do all pending index work in the calling thread (when ``background=False``)."""
         return _maintenance.run_index_work(self)
 
+    def bulk_load(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to defer: inserts go to the exact tail, the indexer's graph work is
+        already in the background."""
+        return contextlib.nullcontext()
+
     def _index_step(self, cid: int) -> bool:
         return _maintenance._index_step(self, cid)
 

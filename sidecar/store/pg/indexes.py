@@ -112,26 +112,44 @@ def _index_lock(conn: psycopg.Connection[Any], cid: int) -> bool:
 
 def build(store: PgStore, cid: int, dims: int, ann: int) -> bool:
     """Build one collection's index (concurrently); False if another daemon is on it."""
-    name = index_name(cid, ann)
     with store.db.connect() as conn:
         if not _index_lock(conn, cid):
             return False
-        # An invalid index is what a build that died leaves (its holder lost the lock).
-        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SCHEMA}.{name}")
-        conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
-        p = store.params
-        sql = (
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON records USING hnsw "
-            f"({ann_expr(ann, dims, 'embedding')} halfvec_ip_ops) "
-            f"WITH (m = {int(p.m)}, ef_construction = {int(p.ef_construction)}) "
-            f"WHERE cid = {int(cid)}"
-        )
-        log.info("index.pg_build", cid=cid, dims=dims, ann=ann, index=name)
-        conn.execute(sql)
-        # Fresh statistics, or the planner may keep sorting the collection (it estimates
-        # a just-loaded collection at a few rows): autovacuum would catch up only later.
-        conn.execute("ANALYZE records")  # built from integers only
+        build_on(store, conn, cid, dims, ann)
     return True
+
+
+def build_on(
+    store: PgStore,
+    conn: psycopg.Connection[Any],
+    cid: int,
+    dims: int,
+    ann: int,
+    *,
+    memory: str = BUILD_MEMORY,
+    workers: int | None = None,
+) -> None:
+    """Build on ``conn``, which holds the collection's index lock. ``memory``:
+    ``maintenance_work_mem``; ``workers``: ``max_parallel_maintenance_workers`` (None:
+    the server's)."""
+    name = index_name(cid, ann)
+    # An invalid index is what a build that died leaves (its holder lost the lock).
+    conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SCHEMA}.{name}")
+    conn.execute(f"SET maintenance_work_mem = '{memory}'")
+    if workers is not None:
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+    p = store.params
+    sql = (
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON records USING hnsw "
+        f"({ann_expr(ann, dims, 'embedding')} halfvec_ip_ops) "
+        f"WITH (m = {int(p.m)}, ef_construction = {int(p.ef_construction)}) "
+        f"WHERE cid = {int(cid)}"
+    )
+    log.info("index.pg_build", cid=cid, dims=dims, ann=ann, index=name, memory=memory)
+    conn.execute(sql)
+    # Fresh statistics, or the planner may keep sorting the collection (it estimates
+    # a just-loaded collection at a few rows): autovacuum would catch up only later.
+    conn.execute("ANALYZE records")  # built from integers only
 
 
 def drop(store: PgStore, name: str) -> bool:

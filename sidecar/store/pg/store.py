@@ -4,9 +4,10 @@ database that several daemons may share. Open it with
 
 Map: ``opening.py`` (connect, migrate, fingerprint), ``conn.py`` (pool, errors,
 transactions), ``writes.py``, ``reads.py``, ``search.py`` (exact and funnel search in SQL),
-``indexes.py`` (one partial HNSW index per large collection), ``locks.py`` (session and
-presence advisory locks), ``reembed.py``. docs/store.md, "PostgreSQL backend", has the
-design and the durability promise.
+``indexes.py`` (one partial HNSW index per large collection), ``bulk.py`` (bulk loads:
+index builds deferred to their end), ``locks.py`` (session and presence advisory locks),
+``reembed.py``. docs/store.md, "PostgreSQL backend", has the design and the durability
+promise.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TextIO, TypeVar
 
@@ -23,9 +24,10 @@ import structlog
 
 from sidecar.config import StoreSettings
 from sidecar.store import ndjson
-from sidecar.store.errors import InvalidInput, StoreClosed
+from sidecar.store.errors import InvalidInput, StoreClosed, StoreError
 from sidecar.store.index import AnnParams
 from sidecar.store.interface import EmbedFn, Progress, SessionLease, SkipFn
+from sidecar.store.pg import bulk as _bulk
 from sidecar.store.pg import indexes as _indexes
 from sidecar.store.pg import locks as _locks
 from sidecar.store.pg import opening as _opening
@@ -149,6 +151,7 @@ class PgStore:
         )
         self._indexed: set[int] = set()
         self._indexer: _indexes.PgIndexer | None = None
+        self._bulk = _bulk.BulkLoad(self)
         self._presence: psycopg.Connection[Any] | None = None
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
 
@@ -209,6 +212,7 @@ class PgStore:
         log.info("store.closed", database=self._location)
 
     def _close_conns(self) -> None:
+        self._bulk.close()
         presence, self._presence = self._presence, None
         if presence is not None:
             _locks.release_all(presence)
@@ -229,7 +233,10 @@ class PgStore:
             self._presence = _locks.hold_presence(self.db)
 
     def _after_write(self, changed: list[tuple[int, int]]) -> None:
-        """Wake the indexer when a write moved a collection across a threshold."""
+        """Wake the indexer when a write moved a collection across a threshold (in a bulk
+        load, after deferring that collection's build: the indexer then finds it locked)."""
+        if self._bulk.depth:
+            self._bulk.note(changed)
         if self._indexer is None:
             return
         t = self.exact_threshold
@@ -238,6 +245,14 @@ class PgStore:
             if (n >= t and not indexed) or (indexed and n < t // 2) or (n == 0 and indexed):
                 self._indexer.notify()
                 return
+
+    def _refresh_indexed(self) -> None:
+        """Re-read which collections have a valid index, and wake the indexer (after a bulk
+        load: whatever it deferred and did not build is the indexer's again)."""
+        with contextlib.suppress(StoreError):
+            self._indexed = _indexes.Plan(self).indexed
+        if self._indexer is not None:
+            self._indexer.notify()
 
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
         if self._closed:
@@ -478,6 +493,19 @@ class PgStore:
                 indexer.notify()
                 time.sleep(0.05)
         return False
+
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Defer the ANN index builds of the collections this block fills until it exits,
+        then build them once (pg/bulk.py; docs/store.md, "Bulk loads")."""
+        self._guard()
+        self._bulk.enter()
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            self._bulk.exit(failed)
 
     def storage_bytes(self) -> StorageBytes:
         rows = self.db.read(
