@@ -132,3 +132,32 @@ def test_champions_of_keeps_the_best_weights_and_bounds_the_rest() -> None:
     assert got is not None
     assert got[0].tolist() == [2, 4, 6] and got[1] == 6.0
     assert bm25_topk.champions_of(slots, weights, 10) is None
+
+
+def test_weights_kept_beside_the_postings_follow_adds_and_removals() -> None:
+    # queried between adds (the weights of a term are extended, not recomputed), across the
+    # switch from lists to arrays at 64 postings and an avgdl drift: the same scores as an
+    # index built in one go from the same documents
+    rng = random.Random(11)
+    docs = [(f"d{i:04d}", _doc(rng)) for i in range(400)]
+    live = BM25Index()
+    for j, (doc_id, text) in enumerate(docs):
+        live.add(doc_id, text)
+        if j % 37 == 0:
+            live.search("went like name3 name7", 10)
+    for doc_id, _ in docs[:40]:
+        live.remove(doc_id)
+    for i in range(60):  # longer documents: the average length drifts past 5 %
+        live.add(f"long{i}", " ".join(["went", "time"] * 20 + [f"name{i}"]))
+    fresh = BM25Index()
+    for doc_id, text in docs[40:]:
+        fresh.add(doc_id, text)
+    for i in range(60):
+        fresh.add(f"long{i}", " ".join(["went", "time"] * 20 + [f"name{i}"]))
+    ids = sorted(fresh)
+    for q in ["went like name3 name7", "time", "name12 good", "work think"]:
+        live._memo = fresh._memo = None
+        got, want = live.search(q, 25), fresh.search(q, 25)
+        assert [h[0] for h in got] == [h[0] for h in want], q
+        assert [h[1] for h in got] == pytest.approx([h[1] for h in want], rel=1e-5), q
+        assert live.score_hits(q, ids)[0] == pytest.approx(fresh.score_hits(q, ids)[0], rel=1e-5)

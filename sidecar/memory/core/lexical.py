@@ -22,11 +22,12 @@ and ``b`` 0.75, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``, which is never nega
 Adds and removals are incremental: documents get an internal slot; postings are
 appended; a removal updates the statistics at once and leaves a dead slot that queries
 mask out; dead slots are compacted away once they outnumber the live ones. Per-term
-postings are cached as numpy arrays of ``(slot, tf-and-length weight)``, so a query is a
-handful of vectorised scatters into one dense score array (about 3 ms p50 for 50k
-documents on a busy two-core machine). The cached weights use an average document
-length that is refreshed only when the true one drifts by more than 5 %
-(:data:`AVGDL_TOLERANCE`), so adds do not invalidate the cache; ``search`` and ``score``
+postings are numpy arrays of ``(slot, tf)`` with spare capacity and the
+``tf-and-length weight`` of each posting beside them, so a query is a handful of
+vectorised scatters into one dense score array (about 3 ms p50 for 50k documents on a
+busy two-core machine). The weights use an average document length that is refreshed only
+when the true one drifts by more than 5 % (:data:`AVGDL_TOLERANCE`), so an add only
+weighs its own postings; ``search`` and ``score``
 use the same value and agree. The score array of the last query is memoised, so ranking
 the candidates of a ``search`` (``score`` of their ids) is a lookup, and ``score`` of many
 ids scores the whole index at once. The terms of the last few query texts are kept
@@ -92,6 +93,68 @@ class LexicalHit:
 _EMPTY_TERMS: Mapping[str, int] = {}
 
 
+class _Postings:
+    """One term's postings: slots (ascending) and term frequencies, and their BM25 weights
+    up to ``weighted`` (for the normalisation generation ``wgen``). A rare term keeps
+    plain lists (most of a conversation's vocabulary is a handful of postings, where three
+    arrays would cost more than the lists); from :data:`_ARRAY_MIN` postings on they are
+    arrays with spare capacity (8 bytes a posting, 12 with its weight once the term was
+    queried, instead of two boxed ints and a cached copy)."""
+
+    __slots__ = ("lists", "n", "slots", "tfs", "weighted", "weights", "wgen")
+
+    def __init__(self) -> None:
+        self.lists: tuple[list[int], list[int]] | None = ([], [])
+        self.slots = _NO_SLOTS
+        self.tfs = _NO_WEIGHTS
+        self.weights = _NO_WEIGHTS
+        self.n = 0
+        self.weighted = 0
+        self.wgen = -1
+
+    def append(self, slot: int, tf: int) -> None:
+        self.n += 1
+        if self.lists is not None:
+            self.lists[0].append(slot)
+            self.lists[1].append(tf)
+            if self.n >= _ARRAY_MIN:
+                self.slots = np.asarray(self.lists[0], dtype=np.int32)
+                self.tfs = np.asarray(self.lists[1], dtype=np.float32)
+                self.lists, self.weighted = None, 0
+            return
+        if self.n > self.slots.shape[0]:
+            cap = self.n + self.n // 2
+            self.slots = np.resize(self.slots, cap)
+            self.tfs = np.resize(self.tfs, cap)
+            if self.weights.shape[0]:  # weights exist once the term was queried
+                self.weights = np.resize(self.weights, cap)
+        self.slots[self.n - 1] = slot
+        self.tfs[self.n - 1] = tf
+
+    def weighed(self, wgen: int, dl: F32, avgdl: float, k1: float, b: float) -> tuple[I32, F32]:
+        if self.lists is not None:  # a few postings: weighed anew
+            slots = np.asarray(self.lists[0], dtype=np.int32)
+            tf = np.asarray(self.lists[1], dtype=np.float32)
+            norm = k1 * (1.0 - b + b * dl[slots] / avgdl)
+            return slots, (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+        if self.wgen != wgen:
+            self.wgen, self.weighted = wgen, 0
+        if self.weights.shape[0] < self.slots.shape[0]:
+            self.weights = np.resize(self.weights, self.slots.shape[0])
+        lo, hi = self.weighted, self.n
+        if lo < hi:
+            slots, tf = self.slots[lo:hi], self.tfs[lo:hi]
+            norm = k1 * (1.0 - b + b * dl[slots] / avgdl)
+            self.weights[lo:hi] = tf * (k1 + 1.0) / (tf + norm)
+            self.weighted = hi
+        return self.slots[:hi], self.weights[:hi]
+
+
+_ARRAY_MIN = 64
+_NO_SLOTS: I32 = np.zeros(0, dtype=np.int32)
+_NO_WEIGHTS: F32 = np.zeros(0, dtype=np.float32)
+
+
 class BM25Index:
     """Okapi BM25 over one document set (see the module doc)."""
 
@@ -112,8 +175,8 @@ class BM25Index:
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []  # slot -> id (None once removed)
         self._doc_terms: list[Counter[str] | None] = []
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
-        self._cache: dict[str, tuple[I32, F32]] = {}
+        self._postings: dict[str, _Postings] = {}
+        self._wgen = 0  # bumped when the normalising avgdl moves: every weight is redone
         # per term: largest cached weight (MaxScore bound) and champion list (bm25_topk)
         self._wmax: dict[str, tuple[float, tuple[I32, float] | None]] = {}
         self._df: Counter[str] = Counter()
@@ -186,12 +249,10 @@ class BM25Index:
         for term, tf in counts.items():
             plist = self._postings.get(term)
             if plist is None:
-                plist = ([], [])
+                plist = _Postings()
                 self._postings[term] = plist
-            plist[0].append(slot)
-            plist[1].append(tf)
+            plist.append(slot, tf)
             self._df[term] += 1
-            self._cache.pop(term, None)
             self._wmax.pop(term, None)
 
     def remove(self, doc_id: str) -> bool:
@@ -237,25 +298,20 @@ class BM25Index:
         w = self._wavgdl
         if w <= 0 or abs(avgdl - w) > AVGDL_TOLERANCE * w:
             self._wavgdl = avgdl
-            self._cache.clear()
+            self._wgen += 1
             self._wmax.clear()
         return self._wavgdl
 
     def _weights(self, term: str) -> tuple[I32, F32] | None:
-        """``(slots, tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)))`` of a term, cached."""
+        """``(slots, tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)))`` of a term. The weights
+        are kept beside the postings and only the postings added since are weighed (a
+        document's length never changes: a re-added document takes a new slot), so an add
+        costs the next query nothing for the rest of a common term's postings."""
         avgdl = self._norm_avgdl()
-        cached = self._cache.get(term)
-        if cached is None:
-            plist = self._postings.get(term)
-            if plist is None:
-                return None
-            slots = np.asarray(plist[0], dtype=np.int32)
-            tf = np.asarray(plist[1], dtype=np.float32)
-            k1, b = self.k1, self.b
-            norm = k1 * (1.0 - b + b * self._dl[slots] / avgdl)
-            cached = (slots, (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32))
-            self._cache[term] = cached
-        return cached
+        plist = self._postings.get(term)
+        if plist is None:
+            return None
+        return plist.weighed(self._wgen, self._dl, avgdl, self.k1, self.b)
 
     def idf(self, term: str) -> float:
         df = self._df.get(term, 0)
