@@ -49,6 +49,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +150,7 @@ class Retrieval:
         self._dirty_all = False
         self._twins: dict[str, Twins] = {}
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
+        self._ann_pool = ThreadPoolExecutor(1, thread_name_prefix="libravdb-ann")
 
     # ---- invalidation ------------------------------------------------------------------
 
@@ -435,6 +437,9 @@ class Retrieval:
             idx = dict.fromkeys(dense + p.lex[name])
             return [coll.cands[i] for i in idx]
 
+        # two large collections: their ANN searches (store round trips on PostgreSQL) run
+        # side by side
+        uann = self._ann_pool.submit(user_coll.dense_top, qvec, SIDE_K) if user_coll.ann else None
         cands: list[Candidate] = pick(
             C.turns(ns), DENSE_K, turns_coll.dense_top(qvec, DENSE_K, tscan)
         )
@@ -443,9 +448,11 @@ class Retrieval:
         # by the small durable collection's BM25 statistics
         udense = (
             self._durable_top(user_coll, turns_coll, qvec, tscan, SIDE_K)
-            if qvec is not None and tscan is not None and user_coll.records and not user_coll.ann
+            if qvec is not None and tscan is not None and user_coll.records and uann is None
             else None  # ranked on its own: exactly, or by the store's ANN index when large
         )
+        if uann is not None:
+            udense = uann.result()
         seen = {c.key for c in cands}
         for c in pick(C.user(ns), SIDE_K, udense):
             j = (
@@ -567,6 +574,7 @@ class Retrieval:
         if task is not None:
             task.cancel()
         await self.flush_bumps()
+        self._ann_pool.shutdown(wait=False)
 
     def states(self) -> dict[str, ComponentState]:
         return {}

@@ -432,3 +432,27 @@ async def test_large_collections_take_dense_candidates_from_the_store_index(
         h.retrieval.invalidate()
         await h.ask("Porto")
         assert turns.ann and all(r.vector is None for r in turns.records)
+
+
+async def test_two_large_collections_are_searched_side_by_side(tmp_path: Path) -> None:
+    # the raw history and the durable memories both past the threshold: the durable
+    # search runs beside the history's, and each gives the index's top k
+    async for h in _harness(
+        tmp_path, **{"store.assemble_ann_rows": 6, "store.exact_threshold": 6}
+    ):
+        await h.ingest("s1", HISTORY)
+        notes = [
+            (f"y{i}", "user", f"I visited {w} with my sister.")
+            for i, w in enumerate(
+                ["Porto", "Lisbon", "Hekla", "Oslo", "Bergen", "Faro", "Braga", "Evora", "Sintra"]
+            )
+        ]
+        await h.ingest("s2", notes, 50)
+        assert h.store.wait_indexed(60)
+        res = await h.ask("Which city did I visit with my sister, Bergen?")
+        turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))
+        assert turns.ann and user.ann
+        assert "y4" in _turn_ids(res)
+        q = _unit((await hash_embed(["Bergen with my sister"], "query"))[0])
+        assert user.dense_top(q, 5) == _exact_top(user, q, 5)
+        assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
