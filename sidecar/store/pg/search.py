@@ -5,11 +5,12 @@
   vector, ``ORDER BY score DESC, id``: a sequential pass over the collection's rows is exact
   by construction.
 * **Funnel** (the collection has its HNSW index, see ``indexes.py``): a ``MATERIALIZED``
-  CTE takes ``k x oversample`` candidates from the partial HNSW index on the re-normalized
-  ANN tier (``halfvec``), with the collection, the filters and the exclusions in its
-  ``WHERE`` (iterative index scans keep going until enough rows pass them); the outer query
-  re-ranks those candidates by the exact full-dimension cosine and keeps ``k``. One query,
-  one round trip.
+  CTE takes ``k x oversample`` candidates (``k x`` :data:`HALFVEC_OVERSAMPLE` from a
+  full-dimension index) from the partial HNSW index on the re-normalized ANN tier
+  (``halfvec``), with the collection, the filters and the exclusions in its ``WHERE``
+  (iterative index scans keep going until enough rows pass them); the outer query re-ranks
+  those candidates by the exact full-dimension cosine and keeps ``k``. One query, one
+  round trip.
 
 Scores are full-dimension cosines in [-1, 1]; a zero vector scores 0 (pgvector's ``<=>``
 gives NaN for it); ties break by id in byte order: the SQLite store's order.
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
 
 # A filtered search whose filter leaves at most this many records is scored exactly.
 SMALL_SET = EXACT_POOL_LIMIT
+# Candidates per result the funnel takes when the index holds the full dimension (only
+# half precision is coarser): ``oversample`` (4) is for a truncated Matryoshka tier, as on
+# SQLite, which takes none then. At 100k records, k = 50, on a loaded machine: 2 gave
+# 99.3 % of the top 50 that 4 gives, in 5.1 instead of 9.1 ms p50 (1 gave 98.5 %, 2.7 ms).
+HALFVEC_OVERSAMPLE = 2
 SCORE = "coalesce(nullif(1 - (r.embedding <=> %s), 'NaN'), 0)"
 
 # The collection and whether its ANN index (for this store's tier) is built and valid.
@@ -162,7 +168,7 @@ def _funnel(  # noqa: PLR0913 - one search's inputs
 ) -> list[Hit]:
     ann = ann_dims_for(store, dims)
     q_ann = q if ann == dims else N.normalized(np.ascontiguousarray(q[:ann]))
-    n = max(k, k * store.params.oversample)
+    n = max(k, k * (store.params.oversample if ann < dims else HALFVEC_OVERSAMPLE))
     # cid and the dims are literals: the planner matches a partial index only when it can
     # prove the query's predicate implies the index's (a parameter would not do).
     sql = (
