@@ -236,7 +236,10 @@ def measure(backend: str, n: int, location: str, tmp: Path) -> Point:
     data_dir = tmp / f"{backend}-{n}"
     flags = _store_flags(backend, location)
     n_base = min(4000, max(500, n // 10))
-    point.seed = _seed_in_child(data_dir, n, n_base, flags)
+    # the seeding's own SQLite store builds its graphs on every core (the daemon under
+    # test keeps the default, one index thread)
+    seed_flags = flags if backend == "postgres" else {"store.index_threads": os.cpu_count() or 1}
+    point.seed = _seed_in_child(data_dir, n, n_base, seed_flags)
     proc, endpoint = _spawn(tmp, data_dir, _store_args(backend, location))
     try:
         _drive(endpoint, proc.pid, point)
