@@ -437,9 +437,7 @@ async def test_large_collections_take_dense_candidates_from_the_store_index(
 async def test_two_large_collections_are_searched_side_by_side(tmp_path: Path) -> None:
     # the raw history and the durable memories both past the threshold: the durable
     # search runs beside the history's, and each gives the index's top k
-    async for h in _harness(
-        tmp_path, **{"store.assemble_ann_rows": 6, "store.exact_threshold": 6}
-    ):
+    async for h in _harness(tmp_path, **{"store.assemble_ann_rows": 6, "store.exact_threshold": 6}):
         await h.ingest("s1", HISTORY)
         notes = [
             (f"y{i}", "user", f"I visited {w} with my sister.")
