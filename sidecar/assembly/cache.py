@@ -186,10 +186,8 @@ class CollectionView:
         ``changed_since`` may also return records written after ``state`` was read; they
         are taken too (and read again next time, harmlessly). A removal after it shows in
         the next state's ``removals``."""
-        assert self.state is not None
+        assert self.state is not None and self._mat is not None  # loaded: reload set both
         recs = store.changed_since(self.name, self.state.max_seq, include_vectors=True)
-        if self._mat is None:
-            return self.reload(store, state)
         self._upsert(store, recs)
         if len(self.records) < state.count:  # cannot happen without a removal: be safe
             return self.reload(store, state)
@@ -252,8 +250,7 @@ class CollectionView:
         without vectors and compared by ``seq`` (which every put or patch renews, a delete
         and re-put included); only the changed ones are fetched with their vectors.
         Returns how many rows were (re)loaded."""
-        if self._mat is None:
-            return self.reload(store, state)
+        assert self._mat is not None  # only a loaded view is refreshed
         listed = store.list_records(self.name)
         cached = {r.id: r for r in self.records}
         changed = [r.id for r in listed if (c := cached.get(r.id)) is None or c.seq != r.seq]
