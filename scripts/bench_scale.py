@@ -80,7 +80,11 @@ class Point:
     ingest_tps: float = 0.0
     asm: list[float] = field(default_factory=list)
     emb: list[float] = field(default_factory=list)
-    recall: float = 0.0
+    recall: float = 0.0  # the store's search
+    view_recall: float = 0.0  # the dense top-10 assemble ranks with (debug.denseTop)
+    view_modes: dict[str, str] = field(default_factory=dict)  # collection -> dense mode
+    view_ids: list[list[str]] = field(default_factory=list)
+    graph_s: float = 0.0  # the in-process graphs' build after the first assemble
     search_ms: float = 0.0
     records: int = 0
     phases: dict[str, list[float]] = field(default_factory=dict)
@@ -110,6 +114,7 @@ def _spawn(tmp: Path, data_dir: Path, extra: list[str]) -> tuple[subprocess.Pope
     env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
     env["HOME"] = str(tmp)
     env["LIBRAVDB_COMPACTION_AUTO"] = "false"
+    env["LIBRAVDB_DEBUG_METHODS"] = "true"  # debug.denseTop: the recall of assemble's path
     sock = tmp / "scale.sock"
     argv = [sys.executable, "-m", "sidecar", "serve", "--socket", str(sock)]
     argv += ["--data-dir", str(data_dir), *extra]
@@ -145,6 +150,7 @@ def _drive(endpoint: str, pid: int, point: Point) -> None:
         start = time.perf_counter()
         client.call("assemble", {**base, "prompt": qs[0]})
         point.cold_s = time.perf_counter() - start
+        point.graph_s = _wait_graphs(client, point)
         for q in qs[:WARM]:
             client.call("embed", {"texts": [q], "kind": "query"})
             client.call("assemble", {**base, "prompt": q})
@@ -161,6 +167,34 @@ def _drive(endpoint: str, pid: int, point: Point) -> None:
                     for phase, ms in (res.get("timings") or {}).items():
                         point.phases.setdefault(phase, []).append(float(ms))
         point.rss_mb = _peak_rss_mb(pid)
+        for q in BA.prompts(RECALL_QUERIES, seed=43):
+            res = client.call("debug.denseTop", {"collection": TURNS, "query": q, "k": K})
+            point.view_ids.append(list(res["ids"]))
+
+
+TURNS = f"turns:{BA.NS}"
+DURABLE = f"user:{BA.NS}"
+GRAPH_WAIT_S = 3600.0
+
+
+def _wait_graphs(client: Any, point: Point) -> float:
+    """Wait until the large views' in-process graphs (if any) are built, with progress;
+    returns the seconds waited. The measurements then see the steady state."""
+    start = time.perf_counter()
+    last = 0.0
+    while True:
+        done = True
+        for coll in (TURNS, DURABLE):
+            res = client.call("debug.denseTop", {"collection": coll, "query": "warm", "k": 1})
+            point.view_modes[coll] = res["mode"]
+            if res["graphState"] == "building":
+                done = False
+                if time.perf_counter() - last > 30:
+                    last = time.perf_counter()
+                    print(f"   {coll}: graph {res['graphRows']:,} of {res['rows']:,}", flush=True)
+        if done or time.perf_counter() - start > GRAPH_WAIT_S:
+            return time.perf_counter() - start
+        time.sleep(2.0)
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -203,15 +237,17 @@ async def _recall(data_dir: Path, flags: dict[str, Any], point: Point) -> None:
         qs = BA.prompts(RECALL_QUERIES, seed=43)
         qv = np.asarray(await mem.embed(qs, "query"), dtype=np.float32)
         qv /= np.linalg.norm(qv, axis=1, keepdims=True)
-        hit = 0
+        hit = view_hit = 0
         took: list[float] = []
-        for q in qv:
+        for j, q in enumerate(qv):
             exact = {ids[i] for i in np.argsort(-(matrix @ q))[:K]}
             s = time.perf_counter()
             found = store.search(coll, q, K)
             took.append((time.perf_counter() - s) * 1000)
             hit += len(exact & {h.id for h in found})
+            view_hit += len(exact & set(point.view_ids[j]))
         point.recall = hit / (K * len(qv))
+        point.view_recall = view_hit / (K * len(qv))
         point.search_ms = BA._pct(took, 0.5)
     finally:
         await app.close()
@@ -263,10 +299,11 @@ def _growth(now: float, before: float | None) -> str:
 def table(points: list[Point]) -> str:
     head = (
         "| backend | memories (records) | store writes | index build | ingest RPC | "
-        "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 | search p50 "
-        "| first assemble | daemon peak RSS |"
+        "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 (assemble) "
+        "| store search recall@10 | search p50 | first assemble | graph build | "
+        "daemon peak RSS |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     prev: dict[str, Point] = {}
     for p in points:
         a50, a95, e50 = BA._pct(p.asm, 0.5), BA._pct(p.asm, 0.95), BA._pct(p.emb, 0.5)
@@ -278,8 +315,9 @@ def table(points: list[Point]) -> str:
             f"| {p.seed['index_s']:.0f} s | {p.ingest_tps:.0f} turns/s"
             f"{_growth(p.ingest_tps, last.ingest_tps if last else None)} "
             f"| {a50:.2f}{_growth(a50, last_a50)} / {a95:.2f} ms | {e50:.2f} ms "
-            f"| {a50 / e50:.2f}x | {p.recall:.3f} | {p.search_ms:.2f} ms "
-            f"| {p.cold_s:.1f} s | {p.rss_mb:,.0f} MB |"
+            f"| {a50 / e50:.2f}x | {p.view_recall:.3f} ({p.view_modes.get(TURNS, '?')}) "
+            f"| {p.recall:.3f} | {p.search_ms:.2f} ms "
+            f"| {p.cold_s:.1f} s | {p.graph_s:.0f} s | {p.rss_mb:,.0f} MB |"
         )
         prev[p.backend] = p
     lines += ["", "| backend | memories | assemble daemon-side phases, p50 (ms) |", "|---|---|---|"]

@@ -91,6 +91,10 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # From this many records in a collection, assemble and search take its dense candidates
     # from the store's ANN index instead of scanning every cached vector (store.md)
     assemble_ann_rows: int = 100_000
+    # Such a collection is ranked by an HNSW graph the daemon builds in the background
+    # over the vectors it caches: "auto" (when the store's index is in another process:
+    # PostgreSQL), "on" or "off" (operations.md)
+    assemble_graph: str = "auto"
     oversample: int = 4
     checkpoint_idle_s: float = 30.0
     rebuild_deleted_fraction: float = 0.2
@@ -407,6 +411,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"log level {settings.log_level!r} is not one of debug, info, warning, error, critical"
         )
+    if settings.store.assemble_graph not in ("auto", "on", "off"):
+        raise ConfigError("store.assemble_graph must be auto, on or off")
     if settings.store.synchronous.upper() not in ("FULL", "NORMAL"):
         raise ConfigError("store.synchronous must be FULL or NORMAL")
     if settings.journal.max_entries < 0:

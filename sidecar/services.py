@@ -22,6 +22,7 @@ from dataclasses import replace
 from sidecar.app import App
 from sidecar.assembly.selection import AssemblyConfig
 from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
+from sidecar.assembly.view_graph import GraphParams
 from sidecar.engines import EngineHub
 from sidecar.engines.embedding_spec import PROFILES
 from sidecar.memory.authored.service import AuthoredService
@@ -73,8 +74,18 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
     app.provide(AuthoredService, authored)
     app.provide(DreamService, DreamService(store))
     app.provide(LifecycleJournal, LifecycleJournal(store, settings.journal.max_entries))
+    st = settings.store
     retrieval = Retrieval(
-        memory, daemon_assembly(hub), ann_min_rows=settings.store.assemble_ann_rows
+        memory,
+        daemon_assembly(hub),
+        ann_min_rows=st.assemble_ann_rows,
+        graph=st.assemble_graph,
+        graph_params=GraphParams(
+            m=st.hnsw_m,
+            ef_construction=st.hnsw_ef_construction,
+            ef_search=st.hnsw_ef_search,
+            threads=st.index_threads,
+        ),
     )
     app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():

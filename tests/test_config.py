@@ -121,3 +121,12 @@ def test_store_url_password_is_masked_and_never_in_errors(tmp_path: Path) -> Non
         with pytest.raises(ConfigError, match=needle) as err:
             load_settings({"store.url": bad}, env={"HOME": str(tmp_path)})
         assert "s3cret" not in str(err.value)
+
+
+def test_the_assemble_graph_setting_is_checked(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    assert load_settings({}, env=env).store.assemble_graph == "auto"
+    for value in ("on", "off", "auto"):
+        assert load_settings({"store.assemble_graph": value}, env=env).store.assemble_graph == value
+    with pytest.raises(ConfigError, match="assemble_graph must be auto, on or off"):
+        load_settings({"store.assemble_graph": "yes"}, env=env)

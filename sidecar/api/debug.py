@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from protocol.codes import ErrorCode
-from protocol.debug import SleepParams, SleepResult
+from protocol.debug import DenseTopParams, DenseTopResult, SleepParams, SleepResult
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
+from sidecar.assembly.service import Retrieval
 from sidecar.errors import InvalidParams, RpcError
 
 MAX_SLEEP_S = 60.0
@@ -28,6 +29,19 @@ async def sleep(ctx: CallContext, params: SleepParams) -> SleepResult:
         raise InvalidParams(f"seconds must be between 0 and {MAX_SLEEP_S}")
     await asyncio.sleep(params.seconds)
     return SleepResult(slept=params.seconds)
+
+
+@methods.method("debug.denseTop")
+async def dense_top(ctx: CallContext, params: DenseTopParams) -> DenseTopResult:
+    require_debug(ctx)
+    probe = await ctx.app.service(Retrieval).dense_probe(params.collection, params.query, params.k)
+    return DenseTopResult(
+        ids=probe.ids,
+        mode=probe.mode,
+        graph_state=probe.graph_state,
+        graph_rows=probe.graph_rows,
+        rows=probe.rows,
+    )
 
 
 register = methods.register

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AuthoredNode
+from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core import layout as C
@@ -109,6 +110,9 @@ class CollectionView:
 
     name: str
     ann_min_rows: int = ANN_MIN_ROWS  # from this many records: the store's ANN index
+    # large views only: an in-process graph over the matrix ranks them once it is built
+    # (view_graph.py); None: the store's index answers every search
+    graph_params: GraphParams | None = None
     state: CollectionState | None = None
     stale: bool = True
     records: list[Record] = field(default_factory=list)
@@ -125,11 +129,31 @@ class CollectionView:
     _turns: list[Candidate] | None = None  # chronological turns, cached
     # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
     _ann: StoreBackend | None = None
+    _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
 
     @property
     def ann(self) -> bool:
         """Whether dense candidates come from the store's ANN index."""
         return self._ann is not None
+
+    @property
+    def dense_mode(self) -> str:
+        """How :meth:`dense_top` ranks: ``exact`` (a scan of the cached vectors),
+        ``graph`` (the in-process graph) or ``store`` (the store's ANN index, also while
+        the graph is built)."""
+        if self._ann is None:
+            return "exact"
+        return "graph" if self._graph is not None and self._graph.ready else "store"
+
+    @property
+    def graph(self) -> ViewGraph | None:
+        return self._graph
+
+    def close(self) -> None:
+        """Stop and drop the in-process graph (the view is evicted or the daemon stops)."""
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
 
     @property
     def matrix(self) -> F32 | None:
@@ -162,6 +186,7 @@ class CollectionView:
             r.vector = None  # the matrix holds it (half the memory of a large view)
         self._mat = mat
         self._ann = store if len(recs) >= self.ann_min_rows else None
+        self._restart_graph(dims)
         self._shadow = None
         self._sync_shadow(0)
         self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
@@ -236,6 +261,9 @@ class CollectionView:
             self._resolve_summaries()
         if self._ann is None and len(self.records) >= self.ann_min_rows:
             self._ann = store
+            self._restart_graph(dims)
+        elif self._graph is not None:
+            self._graph.note(itertools.chain(replaced, range(n, len(self.records))))
         self._sync_shadow(n, replaced)
         self.gen += 1
         self.touched.extend(r.id for r in recs)
@@ -270,6 +298,14 @@ class CollectionView:
             elif r.id in fresh:  # else deleted since it was listed
                 recs.append(fresh[r.id])
         return self.reload(store, state, recs)
+
+    def _restart_graph(self, dims: int) -> None:
+        """A new in-process graph over the current rows (a large view with graph params),
+        built in the background; the old one, over another layout, is dropped."""
+        self.close()
+        if self._ann is not None and self.graph_params is not None and self._mat is not None:
+            self._graph = ViewGraph(self.name, dims, self.graph_params)
+            self._graph.start(self._mat, len(self.records))
 
     def _grow(self, rows: int, dims: int) -> None:
         """A larger matrix; candidates are re-pointed at its rows (no stale views)."""
@@ -377,6 +413,10 @@ class CollectionView:
         if self._ann is not None:
             if qvec is None or k <= 0:
                 return []
+            if self._graph is not None and self._mat is not None:
+                found = self._graph.search(self._mat, qvec, k)
+                if found is not None:
+                    return positive_rows(found[0], found[1], False)
             hits = self._ann.search(self.name, qvec, k)
             return [i for h in hits if h.score > 0.0 and (i := self.by_id.get(h.id)) is not None]
         if scan is None:

@@ -80,6 +80,7 @@ from sidecar.assembly.search import (
     terms_lookup,
 )
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
+from sidecar.assembly.view_graph import GraphParams
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
@@ -136,10 +137,16 @@ class Retrieval:
         config: AssemblyConfig = DAEMON_ASSEMBLY,
         *,
         ann_min_rows: int = ANN_MIN_ROWS,
+        graph: str = "auto",
+        graph_params: GraphParams | None = None,
     ) -> None:
         self.memory = memory
         self.config = config
         self.ann_min_rows = ann_min_rows
+        # in-process graphs for large views: "on", "off", or "auto" (on when the store's
+        # own index is in another process: PostgreSQL)
+        self.graph = graph
+        self.graph_params = graph_params or GraphParams()
         self.lock = asyncio.Lock()
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
@@ -192,7 +199,7 @@ class Retrieval:
         for name in names:
             coll = self._colls.get(name)
             if coll is None:
-                coll = CollectionView(name, self.ann_min_rows)
+                coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
                 self._colls[name] = coll
             self._colls.move_to_end(name)
             state = states.get(name, CollectionState())
@@ -210,9 +217,14 @@ class Retrieval:
             out[name] = coll
         self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:
-            name, _ = self._colls.popitem(last=False)
+            name, evicted = self._colls.popitem(last=False)
+            evicted.close()
             self._twins.pop(name, None)
         return out
+
+    def _graph_params(self, shared: bool) -> GraphParams | None:
+        on = self.graph == "on" or (self.graph == "auto" and shared)
+        return self.graph_params if on else None
 
     def _durable_top(
         self, user: CollectionView, turns: CollectionView, qvec: F32, tscan: Scan, k: int
@@ -575,6 +587,8 @@ class Retrieval:
             task.cancel()
         await self.flush_bumps()
         self._ann_pool.shutdown(wait=False)
+        for view in self._colls.values():
+            view.close()
 
     def states(self) -> dict[str, ComponentState]:
         return {}
@@ -591,3 +605,33 @@ class Retrieval:
 
     def _search_sync(self, req: SearchRequest, qvec: F32 | None) -> list[SearchHit]:
         return run_search(req, qvec, self._sync(collections_for(req)), self.config)
+
+    # ---- diagnostics -------------------------------------------------------------------
+
+    async def dense_probe(self, collection: str, query: str, k: int) -> DenseProbe:
+        """The dense top ``k`` ids of one collection as ``assemble`` ranks them (the
+        view's scan, in-process graph or store index), for recall checks."""
+        qvec = await self.embed_query(query)
+        async with self.lock:
+            return await asyncio.to_thread(self._dense_probe_sync, collection, qvec, k)
+
+    def _dense_probe_sync(self, collection: str, qvec: F32 | None, k: int) -> DenseProbe:
+        view = self._sync([collection])[collection]
+        rows = view.dense_top(qvec, k)
+        graph = view.graph
+        return DenseProbe(
+            ids=[view.records[i].id for i in rows],
+            mode=view.dense_mode,
+            graph_state=graph.state if graph is not None else "none",
+            graph_rows=graph.built_rows if graph is not None else 0,
+            rows=len(view.records),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DenseProbe:
+    ids: list[str]
+    mode: str  # exact | graph | store
+    graph_state: str  # none | building | ready | failed | closed
+    graph_rows: int  # rows the graph's build has inserted
+    rows: int  # the view's rows

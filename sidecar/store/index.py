@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 import zlib
@@ -52,6 +53,22 @@ Row = tuple[int, str, bytes | None, int]
 FetchRows = Callable[[int, int | None, int, int], list[Row]]
 # fetch_vectors(rids) -> {rid: full unit vector}
 FetchVectors = Callable[[Sequence[int]], dict[int, F32]]
+
+
+#: Graphs up to this many rows search with the configured ``hnsw_ef_search``; larger ones
+#: widen it with the square root of their size. A fixed 64 fell from 0.97 dense recall@10
+#: at 100k rows of the scale benchmark's vectors to 0.87 at 1M (docs/benchmarks.md,
+#: ``scale``); hnswlib on those vectors (M 16) needed ef ~100 at 100k and ~200 at 300k for
+#: 0.95-0.99, and a search at ef 400 costs under a millisecond at 1M.
+EF_SCALE_FROM = 25_000
+#: pgvector's ceiling for ``hnsw.ef_search``.
+EF_MAX = 1000
+
+
+def scaled_ef(base: int, rows: int, k: int) -> int:
+    """The search breadth of an HNSW graph of ``rows`` rows asked for ``k`` results."""
+    grow = math.sqrt(rows / EF_SCALE_FROM) if rows > EF_SCALE_FROM else 1.0
+    return min(EF_MAX, max(k, int(base * grow)))
 
 
 class NeedScan(Exception):
@@ -294,6 +311,8 @@ class VectorIndex:
             q = q / norm if norm > 1e-12 else q
         q = np.ascontiguousarray(q, dtype=np.float32)
         g = self.ann
+        # searches share the read lock and set the same value for one graph size
+        g.set_ef(scaled_ef(self.params.ef_search, len(live), want))
         if allowed is not None:
             pool = (allowed & live) - exclude if len(allowed) < len(live) else None
             if pool is not None and len(pool) <= EXACT_POOL_LIMIT:

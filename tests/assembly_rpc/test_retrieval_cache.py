@@ -41,9 +41,10 @@ hash_embed = hash_embedder(DIMS)
 
 
 class Harness:
-    def __init__(self, app: App, call: Call) -> None:
+    def __init__(self, app: App, call: Call, reply: Call) -> None:
         self.app = app
         self.call = call
+        self.reply = reply  # the whole JSON-RPC reply, errors included
 
     @property
     def retrieval(self) -> Retrieval:
@@ -97,16 +98,19 @@ async def _harness(tmp_path: Path, **flags: Any) -> AsyncIterator[Harness]:
     async def send(_line: bytes) -> None:
         return None
 
-    async def call(method: str, params: Any = None) -> Any:
+    async def reply(method: str, params: Any = None) -> Any:
         msg = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
         raw = await dispatcher.handle_frame(json.dumps(msg).encode(), 1, send)
         assert raw is not None
-        reply = json.loads(raw)
-        assert "error" not in reply, reply
-        return reply["result"]
+        return json.loads(raw)
+
+    async def call(method: str, params: Any = None) -> Any:
+        got = await reply(method, params)
+        assert "error" not in got, got
+        return got["result"]
 
     try:
-        yield Harness(app, call)
+        yield Harness(app, call, reply)
     finally:
         await app.close()
 
@@ -454,3 +458,90 @@ async def test_two_large_collections_are_searched_side_by_side(tmp_path: Path) -
         q = _unit((await hash_embed(["Bergen with my sister"], "query"))[0])
         assert user.dense_top(q, 5) == _exact_top(user, q, 5)
         assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
+
+
+NOTES = [
+    (f"z{i}", "user", f"Note {i}: the {w} trip was fun.")
+    for i, w in enumerate(
+        ["kayak", "Hekla volcano", "Lisbon", "Porto", "tennis", "window seat", "puppy"] * 5
+    )
+]
+
+
+async def test_a_large_view_is_ranked_by_its_in_process_graph(tmp_path: Path) -> None:
+    # store.assemble_graph "on": a view past store.assemble_ann_rows builds an HNSW graph
+    # over its own vectors in the background and ranks with it once ready; appended rows
+    # join it, a removal (a new row layout) starts a new graph
+    flags = {"store.assemble_ann_rows": 20, "store.exact_threshold": 8}
+    async for h in _harness(tmp_path, **flags, **{"store.assemble_graph": "on"}):
+        await h.ingest("s1", NOTES[:25])
+        await h.ask("volcano trip")
+        turns = h.coll(C.turns(NS))
+        graph = turns.graph
+        assert turns.ann and graph is not None and graph.wait(60)
+        assert turns.dense_mode == "graph" and graph.built_rows == len(turns.records)
+        await h.ingest("s2", [*NOTES[25:], *HISTORY], 100)  # caught up: rows appended
+        res = await h.ask("tennis balls in the park")
+        assert turns.graph is graph and len(turns.records) > graph.built_rows
+        assert "a3" in _turn_ids(res)
+        for text in ("volcano trip", "tennis balls", "Biscuit the puppy", "Lisbon window"):
+            q = _unit((await hash_embed([text], "query"))[0])
+            for k in (1, 5, 10):
+                assert turns.dense_top(q, k) == _exact_top(turns, q, k), (text, k)
+        await h.call("delete", {"collection": C.turns(NS), "id": C.namespace_turn_id("s2", "a3")})
+        await h.ask("tennis balls in the park")
+        assert graph.state == "closed" and turns.graph is not graph
+        fresh = turns.graph
+        assert fresh is not None and fresh.wait(60) and turns.dense_mode == "graph"
+        q = _unit((await hash_embed(["tennis balls"], "query"))[0])
+        assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
+        await h.app.close()  # the daemon stops: its graphs are dropped
+        assert fresh.state == "closed"
+
+
+async def test_the_in_process_graph_is_on_by_default_only_for_a_shared_store(
+    tmp_path: Path,
+) -> None:
+    # "auto": the SQLite store's own index is an in-process hnswlib graph already; the
+    # PostgreSQL index is a round trip away, so the daemon builds its own
+    flags = {"store.assemble_ann_rows": 20, "store.exact_threshold": 8}
+    async for h in _harness(tmp_path, **flags):
+        await h.ingest("s1", NOTES[:25])
+        await h.ask("volcano trip")
+        turns = h.coll(C.turns(NS))
+        assert turns.ann
+        if current_store().backend == "sqlite":
+            assert turns.graph is None and turns.dense_mode == "store"
+        else:
+            assert turns.graph is not None and turns.graph.wait(60)
+            assert turns.dense_mode == "graph"
+        q = _unit((await hash_embed(["Porto"], "query"))[0])
+        assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
+
+
+async def test_debug_dense_top_reports_the_views_ranking(tmp_path: Path) -> None:
+    flags = {"store.assemble_ann_rows": 20, "store.exact_threshold": 8}
+    async for h in _harness(
+        tmp_path, **flags, **{"store.assemble_graph": "on", "server.debug_methods": True}
+    ):
+        await h.ingest("s1", NOTES[:25])
+        coll = C.turns(NS)
+        first = await h.call("debug.denseTop", {"collection": coll, "query": "Porto", "k": 5})
+        assert first["rows"] == 25 and first["graphState"] in ("building", "ready")
+        turns = h.coll(coll)
+        assert turns.graph is not None and turns.graph.wait(60)
+        res = await h.call("debug.denseTop", {"collection": coll, "query": "Porto", "k": 5})
+        q = _unit((await hash_embed(["Porto"], "query"))[0])
+        assert res["mode"] == "graph" and res["graphState"] == "ready"
+        assert res["graphRows"] == 25
+        assert res["ids"] == [turns.records[i].id for i in _exact_top(turns, q, 5)]
+        small = await h.call("debug.denseTop", {"collection": C.user(NS), "query": "x", "k": 3})
+        assert small["mode"] == "exact" and small["graphState"] == "none"
+        for bad in ({"collection": coll, "query": "x", "k": 0}, {"collection": "", "query": "x"}):
+            err = (await h.reply("debug.denseTop", bad))["error"]
+            assert err["code"] in (-32602, -32009), err
+
+
+async def test_debug_dense_top_is_not_served_without_debug_methods(h: Harness) -> None:
+    reply = await h.reply("debug.denseTop", {"collection": C.turns(NS), "query": "x"})
+    assert reply["error"]["code"] == -32601

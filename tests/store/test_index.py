@@ -17,6 +17,7 @@ import pytest
 
 from sidecar.config import StoreSettings
 from sidecar.store import Put, Store
+from sidecar.store import index as index_mod
 from sidecar.store.backend import open_store
 from sidecar.store.index import VectorIndex
 from sidecar.store.interface import StoreBackend
@@ -319,3 +320,21 @@ def test_tier_collections_take_query_prefix(location: Location) -> None:
         q = np.zeros(256, dtype=np.float32)
         q[0] = 1
         assert store.search("user:u1:64d", q, 1)[0].score == pytest.approx(1.0)
+
+
+@pytest.mark.sqlite_only("the hnswlib graph of the SQLite store (PostgreSQL: test_pg_backend)")
+def test_a_larger_graph_is_searched_wider(
+    location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the graph's ef grows with its size (scaled_ef); the scaling starts at 1,000 here
+    monkeypatch.setattr(index_mod, "EF_SCALE_FROM", 1000)
+    data, queries = clustered(4000, 16, clusters=20, noise=0.6, seed=8, queries=10)
+    with open_store(location, embed_dims=16, exact_threshold=500) as store:
+        _fill(store, "user:u1", data)
+        assert store.wait_indexed(60)
+        exact = [[f"r{i:06d}" for i in exact_topk(data, q, 10)] for q in queries]
+        got = [_ids(store.search("user:u1", q, 10)) for q in queries]
+        assert _agreement(exact, got) >= 0.95
+        graph = next(iter(store._indexes.values())).ann
+        assert graph is not None
+        assert graph.ef == index_mod.scaled_ef(store.params.ef_search, 4000, 10) == 128

@@ -30,6 +30,7 @@ from sidecar.store import (
     StoreLocked,
     VersionConflict,
 )
+from sidecar.store import index as index_mod
 from sidecar.store.backend import open_store, reembed
 from sidecar.store.pg.conn import register_vector
 from sidecar.store.pg.store import PgStore
@@ -373,6 +374,50 @@ def test_filtered_funnel_search_keeps_k_results(pg_url: str) -> None:
             exact = {f"r{keep[j]:05d}" for j in exact_topk(data[keep], q, 10)}
             agree += len(exact & {h.id for h in hits})
         assert agree / (10 * len(queries)) >= 0.95
+
+
+def test_a_larger_collection_is_searched_wider(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hnsw.ef_search grows with the collection (sidecar.store.index.scaled_ef), set per
+    # query in the funnel's transaction (filtered or not); the scaling starts at 1,000
+    # records here
+    monkeypatch.setattr(index_mod, "EF_SCALE_FROM", 1000)
+    n = 4500
+    data, queries = clustered(n, 16, clusters=12, noise=0.5, seed=5, queries=8)
+    with _open(pg_url, embed_dims=16, exact_threshold=200, background=False) as s:
+        s.put_many([Put("user:u1", f"r{i:05d}", "", {"odd": i % 3 > 0}, data[i]) for i in range(n)])
+        s.run_index_work()
+        assert s.index_status()[0].mode == "hnsw"
+        sent: list[str] = []
+        real_call = s.db.call
+
+        def spy(fn: Any, action: str = "read") -> Any:
+            def wrapped(conn: Any) -> Any:
+                real_execute = conn.execute
+
+                def execute(sql: Any, *a: Any, **kw: Any) -> Any:
+                    sent.append(str(sql))
+                    return real_execute(sql, *a, **kw)
+
+                conn.execute = execute
+                try:
+                    return fn(conn)
+                finally:
+                    conn.execute = real_execute
+
+            return real_call(wrapped, action)
+
+        s.db.call = spy  # type: ignore[method-assign]
+        for q in queries:
+            for where in (None, {"odd": True}):
+                hits = s.search("user:u1", q, 10, where=where)
+                pool = [i for i in range(n) if where is None or i % 3 > 0]
+                exact = {f"r{pool[j]:05d}" for j in exact_topk(data[pool], q, 10)}
+                assert len(hits) == 10 and len(exact & {h.id for h in hits}) >= 9
+        ef = index_mod.scaled_ef(s.params.ef_search, n, 20)
+        assert ef > s.params.ef_search
+        assert sum(f"SET LOCAL hnsw.ef_search = {ef}" in x for x in sent) == 2 * len(queries)
 
 
 def test_hnsw_recall_5k_384d_clustered(pg_url: str) -> None:

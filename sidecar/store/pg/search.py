@@ -25,12 +25,12 @@ import numpy as np
 
 from sidecar.store import names as N
 from sidecar.store.common import merge_searches
-from sidecar.store.index import EXACT_POOL_LIMIT
+from sidecar.store.index import EXACT_POOL_LIMIT, scaled_ef
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
 from sidecar.store.pg.reads import info, nul, storable
 from sidecar.store.search import query_unit
-from sidecar.store.types import Hit, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, TimeRange
 
 if TYPE_CHECKING:
     from sidecar.store.pg.store import PgStore
@@ -50,7 +50,7 @@ _COLL = (
     " SELECT 1 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
     " WHERE x.indrelid = 'records'::regclass AND x.indisvalid AND i.relname ="
     " 'records_ann_c' || c.cid || '_d' || (CASE WHEN c.dims = %s THEN %s ELSE c.dims END)"
-    ") FROM collections c WHERE c.name = %s"
+    "), c.n_records FROM collections c WHERE c.name = %s"
 )
 
 
@@ -76,7 +76,7 @@ def search(
     rows = store.db.read(_COLL, (store.embed_dims, store.ann_dims, collection))
     if not rows:
         return []
-    coll, has_ann = info(rows[0]), bool(rows[0][5])
+    coll, has_ann, size = info(rows[0]), bool(rows[0][5]), int(rows[0][6])
     excluded = storable(exclude_ids)
     if not coll.has_vectors:
         return _unscored(store, collection, k, excluded, where, time_range)
@@ -92,7 +92,7 @@ def search(
     if funnel and filtered:
         funnel = _more_than(store, coll.cid, clause, params, SMALL_SET)
     if funnel:
-        hits = _funnel(store, coll.name, coll.cid, coll.dims, q, k, clause, params, filtered)
+        hits = _funnel(store, coll, size, q, k, clause, params, filtered)
         if len(hits) == k or not filtered:
             return hits
         # the index scan gave up (hnsw.max_scan_tuples) before finding k rows that pass a
@@ -155,17 +155,17 @@ def _exact(
     return hits
 
 
-def _funnel(  # noqa: PLR0913 - one search's inputs
+def _funnel(
     store: PgStore,
-    name: str,
-    cid: int,
-    dims: int,
+    coll: CollectionInfo,
+    size: int,
     q: Any,
     k: int,
     clause: str,
     params: list[Any],
     filtered: bool,
 ) -> list[Hit]:
+    cid, dims = coll.cid, coll.dims
     ann = ann_dims_for(store, dims)
     q_ann = q if ann == dims else N.normalized(np.ascontiguousarray(q[:ann]))
     n = max(k, k * (store.params.oversample if ann < dims else HALFVEC_OVERSAMPLE))
@@ -178,11 +178,16 @@ def _funnel(  # noqa: PLR0913 - one search's inputs
         f"ORDER BY score DESC, r.id LIMIT {int(k)}"
     )
     args = [*params, q_ann, q]
-    if not filtered:
+    # a larger graph is searched wider (the session's default is the configured value)
+    ef = scaled_ef(store.params.ef_search, size, n)
+    setup = [f"SET LOCAL hnsw.ef_search = {ef}"] if ef != store.params.ef_search else []
+    if filtered:
+        setup += _INDEX_PLAN
+    if not setup:
         rows = store.db.read(sql, args, binary=True)
     else:
-        rows = store.db.call(lambda conn: _index_plan(conn, sql, args))
-    return [hit(name, row, _score(row[10])) for row in rows]
+        rows = store.db.call(lambda conn: _with_settings(conn, setup, sql, args))
+    return [hit(coll.name, row, _score(row[10])) for row in rows]
 
 
 # The planner cannot estimate a jsonb containment filter (it guesses a row or so) and then
@@ -196,9 +201,9 @@ _INDEX_PLAN = (
 )
 
 
-def _index_plan(conn: Any, sql: str, args: list[Any]) -> list[Any]:
+def _with_settings(conn: Any, setup: Sequence[str], sql: str, args: list[Any]) -> list[Any]:
     with conn.transaction(), conn.pipeline():  # one round trip for the SETs and the query
-        for stmt in _INDEX_PLAN:
+        for stmt in setup:
             conn.execute(stmt)
         cur = conn.execute(sql, args, binary=True)
     return list(cur.fetchall())

@@ -245,6 +245,26 @@ export interface DeleteParams {
   id?: string;
 }
 
+export interface DenseTopParams {
+  /**
+   * Bounds: length >= 1.
+   */
+  collection: string;
+  query: string;
+  /**
+   * Bounds: >= 1, <= 1000.
+   */
+  k?: number;
+}
+
+export interface DenseTopResult {
+  ids: string[];
+  mode: string;
+  graphState: string;
+  graphRows: number;
+  rows: number;
+}
+
 /**
  * Bytes on disk: the database, its WAL (-wal and -shm) and the saved indexes.
  */
@@ -1148,6 +1168,10 @@ export interface Methods {
    */
   "compact_session": { params: CompactSessionParams; result: CompactSessionResult };
   /**
+   * One collection's dense top k as assemble ranks it (recall checks); debug only
+   */
+  "debug.denseTop": { params: DenseTopParams; result: DenseTopResult };
+  /**
    * Sleep without blocking (tests drain and timeouts); debug only
    */
   "debug.sleep": { params: SleepParams; result: SleepResult };
@@ -1308,4 +1332,4 @@ export interface Methods {
 export type MethodName = keyof Methods;
 export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
-export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","memory.list","memory.stats","memory.update","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","sessions.list","shutdown","status","summarize"];
+export const METHOD_NAMES: readonly MethodName[] = ["assemble","authored.delete","authored.ingest","authored.list","bump_access_counts","compact","compact_session","debug.denseTop","debug.sleep","delete","delete_authored_document","delete_batch","dream.promote","embed","ensure_collections","expand","expand_summary","export_memory","flush","flush_namespace","forget","gating_scalar","health","ingest","ingest_markdown_document","initialize","insert_session_turn","insert_text","lifecycle.hint","lifecycle.journal","list_by_meta","list_collection","list_lifecycle_journal","memory.get","memory.list","memory.stats","memory.update","promote_dream_entries","query_raw_session","search","search_text","search_text_collections","session_lifecycle_hint","sessions.list","shutdown","status","summarize"];

@@ -1,0 +1,185 @@
+"""An in-process HNSW graph over a large view's cached vectors.
+
+Why: a :class:`~sidecar.assembly.cache.CollectionView` of a large collection already
+holds every unit vector in one matrix. On PostgreSQL the store's ANN search is a round
+trip that walks index and heap pages of a table far larger than the server's buffers
+(37 ms for the two searches of one ``assemble`` at 1M memories); an hnswlib graph over
+the matrix the daemon holds anyway answers the same question in under a millisecond,
+with a search breadth this process chooses (:func:`~sidecar.store.index.scaled_ef`).
+
+Labels are the view's row numbers (rows only grow at the end or are rewritten in place
+between full reloads; a reload starts a new graph). The graph is built in the background
+(:data:`_BUILDS`, one build at a time, so one core stays free for requests) from the rows
+present when it starts; rows appended or rewritten meanwhile are noted and inserted by
+the next search. Until the graph is ready, and if it fails, :meth:`ViewGraph.search`
+returns None and the view asks the store's index as before: the graph never makes an
+answer wrong, it only makes it cheaper.
+
+hnswlib does not allow a search while it inserts, so one lock covers both; the build
+thread inserts into a private index and publishes it under the lock when done.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import hnswlib
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from sidecar.store.index import scaled_ef
+
+log = structlog.get_logger(__name__)
+
+F32 = npt.NDArray[np.float32]
+
+BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
+# One build at a time, process-wide: a daemon with two large views (history and durable
+# memories) keeps a core for the requests it serves meanwhile.
+_BUILDS = ThreadPoolExecutor(1, thread_name_prefix="libravdb-view-graph")
+
+
+@dataclass(frozen=True, slots=True)
+class GraphParams:
+    """hnswlib parameters (the store's ``hnsw_*`` settings) and the insert threads."""
+
+    m: int = 16
+    ef_construction: int = 100
+    ef_search: int = 64
+    threads: int = 1
+
+
+class ViewGraph:
+    """HNSW over the rows of one view (module doc). States: ``building``, ``ready``,
+    ``failed``, ``closed``."""
+
+    def __init__(self, name: str, dims: int, params: GraphParams) -> None:
+        self.name = name
+        self.dims = dims
+        self.params = params
+        self.state = "building"
+        self.built_rows = 0  # rows the build has inserted (progress)
+        self.total_rows = 0  # rows the build started from
+        self.build_s = 0.0
+        self._lock = threading.Lock()
+        self._index: hnswlib.Index | None = None
+        self._pending: set[int] = set()
+        self._cancel = threading.Event()
+        self._done = threading.Event()  # the build ended: ready, failed or cancelled
+
+    # ---- building ------------------------------------------------------------------------
+
+    def start(self, mat: F32, rows: int) -> None:
+        """Build over ``mat[:rows]`` in the background. The caller keeps writing its own
+        matrix and reports every row it appends or rewrites through :meth:`note`."""
+        self.total_rows = rows
+        _BUILDS.submit(self._build, mat, rows)
+
+    def _build(self, mat: F32, rows: int) -> None:
+        try:
+            self._build_index(mat, rows)
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the build to end; True when the graph is ready."""
+        self._done.wait(timeout)
+        return self.ready
+
+    def _build_index(self, mat: F32, rows: int) -> None:
+        if self._cancel.is_set():
+            return
+        t0 = time.perf_counter()
+        try:
+            index = hnswlib.Index(space="ip", dim=self.dims)
+            index.init_index(
+                max_elements=_capacity(rows),
+                M=self.params.m,
+                ef_construction=self.params.ef_construction,
+            )
+            last_log = t0
+            for start in range(0, rows, BUILD_CHUNK):
+                if self._cancel.is_set():
+                    return
+                stop = min(rows, start + BUILD_CHUNK)
+                index.add_items(
+                    np.ascontiguousarray(mat[start:stop]),
+                    np.arange(start, stop),
+                    num_threads=self.params.threads,
+                )
+                self.built_rows = stop
+                if time.perf_counter() - last_log > 10.0:  # progress of a long build
+                    last_log = time.perf_counter()
+                    log.info("view_graph.progress", collection=self.name, rows=stop, of=rows)
+        except Exception as exc:  # the store's index keeps answering
+            with self._lock:
+                if not self._cancel.is_set():
+                    self.state = "failed"
+            log.warning("view_graph.failed", collection=self.name, error=str(exc))
+            return
+        with self._lock:
+            if self._cancel.is_set():
+                return
+            self._index = index
+            self.state = "ready"
+        self.build_s = time.perf_counter() - t0
+        log.info("view_graph.ready", collection=self.name, rows=rows, seconds=self.build_s)
+
+    def note(self, rows: Iterable[int]) -> None:
+        """Rows appended or rewritten since :meth:`start` (inserted by the next search)."""
+        with self._lock:
+            self._pending.update(rows)
+
+    def close(self) -> None:
+        """Stop a build and drop the graph (the view was reloaded or evicted)."""
+        self._cancel.set()
+        with self._lock:
+            self._index = None
+            self._pending.clear()
+            self.state = "closed"
+
+    # ---- searching -----------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def search(self, mat: F32, q: F32, k: int) -> tuple[npt.NDArray[np.int64], F32] | None:
+        """Rows and cosines of the approximate top ``k`` (best first), after inserting the
+        pending rows from ``mat`` (the view's current matrix); None when not ready."""
+        with self._lock:
+            index = self._index
+            if index is None or self.state != "ready":
+                return None
+            try:
+                if self._pending:
+                    self._insert(index, mat)
+                count = index.get_current_count()
+                k = min(k, count)
+                if k <= 0:
+                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+                index.set_ef(scaled_ef(self.params.ef_search, count, k))
+                labels, dists = index.knn_query(q, k=k, num_threads=1)
+            except RuntimeError as exc:  # e.g. fewer than k reachable: ask the store
+                log.warning("view_graph.search_failed", collection=self.name, error=str(exc))
+                return None
+        return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
+
+    def _insert(self, index: hnswlib.Index, mat: F32) -> None:
+        rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
+        self._pending.clear()
+        rows = rows[rows < len(mat)]
+        top = int(rows.max()) + 1 if rows.size else 0
+        if top > index.get_max_elements():
+            index.resize_index(_capacity(top))
+        if rows.size:
+            index.add_items(np.ascontiguousarray(mat[rows]), rows, num_threads=1)
+
+
+def _capacity(rows: int) -> int:
+    return max(1024, rows + rows // 4)

@@ -1,0 +1,132 @@
+"""The in-process graph over a large view's vectors (``sidecar.assembly.view_graph``):
+what it returns against an exact product, the rows noted while and after it is built,
+growth past its capacity, closing and failing (the view then asks the store)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from sidecar.assembly import view_graph as VG
+from sidecar.assembly.view_graph import GraphParams, ViewGraph
+from sidecar.store.index import EF_MAX, EF_SCALE_FROM, scaled_ef
+
+pytestmark = pytest.mark.sqlite_only("no store: a graph over a numpy matrix")
+
+DIMS = 24
+F32 = npt.NDArray[np.float32]
+
+
+def _units(rng: np.random.Generator, n: int) -> F32:
+    m = rng.normal(size=(n, DIMS)).astype(np.float32)
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _exact(mat: F32, rows: int, q: F32, k: int) -> list[int]:
+    sims = mat[:rows] @ q
+    return [int(i) for i in np.argsort(-sims)[:k]]
+
+
+def _built(mat: F32, rows: int, **params: int) -> ViewGraph:
+    g = ViewGraph("turns:t", DIMS, GraphParams(**{"ef_search": 200, **params}))
+    g.start(mat, rows)
+    assert g.wait(60)
+    return g
+
+
+def test_a_small_graph_gives_the_exact_top_k() -> None:
+    rng = np.random.default_rng(1)
+    mat = _units(rng, 500)
+    g = _built(mat, 500)
+    assert g.ready and g.built_rows == g.total_rows == 500
+    for q in _units(rng, 20):
+        found = g.search(mat, q, 10)
+        assert found is not None
+        rows, sims = found
+        assert rows.tolist() == _exact(mat, 500, q, 10)
+        assert np.allclose(sims, mat[rows] @ q, atol=1e-5)
+
+
+def test_rows_noted_during_and_after_the_build_are_searched() -> None:
+    rng = np.random.default_rng(2)
+    mat = np.zeros((2000, DIMS), dtype=np.float32)
+    mat[:300] = _units(rng, 300)
+    g = ViewGraph("turns:t", DIMS, GraphParams(ef_search=200))
+    # rows appended and one rewritten before the build ran (the view keeps writing)
+    g.start(mat, 300)
+    mat[300:400] = _units(rng, 100)
+    mat[7] = _units(rng, 1)[0]
+    g.note([7, *range(300, 400)])
+    assert g.wait(60)
+    for q in [*_units(rng, 10), mat[7], mat[350]]:
+        found = g.search(mat, q, 5)
+        assert found is not None
+        assert found[0].tolist() == _exact(mat, 400, q, 5)
+    # far past the graph's capacity (a resize), and a rewrite of an inserted row
+    mat[400:2000] = _units(rng, 1600)
+    mat[350] = _units(rng, 1)[0]
+    g.note([350, *range(400, 2000)])
+    for q in [*_units(rng, 10), mat[1999], mat[350]]:
+        found = g.search(mat, q, 5)
+        assert found is not None
+        assert found[0].tolist() == _exact(mat, 2000, q, 5)
+
+
+def test_k_larger_than_the_graph_returns_every_row() -> None:
+    rng = np.random.default_rng(3)
+    mat = _units(rng, 12)
+    g = _built(mat, 12)
+    found = g.search(mat, mat[0], 50)
+    assert found is not None and sorted(found[0].tolist()) == list(range(12))
+    assert found[0][0] == 0  # the row itself first
+
+
+def test_a_closed_graph_answers_nothing_and_a_cancelled_build_stops() -> None:
+    rng = np.random.default_rng(4)
+    mat = _units(rng, 100)
+    g = _built(mat, 100)
+    g.close()
+    assert g.state == "closed" and g.search(mat, mat[0], 3) is None
+    # closed before its queued build started: the build does nothing
+    late = ViewGraph("turns:t", DIMS, GraphParams())
+    late.close()
+    late.start(mat, 100)
+    assert not late.wait(60)
+    assert late.state == "closed" and late.built_rows == 0
+
+
+def test_a_failed_build_leaves_the_store_to_answer() -> None:
+    rng = np.random.default_rng(5)
+    wrong = _units(rng, 50)[:, :10]  # rows of the wrong width: hnswlib refuses them
+    g = ViewGraph("turns:t", DIMS, GraphParams())
+    g.start(np.ascontiguousarray(wrong), 50)
+    assert not g.wait(60)
+    assert g.state == "failed" and g.search(wrong, wrong[0], 3) is None
+
+
+def test_a_long_build_reports_its_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(6)
+    mat = _units(rng, 300)
+    monkeypatch.setattr(VG, "BUILD_CHUNK", 64)
+    seen: list[int] = []
+    g = ViewGraph("turns:t", DIMS, GraphParams())
+    real_add = VG.hnswlib.Index.add_items
+
+    def spy(index: object, data: object, labels: npt.NDArray[np.int64], **kw: object) -> None:
+        seen.append(len(labels))
+        real_add(index, data, labels, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VG.hnswlib.Index, "add_items", spy)
+    g.start(mat, 300)
+    assert g.wait(60)
+    assert seen == [64, 64, 64, 64, 44] and g.built_rows == 300
+
+
+def test_the_search_breadth_grows_with_the_graph() -> None:
+    assert scaled_ef(64, 1_000, 10) == 64
+    assert scaled_ef(64, EF_SCALE_FROM, 10) == 64
+    assert scaled_ef(64, 1_000, 100) == 100  # never below k
+    assert scaled_ef(64, 4 * EF_SCALE_FROM, 10) == 128  # sqrt of the size
+    assert scaled_ef(64, 1_000_000, 10) == int(64 * (1_000_000 / EF_SCALE_FROM) ** 0.5)
+    assert scaled_ef(64, 10**12, 10) == EF_MAX
