@@ -23,11 +23,15 @@ For each backend and each size N, side by side in one run on one machine:
   ``assemble p50 / embed p50`` is the figure the issue targets (<= 4x at 1M on
   PostgreSQL).
 * **First assemble** (the daemon reads every collection the call needs into its cache:
-  records, vectors, BM25) and the daemon's **peak resident memory** (VmHWM at the end).
-* **Dense recall**: after the daemon stops, the store opened in-process; for 100 prompts
-  the store's own ``search`` over ``turns:bench`` (k = 10; HNSW above the exact threshold,
-  pgvector HNSW on PostgreSQL) against the exact top-10 by numpy over every vector of the
-  collection. Target >= 0.95 at 1M.
+  records, vectors, BM25), then the **graph build**: the wait until the in-process graphs
+  of the large views are built (``store.assemble_graph``; polled with ``debug.denseTop``,
+  progress printed), so that the figures are the steady state. The daemon's **peak
+  resident memory** (VmHWM at the end).
+* **Dense recall** for 100 prompts against the exact top-10 by numpy over every vector of
+  ``turns:bench`` (read in-process after the daemon stops): the dense top-10 ``assemble``
+  ranks with (``debug.denseTop`` on the daemon: its view's graph, the store's index, or an
+  exact scan, named in the table), and the store's own ``search`` (HNSW above the exact
+  threshold, pgvector HNSW on PostgreSQL). Target >= 0.95 at 1M.
 
 Growth is reported as the ratio of each figure between consecutive sizes (per 10x data).
 
