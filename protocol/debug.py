@@ -28,7 +28,7 @@ class DenseTopParams(Params):
 class DenseTopResult(WireStruct):
     ids: list[str]
     mode: str  # exact | graph | store: how the view ranked
-    graph_state: str  # none | building | ready | failed | closed
+    graph_state: str  # none | building | ready | skipped | failed | closed
     graph_rows: int  # rows the in-process graph's build has inserted
     rows: int  # records the view holds
 

@@ -632,6 +632,6 @@ class Retrieval:
 class DenseProbe:
     ids: list[str]
     mode: str  # exact | graph | store
-    graph_state: str  # none | building | ready | failed | closed
+    graph_state: str  # none | building | ready | skipped | failed | closed
     graph_rows: int  # rows the graph's build has inserted
     rows: int  # the view's rows

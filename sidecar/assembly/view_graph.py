@@ -13,7 +13,10 @@ between full reloads; a reload starts a new graph). The graph is built in the ba
 present when it starts; rows appended or rewritten meanwhile are noted and inserted by
 the next search. Until the graph is ready, and if it fails, :meth:`ViewGraph.search`
 returns None and the view asks the store's index as before: the graph never makes an
-answer wrong, it only makes it cheaper.
+answer wrong, it only makes it cheaper. Nor does it risk the process: a build starts only
+when the system has the graph's memory (:func:`graph_bytes`, about 1.8 KB per 384-dimension
+row) plus :data:`MEMORY_RESERVE` available, else the view stays on the store's index
+(``skipped``).
 
 hnswlib does not allow a search while it inserts, so one lock covers both; the build
 thread inserts into a private index and publishes it under the lock when done.
@@ -38,6 +41,9 @@ log = structlog.get_logger(__name__)
 
 F32 = npt.NDArray[np.float32]
 
+#: Memory left to everything else when a graph is built (a daemon killed for memory loses
+#: every request in flight; a skipped graph only costs latency).
+MEMORY_RESERVE = 1 << 30
 BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
 # One build at a time, process-wide: a daemon with two large views (history and durable
 # memories) keeps a core for the requests it serves meanwhile.
@@ -56,7 +62,7 @@ class GraphParams:
 
 class ViewGraph:
     """HNSW over the rows of one view (module doc). States: ``building``, ``ready``,
-    ``failed``, ``closed``."""
+    ``skipped`` (not enough memory), ``failed``, ``closed``."""
 
     def __init__(self, name: str, dims: int, params: GraphParams) -> None:
         self.name = name
@@ -93,6 +99,20 @@ class ViewGraph:
 
     def _build_index(self, mat: F32, rows: int) -> None:
         if self._cancel.is_set():
+            return
+        need = graph_bytes(rows, self.dims, self.params.m)
+        avail = available_bytes()
+        if avail is not None and avail < need + MEMORY_RESERVE:
+            with self._lock:
+                if not self._cancel.is_set():
+                    self.state = "skipped"
+            log.warning(
+                "view_graph.skipped",
+                collection=self.name,
+                reason="memory",
+                need_mb=need >> 20,
+                available_mb=avail >> 20,
+            )
             return
         t0 = time.perf_counter()
         try:
@@ -183,3 +203,22 @@ class ViewGraph:
 
 def _capacity(rows: int) -> int:
     return max(1024, rows + rows // 4)
+
+
+def graph_bytes(rows: int, dims: int, m: int) -> int:
+    """What hnswlib holds for ``rows`` rows: per row the vector, the level-0 links (2M
+    of 4 bytes), and about 120 bytes of label, label map entry, lock, level and upper-level
+    links (about 1/M of the rows, M links each)."""
+    return rows * (4 * dims + 8 * m + 120)
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` (Linux), None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

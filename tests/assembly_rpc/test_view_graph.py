@@ -130,3 +130,24 @@ def test_the_search_breadth_grows_with_the_graph() -> None:
     assert scaled_ef(64, 4 * EF_SCALE_FROM, 10) == 128  # sqrt of the size
     assert scaled_ef(64, 1_000_000, 10) == int(64 * (1_000_000 / EF_SCALE_FROM) ** 0.5)
     assert scaled_ef(64, 10**12, 10) == EF_MAX
+
+
+def test_a_graph_the_memory_cannot_hold_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    mat = _units(rng, 200)
+    need = VG.graph_bytes(200, DIMS, 16)
+    assert need >= 200 * (4 * DIMS + 8 * 16)
+    monkeypatch.setattr(VG, "available_bytes", lambda: need + VG.MEMORY_RESERVE - 1)
+    g = ViewGraph("turns:t", DIMS, GraphParams())
+    g.start(mat, 200)
+    assert not g.wait(60)
+    assert g.state == "skipped" and g.search(mat, mat[0], 3) is None
+    monkeypatch.setattr(VG, "available_bytes", lambda: need + VG.MEMORY_RESERVE)
+    assert _built(mat, 200).ready
+    monkeypatch.setattr(VG, "available_bytes", lambda: None)  # unknown: built
+    assert _built(mat, 200).ready
+
+
+def test_available_memory_is_read_from_the_system() -> None:
+    avail = VG.available_bytes()
+    assert avail is None or avail > 0

@@ -117,11 +117,20 @@ def top_candidates(terms: Sequence[TermPostings], k: int, alive: BOOL | None) ->
     tails = [terms[i].tail_bound for i in order]
     # outside the pool after the first j+1 terms: the others' bounds, the champion tails
     rest = [float(sum(bounds[j + 1 :]) + sum(tails[: j + 1])) for j in range(len(order))]
-    seen = np.zeros(0, dtype=np.int32)
+    # each document is scored once, when its first term brings it in: a score depends on
+    # the document alone (every term, in query order), not on the rest of the pool
+    seen = np.zeros(0, dtype=np.int32)  # every slot brought in, removed ones too (sorted)
+    pool = np.zeros(0, dtype=np.int32)
+    scores = np.zeros(0, dtype=np.float32)
     for j, i in enumerate(order):
-        seen = np.union1d(seen, terms[i].pool).astype(np.int32, copy=False)
-        pool = seen if alive is None else seen[alive[seen]]
-        scores, _ = score_slots(terms, pool)
+        new = np.setdiff1d(terms[i].pool, seen, assume_unique=True).astype(np.int32)
+        if new.size:
+            seen = np.union1d(seen, new).astype(np.int32, copy=False)
+            if alive is not None:
+                new = new[alive[new]]
+            more, _ = score_slots(terms, new)
+            pool = np.concatenate([pool, new])
+            scores = np.concatenate([scores, more])
         if j == len(order) - 1:
             return pool, scores
         if pool.shape[0] >= k:
