@@ -71,12 +71,11 @@ class ViewGraph:
         self.state = "building"
         self.built_rows = 0  # rows the build has inserted (progress)
         self.total_rows = 0  # rows the build started from
-        self.build_s = 0.0
         self._lock = threading.Lock()
         self._index: hnswlib.Index | None = None
         self._pending: set[int] = set()
         self._cancel = threading.Event()
-        self._done = threading.Event()  # the build ended: ready, failed or cancelled
+        self._done = threading.Event()  # the build ended: ready, skipped, failed or cancelled
 
     # ---- building ------------------------------------------------------------------------
 
@@ -147,8 +146,8 @@ class ViewGraph:
                 return
             self._index = index
             self.state = "ready"
-        self.build_s = time.perf_counter() - t0
-        log.info("view_graph.ready", collection=self.name, rows=rows, seconds=self.build_s)
+        seconds = time.perf_counter() - t0
+        log.info("view_graph.ready", collection=self.name, rows=rows, seconds=seconds)
 
     def note(self, rows: Iterable[int]) -> None:
         """Rows appended or rewritten since :meth:`start` (inserted by the next search)."""
@@ -176,9 +175,14 @@ class ViewGraph:
             index = self._index
             if index is None or self.state != "ready":
                 return None
-            try:
-                if self._pending:
+            if self._pending:
+                try:
                     self._insert(index, mat)
+                except RuntimeError as exc:  # rows it lacks would be missing from answers
+                    self._index, self.state = None, "failed"
+                    log.warning("view_graph.insert_failed", collection=self.name, error=str(exc))
+                    return None
+            try:
                 count = index.get_current_count()
                 k = min(k, count)
                 if k <= 0:
@@ -192,13 +196,13 @@ class ViewGraph:
 
     def _insert(self, index: hnswlib.Index, mat: F32) -> None:
         rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
-        self._pending.clear()
         rows = rows[rows < len(mat)]
         top = int(rows.max()) + 1 if rows.size else 0
         if top > index.get_max_elements():
             index.resize_index(_capacity(top))
         if rows.size:
             index.add_items(np.ascontiguousarray(mat[rows]), rows, num_threads=1)
+        self._pending.clear()
 
 
 def _capacity(rows: int) -> int:

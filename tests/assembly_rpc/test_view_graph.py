@@ -151,3 +151,23 @@ def test_a_graph_the_memory_cannot_hold_is_skipped(monkeypatch: pytest.MonkeyPat
 def test_available_memory_is_read_from_the_system() -> None:
     avail = VG.available_bytes()
     assert avail is None or avail > 0
+
+
+def test_a_failed_insert_retires_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows noted but not inserted would be missing from every later answer: the graph
+    # stops answering (the store's index does) instead
+    rng = np.random.default_rng(8)
+    mat = np.zeros((400, DIMS), dtype=np.float32)
+    mat[:300] = _units(rng, 300)
+    g = _built(mat, 300)
+    mat[300:400] = _units(rng, 100)
+    g.note(range(300, 400))
+
+    def refuse(*_a: object, **_kw: object) -> None:
+        raise RuntimeError("no room")
+
+    monkeypatch.setattr(VG.hnswlib.Index, "add_items", refuse)
+    assert g.search(mat, mat[350], 5) is None
+    assert g.state == "failed" and not g.ready
+    monkeypatch.undo()
+    assert g.search(mat, mat[350], 5) is None  # not ready again with rows it never took
