@@ -177,6 +177,7 @@ class CollectionView:
         for rid, text in new.items():
             if old.get(rid) != text:
                 self.bm25.add(rid, text)
+        self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.records = recs
         self.by_id = {r.id: i for i, r in enumerate(recs)}
         dims = store.embed_dims

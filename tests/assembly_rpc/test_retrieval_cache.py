@@ -21,6 +21,7 @@ from sidecar.assembly.cache import CollectionView as _Coll
 from sidecar.assembly.scoring import access_count
 from sidecar.assembly.service import Retrieval
 from sidecar.config import load_settings
+from sidecar.memory.core import bm25_topk, lexical
 from sidecar.memory.core import layout as C
 from sidecar.memory.ingest import sessions as S
 from sidecar.memory.service import MemoryService
@@ -210,6 +211,20 @@ async def test_any_writer_is_caught_up_with_and_removals_reload(h: Harness) -> N
     assert turns.state == state
     assert turns.reloads == reloads + 1
     _same_as_fresh(turns, h.store)
+
+
+async def test_a_large_lexical_index_is_warmed_when_its_view_loads(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scaled down: every index counts as large, a term in more than two turns as common;
+    # the load weighs the common terms, so no query pays for it first
+    monkeypatch.setattr(lexical, "PRUNE_MIN_SLOTS", 0)
+    monkeypatch.setattr(bm25_topk, "CHAMPIONS", 2)
+    await h.ingest("s1", HISTORY)
+    await h.ask("kayak")
+    turns = h.coll(C.turns(NS))
+    assert "biscuit" in turns.bm25._wmax
+    assert set(turns.bm25._wmax) == {t for t, p in turns.bm25._postings.items() if p.n > 2}
 
 
 async def test_durable_cosines_match_a_direct_product(h: Harness) -> None:

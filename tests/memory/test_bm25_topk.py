@@ -161,3 +161,108 @@ def test_weights_kept_beside_the_postings_follow_adds_and_removals() -> None:
         assert [h[0] for h in got] == [h[0] for h in want], q
         assert [h[1] for h in got] == pytest.approx([h[1] for h in want], rel=1e-5), q
         assert live.score_hits(q, ids)[0] == pytest.approx(fresh.score_hits(q, ids)[0], rel=1e-5)
+
+
+def _postings_with_bounds(
+    rng: np.random.Generator, n: int, upto: int
+) -> tuple[np.ndarray, np.ndarray, bm25_topk.TermBound, bm25_topk.TermBound]:
+    slots = np.sort(rng.choice(n * 3, size=n, replace=False)).astype(np.int32)
+    weights = rng.gamma(2.0, 0.5, size=n).astype(np.float32)
+    first = bm25_topk.term_bound(slots[:upto], weights[:upto])
+    grown = bm25_topk.term_bound(slots, weights, first)
+    return slots, weights, first, grown
+
+
+def test_a_term_bound_extended_by_appended_postings_keeps_what_a_fresh_one_chooses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bm25_topk, "CHAMPIONS", 100)
+    rng = np.random.default_rng(3)
+    for upto in (150, 400, 600):
+        slots, weights, _, grown = _postings_with_bounds(rng, 700, upto)
+        fresh = bm25_topk.term_bound(slots, weights)
+        assert grown.upto == 700 and grown.max_weight == pytest.approx(float(weights.max()))
+        assert grown.champions is not None and fresh.champions is not None
+        assert np.all(np.diff(grown.champions) > 0)  # ascending, no repeats
+        # every posting a fresh list keeps is kept; nothing outside weighs above the tail
+        assert set(fresh.champions.tolist()) <= set(grown.champions.tolist())
+        outside = ~np.isin(slots, grown.champions)
+        assert float(weights[outside].max()) <= grown.tail_weight
+        assert grown.champions.shape[0] <= 2 * 100
+
+
+def test_appending_light_postings_reuses_the_champion_list() -> None:
+    slots = np.arange(5000, dtype=np.int32)
+    weights = np.linspace(1.0, 2.0, 5000).astype(np.float32)[::-1].copy()
+    first = bm25_topk.term_bound(slots[:4000], weights[:4000])
+    assert first.champions is not None
+    # the last thousand weigh less than the tail: no new list, the same array
+    grown = bm25_topk.term_bound(slots, weights, first)
+    assert grown.champions is first.champions and grown.upto == 5000
+    assert bm25_topk.term_bound(slots, weights, grown) is grown
+
+
+def test_pools_from_extended_bounds_rank_at_least_as_well_as_fresh_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the pool of an extended bound holds the fresh pool, so its exact top k is at least
+    # as good, rank by rank
+    monkeypatch.setattr(bm25_topk, "CHAMPIONS", 60)
+    rng = np.random.default_rng(8)
+    built = [_postings_with_bounds(rng, 500, int(rng.integers(100, 400))) for _ in range(3)]
+    idf = [0.7, 1.1, 0.4]
+
+    def terms(which: int) -> list[TermPostings]:
+        return [
+            TermPostings(s, w, f, b.max_weight, b.champions, b.tail_weight)
+            for (s, w, _, grown), f in zip(built, idf, strict=True)
+            for b in [grown if which else bm25_topk.term_bound(s, w)]
+        ]
+
+    for k in (5, 20, 80):
+        got = []
+        for which in (0, 1):
+            _, scores = top_candidates(terms(which), k, None)
+            got.append(np.sort(scores)[::-1][:k])
+        assert np.all(got[1] >= got[0] - 1e-6), k
+
+
+def test_queries_between_adds_extend_the_champions_instead_of_choosing_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bm25_topk, "CHAMPIONS", 100)
+    monkeypatch.setattr(lexical, "PRUNE_MIN_SLOTS", 0)
+    chosen = 0
+    real = bm25_topk.champions_of
+
+    def counting(*args: object, **kw: object) -> object:
+        nonlocal chosen
+        chosen += 1
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bm25_topk, "champions_of", counting)
+    idx, rng = _corpus(5, 3000)
+    idx.search("went like", 10)
+    first = chosen
+    for i in range(20):
+        idx.add(f"new{i}", _doc(rng))
+        idx.search("went like", 10)
+    # twenty adds and queries: no term went back to a full choice of its list (at most
+    # one refill each, past twice the list's size)
+    assert chosen - first <= 2
+
+
+def test_warm_prepares_every_common_term_of_a_large_index_and_changes_no_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bm25_topk, "CHAMPIONS", 100)
+    monkeypatch.setattr(lexical, "PRUNE_MIN_SLOTS", 10**9)
+    idx, rng = _corpus(6, 3000)
+    assert idx.warm() == 0 and not idx._wmax  # small index: nothing to do
+    monkeypatch.setattr(lexical, "PRUNE_MIN_SLOTS", 0)
+    cold, _ = _corpus(6, 3000)
+    warmed = idx.warm()
+    common = {t for t, p in idx._postings.items() if p.n > 100}
+    assert warmed == len(common) and set(idx._wmax) == common
+    for q in _queries(rng):
+        assert idx.search(q, 20) == cold.search(q, 20), q
