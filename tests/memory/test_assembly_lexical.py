@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sidecar.memory.core import analyzer
 from sidecar.memory.core.analyzer import analyze, light_stem, query_terms
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex, keyword_coverage
 
@@ -32,6 +33,18 @@ def test_light_stem_conflates_inflections(words: tuple[str, ...], stem: str) -> 
 def test_light_stem_leaves_short_words_names_and_numbers() -> None:
     for w in ("bus", "gas", "2023", "naïve", "東京", "ok"):
         assert light_stem(w) == w
+
+
+def test_the_stem_memo_gives_the_stemmer_s_terms_and_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(analyzer, "_STEMS", {})
+    monkeypatch.setattr(analyzer, "_STEMS_MAX", 4)
+    text = "Paintings of running families; the painting studies watched movies twice"
+    want = [light_stem(w) for w in analyze(text, stem="none")]
+    for _ in range(3):  # from the memo, through its clearing
+        assert analyze(text) == want
+        assert len(analyzer._STEMS) <= 4
 
 
 def test_analyze_folds_possessives_contractions_stopwords_unicode() -> None:

@@ -30,6 +30,13 @@ everything outside the pool (which now counts the champion lists' tails), and ot
 approximation that only misses documents made of many common terms none of which
 weighs much in them: the cost per query is bounded by the number of query terms times
 ``CHAMPIONS`` binary searches, not by the size of the index.
+
+A term's bound and champion list (:class:`TermBound`) are kept between queries and
+extended as postings are appended (:func:`term_bound`), and the index chooses every
+common term's list when a large view loads (``BM25Index.warm``): choosing one is an
+argpartition over all of the term's postings, about 3 ms for a common term at 1M
+documents, which the first query to name the term (and, before the extension, the first
+query after any add of a document holding it) used to pay.
 """
 
 from __future__ import annotations
