@@ -348,7 +348,14 @@ def test_piped_console_raw(daemon: DaemonProcess, env: dict[str, str]) -> None:
 
 
 def test_status_fields_the_docs_promise(daemon: DaemonProcess, env: dict[str, str]) -> None:
-    status = json.loads(run(["call", "status"], env).stdout)
+    # the embedder's compute is reported once it has loaded: first in the file (or alone),
+    # this test would otherwise race the daemon's start
+    deadline = time.monotonic() + 120
+    while True:
+        status = json.loads(run(["call", "status"], env).stdout)
+        if status["models"]["embedder"]["state"] != "loading" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert status["models"]["summarizer"]["seq2seq"]["state"] == "disabled"
     assert status["models"]["embedder"]["compute"]["matmul"] in ("int8", "float32")
 
