@@ -22,7 +22,8 @@ scope is ranked through the history's int8 scan. :func:`authored_nodes` and
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -163,10 +164,17 @@ class CollectionView:
     # ---- loading -----------------------------------------------------------------------
 
     def reload(
-        self, store: StoreBackend, state: CollectionState, recs: list[Record] | None = None
+        self,
+        store: StoreBackend,
+        state: CollectionState,
+        recs: list[Record] | None = None,
+        *,
+        twin: CollectionView | None = None,
     ) -> int:
         """Load every record anew (or take ``recs``, with vectors) at ``state`` (read before
-        the records); returns how many."""
+        the records); returns how many. ``twin``: a loaded view whose records share ids and
+        texts with many of these (the history beside the durable memories): a record with
+        its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         if recs is None:
             recs = store.list_records(self.name, include_vectors=True)
         old = {r.id: r.text for r in self.records}
@@ -174,9 +182,14 @@ class CollectionView:
         for rid, text in old.items():
             if new.get(rid) != text:
                 self.bm25.remove(rid)
+        shared = _shared_terms(self.bm25, twin)
         for rid, text in new.items():
             if old.get(rid) != text:
-                self.bm25.add(rid, text)
+                counts = shared(rid, text) if shared is not None else None
+                if counts is not None:
+                    self.bm25.add_counts(rid, counts)
+                else:
+                    self.bm25.add(rid, text)
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.records = recs
         self.by_id = {r.id: i for i, r in enumerate(recs)}
@@ -453,6 +466,25 @@ class CollectionView:
                 key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
             )
         return self._turns
+
+
+def _shared_terms(
+    index: BM25Index, twin: CollectionView | None
+) -> Callable[[str, str], Counter[str] | None] | None:
+    """A lookup of the analyzed terms ``twin`` holds for an id with the same text (None:
+    analyze), when both indexes analyze alike. The counts are shared, not copied: an
+    index never changes a document's counts once added (a change is a new add)."""
+    if twin is None or not twin.bm25.analyzes_like(index):
+        return None
+    by_id, records, bm25 = twin.by_id, twin.records, twin.bm25
+
+    def lookup(rid: str, text: str) -> Counter[str] | None:
+        j = by_id.get(rid)
+        if j is None or records[j].text != text:
+            return None
+        return bm25.counts_of(rid)
+
+    return lookup
 
 
 _STAMPS = itertools.count()

@@ -178,6 +178,14 @@ class Retrieval:
             self._dirty, self._dirty_all = set(), False
         return out
 
+    def _twin(self, name: str) -> CollectionView | None:
+        """The loaded history view of a durable collection (same ids, mostly the same
+        texts; ``_sync`` brings the history up to date first)."""
+        if not name.startswith(C.USER_PREFIX):
+            return None
+        twin = self._colls.get(C.TURNS_PREFIX + name[len(C.USER_PREFIX) :])
+        return twin if twin is not None and twin.state is not None and not twin.stale else None
+
     def _sync(self, names: Iterable[str]) -> dict[str, CollectionView]:
         """Bring the named collections up to date (runs in a worker thread).
 
@@ -205,7 +213,7 @@ class Retrieval:
             state = states.get(name, CollectionState())
             old = coll.state
             if old is None or coll.stale:  # never loaded, or marked
-                loaded += coll.reload(store, state)
+                loaded += coll.reload(store, state, twin=self._twin(name))
             elif state.unchanged_since(old):
                 pass
             elif state.appended_since(old):  # puts and patches only: O(changes)
@@ -213,7 +221,7 @@ class Retrieval:
             elif shared:  # removals, other daemons write too: compared record by record
                 loaded += coll.refresh(store, state)
             else:
-                loaded += coll.reload(store, state)
+                loaded += coll.reload(store, state, twin=self._twin(name))
             out[name] = coll
         self.heap.loaded(loaded)
         while len(self._colls) > MAX_COLLECTIONS:

@@ -227,6 +227,28 @@ async def test_a_large_lexical_index_is_warmed_when_its_view_loads(
     assert set(turns.bm25._wmax) == {t for t, p in turns.bm25._postings.items() if p.n > 2}
 
 
+async def test_durable_memories_share_their_history_twins_analyzed_terms(h: Harness) -> None:
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))
+    twins = [rid for rid in user.by_id if rid in turns.by_id]
+    assert twins
+    # loaded after the history, with the same texts: one Counter for both indexes
+    for rid in twins:
+        assert user.bm25.counts_of(rid) is turns.bm25.counts_of(rid)
+    # a durable record whose text differs from its twin's is analyzed on its own
+    rid = twins[0]
+    await h.call(
+        "insert_text", {"collection": C.user(NS), "id": rid, "text": "Biscuit now swims daily."}
+    )
+    user.stale = True  # read anew, beside the loaded history
+    await h.ask("who swims?")
+    assert user.bm25.counts_of(rid) is not turns.bm25.counts_of(rid)
+    assert user.bm25.doc_terms(rid) == {"biscuit": 1, "swim": 1, "daili": 1}
+    _same_as_fresh(user, h.store)
+    _same_as_fresh(turns, h.store)
+
+
 async def test_durable_cosines_match_a_direct_product(h: Harness) -> None:
     await h.ingest("s1", HISTORY)
     # a durable record without a history copy, and one whose copy has another vector

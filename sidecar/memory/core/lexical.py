@@ -231,8 +231,23 @@ class BM25Index:
         for doc_id, text in docs:
             self.add(doc_id, text)
 
+    def analyzes_like(self, other: BM25Index) -> bool:
+        """Whether both indexes turn a text into the same terms."""
+        return self.stem == other.stem and self.stopwords == other.stopwords
+
+    def counts_of(self, doc_id: str) -> Counter[str] | None:
+        """The term counts of a document (None if unknown), to hand to :meth:`add_counts`
+        of an index that :meth:`analyzes_like` this one."""
+        slot = self._slot_of.get(doc_id)
+        return self._doc_terms[slot] if slot is not None else None
+
     def add_terms(self, doc_id: str, terms: Sequence[str]) -> None:
         """Index already analyzed ``terms`` (for callers that analyze once)."""
+        self.add_counts(doc_id, Counter(terms))
+
+    def add_counts(self, doc_id: str, counts: Counter[str]) -> None:
+        """Index a document by its term counts. The counts are kept as given, not copied
+        (two indexes of the same texts share them), and never modified."""
         if doc_id in self._slot_of:
             self.remove(doc_id)
         slot = len(self._ids)
@@ -240,7 +255,6 @@ class BM25Index:
             cap = max(64, 2 * self._dl.shape[0])
             self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
-        counts = Counter(terms)
         self._memo = None
         self._slot_of[doc_id] = slot
         self._ids.append(doc_id)
