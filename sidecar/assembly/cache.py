@@ -185,11 +185,11 @@ class CollectionView:
         shared = _shared_terms(self.bm25, twin)
         for rid, text in new.items():
             if old.get(rid) != text:
-                counts = shared(rid, text) if shared is not None else None
-                if counts is not None:
-                    self.bm25.add_counts(rid, counts)
-                else:
+                counts = shared(rid, text)
+                if counts is None:
                     self.bm25.add(rid, text)
+                else:
+                    self.bm25.add_counts(rid, counts)
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.records = recs
         self.by_id = {r.id: i for i, r in enumerate(recs)}
@@ -470,12 +470,12 @@ class CollectionView:
 
 def _shared_terms(
     index: BM25Index, twin: CollectionView | None
-) -> Callable[[str, str], Counter[str] | None] | None:
+) -> Callable[[str, str], Counter[str] | None]:
     """A lookup of the analyzed terms ``twin`` holds for an id with the same text (None:
     analyze), when both indexes analyze alike. The counts are shared, not copied: an
     index never changes a document's counts once added (a change is a new add)."""
     if twin is None or not twin.bm25.analyzes_like(index):
-        return None
+        return lambda _rid, _text: None
     by_id, records, bm25 = twin.by_id, twin.records, twin.bm25
 
     def lookup(rid: str, text: str) -> Counter[str] | None:

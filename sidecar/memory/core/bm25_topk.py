@@ -124,12 +124,12 @@ def term_bound(slots: I32, weights: F32, prev: TermBound | None = None) -> TermB
     if prev is not None and prev.upto == n:
         return prev
     if prev is None or prev.upto > n or (prev.champions is None and n > CHAMPIONS):
-        wmax = float(weights[:n].max()) if n else 0.0
-        champ = champions_of(slots[:n], weights[:n])
+        wmax = float(weights.max()) if n else 0.0
+        champ = champions_of(slots, weights)
         if champ is None:
             return TermBound(wmax, None, 0.0, n)
         return TermBound(wmax, champ[0], champ[1], n)
-    added = weights[prev.upto : n]
+    added = weights[prev.upto :]
     wmax = max(prev.max_weight, float(added.max()))
     if prev.champions is None:
         return TermBound(wmax, None, 0.0, n)
@@ -137,7 +137,7 @@ def term_bound(slots: I32, weights: F32, prev: TermBound | None = None) -> TermB
     if not joins.any():
         return TermBound(wmax, prev.champions, prev.tail_weight, n)
     # appended slots are larger than every earlier one: the list stays ascending
-    champions = np.concatenate([prev.champions, slots[prev.upto : n][joins]])
+    champions = np.concatenate([prev.champions, slots[prev.upto :][joins]])
     if champions.shape[0] > 2 * CHAMPIONS:
         return term_bound(slots, weights)
     return TermBound(wmax, champions.astype(np.int32, copy=False), prev.tail_weight, n)

@@ -181,7 +181,7 @@ class BM25Index:
         self._wgen = 0  # bumped when the normalising avgdl moves: every weight is redone
         # per term: largest cached weight (MaxScore bound) and champion list (bm25_topk),
         # extended as postings are appended
-        self._wmax: dict[str, TermBound] = {}
+        self._bounds: dict[str, TermBound] = {}
         self._df: Counter[str] = Counter()
         self._dl = np.zeros(64, dtype=np.float32)
         self._alive = np.zeros(64, dtype=bool)
@@ -315,7 +315,7 @@ class BM25Index:
         if w <= 0 or abs(avgdl - w) > AVGDL_TOLERANCE * w:
             self._wavgdl = avgdl
             self._wgen += 1
-            self._wmax.clear()
+            self._bounds.clear()
         return self._wavgdl
 
     def _weights(self, term: str) -> tuple[I32, F32] | None:
@@ -342,8 +342,8 @@ class BM25Index:
             arrays = self._weights(term) if idf > 0 else None
             if arrays is None:
                 continue
-            bound = term_bound(arrays[0], arrays[1], self._wmax.get(term))
-            self._wmax[term] = bound
+            bound = term_bound(arrays[0], arrays[1], self._bounds.get(term))
+            self._bounds[term] = bound
             out.append(
                 TermPostings(
                     arrays[0],
