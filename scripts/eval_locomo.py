@@ -457,6 +457,8 @@ LOCO_GRID: dict[str, tuple[float, ...]] = {
     "session_weight": (0.3, 0.5),
     "speaker_weight": (0.2, 0.3),
     "kappa": (0.1, 0.3),
+    # an assembly setting (the query vector's speaker focus), not a scoring one
+    "speaker_label_weight": (0.25, 0.5, 0.75),
 }
 
 
@@ -479,7 +481,7 @@ def run_loco(datas: Sequence[ConvData], budget: int) -> str:
                 ids = [t for it in plan.selected for t in it.turn_ids]
                 per.setdefault(data.conv.sample_id, []).append(recall(ids, q.evidence))
         results.append((params, per))
-    defaults = {k: getattr(DEFAULT_ASSEMBLY.scoring, k) for k in names}
+    defaults = {k: _setting(DEFAULT_ASSEMBLY, k) for k in names}
     plain = next((per for params, per in results if params == defaults), None)
     lines = [
         "| held out | chosen on the others | held-out recall | defaults | difference "
@@ -544,9 +546,15 @@ def _train_score(item: tuple[dict[str, float], dict[str, list[float]]], held: st
     return sum(sum(v) for k, v in item[1].items() if k != held)
 
 
+def _setting(c: AssemblyConfig, name: str) -> Any:
+    return getattr(c.scoring, name) if hasattr(c.scoring, name) else getattr(c, name)
+
+
 def _sc(c: AssemblyConfig, **kw: Any) -> AssemblyConfig:
+    """``c`` with the given scoring settings, and assembly settings of the same names."""
+    own = {k: kw.pop(k) for k in list(kw) if hasattr(c, k) and not hasattr(c.scoring, k)}
     scoring: ScoringConfig = replace(c.scoring, **kw)
-    return replace(c, scoring=scoring)
+    return replace(c, scoring=scoring, **own)
 
 
 def run_ablation(datas: Sequence[ConvData], budget: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,10 @@ sys.path.insert(0, str(REPO))
 
 from scripts.locomo_data import Conversation  # noqa: E402
 from scripts.locomo_embed import CachedEmbedder  # noqa: E402
-from sidecar.assembly.candidates import Candidate  # noqa: E402
+from sidecar.assembly.candidates import Candidate, named_speakers, speaker_of  # noqa: E402
 from sidecar.assembly.plan import plan_assembly  # noqa: E402
 from sidecar.assembly.selection import DEFAULT_ASSEMBLY, AssemblyConfig, AssemblyPlan  # noqa: E402
+from sidecar.assembly.speaker_focus import speaker_label, without_labels  # noqa: E402
 from sidecar.memory.core.lexical import BM25Index  # noqa: E402
 from sidecar.memory.core.temporal import mentioned_windows, plan_temporal  # noqa: E402
 from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
@@ -72,6 +74,8 @@ class ConvData:
     by_position: dict[tuple[str, int], int] = field(default_factory=dict)
     bm25_plain: BM25Index | None = None  # the baselines' plain analyzer
     adversarial_vecs: F32 | None = None  # category 5, for the retrieval-only metrics
+    # the speakers' label embeddings, most frequent speaker first (the daemon's order)
+    label_vecs: dict[str, F32] = field(default_factory=dict)
 
 
 def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
@@ -84,6 +88,11 @@ def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
     for t in conv.turns:
         bm25.add(t.id, t.content)
         plain.add(t.id, t.content)
+    counts = Counter(s for t in conv.turns if (s := speaker_of(_bare(t.content))))
+    names = [n for n, _ in counts.most_common()]
+    labels: Sequence[F32] = (
+        list(embedder.embed([speaker_label(n) for n in names], "document")) if names else []
+    )
     return ConvData(
         conv,
         doc_vecs,
@@ -94,7 +103,21 @@ def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
         {(t.session_id, t.position): i for i, t in enumerate(conv.turns)},
         plain,
         adversarial_vecs,
+        dict(zip(names, labels, strict=True)),
     )
+
+
+def _bare(text: str) -> Candidate:
+    return Candidate(kind="turn", collection="", id="", text=text)
+
+
+def query_vector(data: ConvData, qi: int, config: AssemblyConfig) -> F32:
+    """The question's vector as the daemon's ``assemble`` searches with it: the labels of
+    the speakers it names partly taken out (:mod:`sidecar.assembly.speaker_focus`)."""
+    qvec = data.query_vecs[qi]
+    names = named_speakers(data.conv.questions[qi].text, data.label_vecs)
+    labels = [data.label_vecs[n] for n in names]
+    return without_labels(qvec, labels, config.speaker_label_weight)
 
 
 def baseline_rankings(data: ConvData, qi: int) -> dict[str, list[int]]:
@@ -167,7 +190,7 @@ def inprocess_plan(
     candidate carrying its cosine; neighbours come from the same raw history."""
     q = data.conv.questions[qi]
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    qvec = data.query_vecs[qi]
+    qvec = query_vector(data, qi, config)
     sims = data.doc_vecs @ qvec
     top = np.argsort(-sims, kind="stable")[: max(0, dense_k)]
     plan = plan_temporal(q.text, now, mention_slack_days=config.mention_slack_days)

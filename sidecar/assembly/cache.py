@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.candidates import Candidate
+from sidecar.assembly.candidates import Candidate, speaker_of
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AuthoredNode
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
@@ -128,6 +128,8 @@ class CollectionView:
     _mat: F32 | None = None  # capacity rows; the first len(records) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _turns: list[Candidate] | None = None  # chronological turns, cached
+    _speakers: Counter[str] | None = None  # speaker -> records, counted on first use
+    _top_speakers: list[str] | None = None  # the most frequent of them, cached
     # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
@@ -215,6 +217,7 @@ class CollectionView:
         self.stamp = next(_STAMPS)
         self.touched = []
         self._turns = None
+        self._speakers = self._top_speakers = None
         return len(recs)
 
     def catch_up(self, store: StoreBackend, state: CollectionState) -> int:
@@ -255,6 +258,7 @@ class CollectionView:
                 r.vector = None
                 self.cands.append(self._candidate(r, self._mat[i]))
                 self.bm25.add(r.id, r.text)
+                self._count_speaker(self.cands[i], 1)
             else:
                 replaced.append(i)
                 old = self.cands[i]
@@ -266,7 +270,9 @@ class CollectionView:
                 self.records[i] = r
                 self._mat[i] = _unit(r.vector, dims)
                 r.vector = None
+                self._count_speaker(old, -1)
                 self.cands[i] = self._candidate(r, self._mat[i])
+                self._count_speaker(self.cands[i], 1)
             c = self.cands[i]
             if c.kind == "turn" and c.seq is not None:
                 self.by_pos[(c.session_id, c.seq)] = i
@@ -457,6 +463,23 @@ class CollectionView:
                 if j is not None:
                     out.append(self.cands[j])
         return out
+
+    def speakers(self, limit: int) -> list[str]:
+        """The ``limit`` most frequent speakers of the records (:func:`speaker_of`),
+        counted on first use and kept up to date by :meth:`catch_up`."""
+        if self._speakers is None:
+            self._speakers = Counter(s for c in self.cands if (s := speaker_of(c)))
+        if self._top_speakers is None or len(self._top_speakers) < min(limit, len(self._speakers)):
+            self._top_speakers = [s for s, _ in self._speakers.most_common(limit)]
+        return self._top_speakers[:limit]
+
+    def _count_speaker(self, c: Candidate, step: int) -> None:
+        if self._speakers is None or not (s := speaker_of(c)):
+            return
+        self._speakers[s] += step
+        if self._speakers[s] <= 0:
+            del self._speakers[s]
+        self._top_speakers = None
 
     def session_turns(self) -> list[Candidate]:
         """The collection's turns in session order (cached until it changes)."""

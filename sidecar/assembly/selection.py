@@ -84,6 +84,9 @@ class AssemblyConfig:
     recovery_cosine_floor: float = 0.2  # "nothing matches": best cosine below, no lexical hit
     recovery_summary_confidence: float = 0.5  # S3: top-4 all summaries below this
     mention_slack_days: float = 3.0
+    # the share of a named speaker's label direction taken out of the query vector before
+    # the dense search (speaker_focus module doc); 0 leaves the vector as embedded
+    speaker_label_weight: float = 0.5
 
 
 DEFAULT_ASSEMBLY = AssemblyConfig()

@@ -67,7 +67,7 @@ from sidecar.assembly.cache import (
     message_turns,
     positive_rows,
 )
-from sidecar.assembly.candidates import Candidate
+from sidecar.assembly.candidates import Candidate, named_speakers
 from sidecar.assembly.heap import HeapSettler
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.render import RenderStyle, entry_overhead
@@ -80,6 +80,7 @@ from sidecar.assembly.search import (
     terms_lookup,
 )
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
+from sidecar.assembly.speaker_focus import MAX_SPEAKERS, LabelVectors
 from sidecar.assembly.view_graph import GraphParams
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
@@ -126,6 +127,7 @@ class _Prepared:
     head: PlanHead  # plan steps 1-4: rules and the tail
     config: AssemblyConfig = DAEMON_ASSEMBLY
     prepare_ms: float = 0.0
+    speakers: Sequence[str] = ()  # the history's speakers the query names
 
 
 class Retrieval:
@@ -158,6 +160,7 @@ class Retrieval:
         self._twins: dict[str, Twins] = {}
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
         self._ann_pool = ThreadPoolExecutor(1, thread_name_prefix="libravdb-ann")
+        self._labels = LabelVectors(lambda texts: memory.embed(texts, "document"))
 
     # ---- invalidation ------------------------------------------------------------------
 
@@ -333,7 +336,8 @@ class Retrieval:
                     messages is not None if tail_in_messages is None else tail_in_messages,
                     self._config(render, explain),
                 )
-                qvec = await embedding
+                w = prep.config.speaker_label_weight  # a named speaker's share taken out
+                qvec = await self._labels.focus(await embedding, prep.speakers, w)
                 t_vec = time.perf_counter()
                 plan, gathered_ms = await asyncio.to_thread(self._assemble_sync, prep, qvec)
         finally:
@@ -437,6 +441,7 @@ class Retrieval:
             head=head,
             config=config,
             prepare_ms=(time.perf_counter() - t0) * 1000,
+            speakers=named_speakers(query, colls[C.turns(ns)].speakers(MAX_SPEAKERS)),
         )
 
     def _gather(

@@ -8,6 +8,7 @@ embedder, so the tests can look at the cache state after each RPC.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from sidecar.api import build_registry
 from sidecar.app import App
 from sidecar.assembly.cache import CollectionView as _Coll
 from sidecar.assembly.scoring import access_count
-from sidecar.assembly.service import Retrieval
+from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
+from sidecar.assembly.speaker_focus import without_labels
 from sidecar.config import load_settings
 from sidecar.memory.core import bm25_topk, lexical
 from sidecar.memory.core import layout as C
@@ -146,6 +148,7 @@ def _same_as_fresh(coll: _Coll, store: Store) -> None:
         k: fresh.records[v].id for k, v in fresh.by_pos.items()
     }
     assert len(coll.bm25) == len(fresh.bm25)
+    assert sorted(coll.speakers(64)) == sorted(fresh.speakers(64))
 
 
 def _unit(v: Any) -> Any:
@@ -182,6 +185,68 @@ async def test_ingest_updates_the_caches_incrementally(h: Harness) -> None:
     assert turns.gen == gen + 1
     _same_as_fresh(turns, h.store)
     _same_as_fresh(h.coll(C.user(NS)), h.store)
+
+
+TRANSCRIPT = [
+    ("t1", "user", "Caroline: I baked sourdough bread this morning."),
+    ("t2", "assistant", "Melanie: Lovely! I went kayaking with the kids."),
+    ("t3", "user", "Caroline: The crust came out perfect."),
+]
+
+
+async def test_the_views_speakers_follow_every_change(h: Harness) -> None:
+    await h.ingest("s1", TRANSCRIPT)
+    await h.ask("What did Caroline bake?")
+    turns = h.coll(C.turns(NS))
+    reloads = turns.reloads
+    assert turns.speakers(64) == ["Caroline", "Melanie"]
+    more = [(f"m{i}", "assistant", f"Melanie: Kayak day number {i}.") for i in range(3)]
+    await h.ingest("s2", more, 10)
+    await h.ask("kayak")
+    assert turns.speakers(64) == ["Melanie", "Caroline"]  # counted as they came
+    assert turns.speakers(1) == ["Melanie"]
+    # a record rewritten under another speaker moves its count
+    rid = C.namespace_turn_id("s1", "t1")
+    await h.call("insert_text", {"collection": C.turns(NS), "id": rid, "text": "Gina: Hello."})
+    await h.ask("hello")
+    assert turns.reloads == reloads
+    assert set(turns.speakers(64)) == {"Melanie", "Caroline", "Gina"}
+    _same_as_fresh(turns, h.store)
+
+
+async def test_a_query_naming_a_speaker_is_searched_with_half_the_label_taken_out(
+    h: Harness,
+) -> None:
+    """The ranking's cosine is the one with the focused query vector (speaker_focus):
+    half of the named speaker's label direction is removed before the dense search."""
+    await h.ingest("s1", TRANSCRIPT)
+
+    async def cosines(question: str) -> dict[str, float]:
+        res = await h.ask(question)
+        return {
+            t: float(m.group(1))
+            for item in res["selected"]
+            if (m := re.search(r"dense=(-?[0-9.]+)", item["reason"]))
+            for t in item["turnIds"]
+        }
+
+    q = _unit((await hash_embed(["What did Caroline bake?"], "query"))[0])
+    label = _unit((await hash_embed(["Caroline:"], "document"))[0])
+    focused = without_labels(q, [label], DAEMON_ASSEMBLY.speaker_label_weight)
+    got = await cosines("What did Caroline bake?")
+    assert got
+    turns = h.coll(C.turns(NS))
+    assert turns.matrix is not None
+    for tid, cos in got.items():
+        row = turns.matrix[turns.by_id[C.namespace_turn_id("s1", tid)]]
+        assert cos == pytest.approx(float(row @ focused), abs=1.5e-3)
+        assert abs(float(row @ q) - float(row @ focused)) > 2e-3  # it did change
+    assert set(h.retrieval._labels._vecs) == {"Caroline"}
+    # a question that names no speaker is searched as embedded
+    plain = _unit((await hash_embed(["Who baked sourdough bread?"], "query"))[0])
+    for tid, cos in (await cosines("Who baked sourdough bread?")).items():
+        row = turns.matrix[turns.by_id[C.namespace_turn_id("s1", tid)]]
+        assert cos == pytest.approx(float(row @ plain), abs=1.5e-3)
 
 
 async def test_any_writer_is_caught_up_with_and_removals_reload(h: Harness) -> None:
