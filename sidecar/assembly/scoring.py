@@ -662,7 +662,7 @@ def _says_something_next_to(turn: Candidate, anchors: dict[tuple[str, int], str]
     before, after = anchors.get((sid, turn.seq - 1)), anchors.get((sid, turn.seq + 1))
     if before is None and after is None:
         return False
-    terms = set(analyze(turn.text))
+    terms = _analyzed(turn, features(turn))  # kept on the candidate: reused across calls
     if len(terms) >= NEIGHBOR_MIN_TERMS:
         return True
     answers_question = before is not None and before.rstrip().endswith("?")

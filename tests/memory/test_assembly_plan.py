@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from sidecar.api.wire import assemble_result, search_hit_out
 from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
-from sidecar.assembly.candidates import Candidate
+from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.plan import plan_assembly, plan_head, plan_search
 from sidecar.assembly.render import escape_text
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan, AuthoredNode
+from sidecar.memory.core.analyzer import analyze
 from sidecar.memory.core.tokens import estimate_tokens
 
 NOW = 1_700_000_000_000
@@ -334,6 +335,17 @@ def test_a_short_answer_to_a_relevant_question_joins_but_an_acknowledgement_does
         answer = hturn(11, reply, v=5)
         p = plan(candidates=[question], neighbors=lambda _t, a=answer: [a])
         assert ("h11" in parts(p, "retrieval")) is joins, reply
+        # with the daemon's term lookup, the reply's analyzed terms are kept on the
+        # candidate for the next call (the daemon reuses its candidates)
+        answer = hturn(11, reply, v=5)
+        for _ in range(2):
+            p = plan(
+                candidates=[question],
+                neighbors=lambda _t, a=answer: [a],
+                terms_of=lambda c: Counter(analyze(c.text)),
+            )
+            assert ("h11" in parts(p, "retrieval")) is joins, reply
+        assert features(answer).terms == frozenset(analyze(reply))
     # after a statement a short reply says too little to ride along
     statement = hturn(10, "I took up kickboxing last spring.", v=0)
     p = plan(candidates=[statement], neighbors=lambda _t: [hturn(11, "Yes, twice.", v=5)])
