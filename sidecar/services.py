@@ -56,12 +56,17 @@ def install_services(app: App) -> None:
 
 
 def daemon_assembly(hub: EngineHub | None) -> AssemblyConfig:
-    """The daemon's assembly configuration, with the relevance floor chosen for the
-    embedder's profile when it has one (a cosine means something else for each model)."""
+    """The daemon's assembly configuration, with the relevance floor and the speaker
+    focus chosen for the embedder's profile when it has them (a cosine means something
+    else for each model)."""
     embedder = hub.embedder if hub is not None else None
     profile = PROFILES.get(embedder.profile) if embedder is not None else None
-    floor = profile.relevance_floor if profile is not None else None
-    return DAEMON_ASSEMBLY if floor is None else replace(DAEMON_ASSEMBLY, relevance_floor=floor)
+    config = DAEMON_ASSEMBLY
+    if profile is not None and profile.relevance_floor is not None:
+        config = replace(config, relevance_floor=profile.relevance_floor)
+    if profile is not None and profile.speaker_label_weight is not None:
+        config = replace(config, speaker_label_weight=profile.speaker_label_weight)
+    return config
 
 
 def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) -> None:

@@ -46,6 +46,10 @@ class EmbeddingProfile:
     # "Relevance floor"), chosen per model by scripts/choose_relevance_floor.py on the
     # project's labelled pairs; None: the assembly's default (0.145).
     relevance_floor: float | None = None
+    # The share of a named speaker's label taken out of a query's vector
+    # (sidecar/assembly/speaker_focus.py); None: the assembly's default (0.5, measured for
+    # MiniLM, whose vectors the name dominates).
+    speaker_label_weight: float | None = None
 
 
 MINILM = EmbeddingProfile(
@@ -62,6 +66,8 @@ MPNET = EmbeddingProfile(
     dimensions=768,
     max_context_tokens=384,  # sentence-transformers' max_seq_length for the model
     relevance_floor=0.212,  # 99 of 100 labelled pairs right for 0.201-0.223
+    # LoCoMo dev in-process at this floor: 0.886 without, 0.882 at 0.25, 0.869 at 0.5
+    speaker_label_weight=0.0,
 )
 NOMIC = EmbeddingProfile(
     name="nomic-embed-text-v1.5",

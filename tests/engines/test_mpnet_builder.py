@@ -195,3 +195,17 @@ def test_the_daemon_takes_the_profiles_relevance_floor() -> None:
     assert daemon_assembly(hub("all-minilm-l6-v2")).relevance_floor == 0.145
     assert daemon_assembly(hub("custom-model")).relevance_floor == 0.145
     assert daemon_assembly(None).render == "compact"
+
+
+def test_the_daemon_takes_the_profiles_speaker_focus() -> None:
+    """MiniLM's vectors are dominated by a speaker's name, MPNet's are not (LoCoMo dev:
+    0.5 helps the first and costs the second): the weight follows the profile."""
+
+    def hub(profile: str) -> EngineHub:
+        return cast(EngineHub, SimpleNamespace(embedder=SimpleNamespace(profile=profile)))
+
+    assert daemon_assembly(hub("all-minilm-l6-v2")).speaker_label_weight == 0.5
+    assert daemon_assembly(hub("all-mpnet-base-v2")).speaker_label_weight == 0.0
+    assert daemon_assembly(hub("custom-model")).speaker_label_weight == 0.5
+    # the floor is still the profile's beside it
+    assert daemon_assembly(hub("all-mpnet-base-v2")).relevance_floor == MPNET.relevance_floor
