@@ -13,7 +13,9 @@ can lift an irrelevant record above a relevant one::
 
     score(d) = ctx(d) * P(d) * Q(d) * Omega(d) * K(d) * T(d)
 
-* **Relevance** ``rel(d)`` fuses the dense and the lexical channel. Score fusion
+* **Relevance** ``rel(d)`` fuses the dense and the lexical channel (the query vector of
+  a question that names a speaker has part of the speaker's label taken out before it
+  gets here: :mod:`sidecar.assembly.speaker_focus`). Score fusion
   (default): ``(1 - lambda) * c_n(d) + lambda * b_n(d)``, ``c_n`` the cosine min-max
   normalised over the candidate pool, ``b_n = bm25 / max bm25``, lambda 0.4. Weighted
   reciprocal-rank fusion is available (``fusion="rrf"``); on the LoCoMo dev split score
