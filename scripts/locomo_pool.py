@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from scripts.locomo_data import Conversation  # noqa: E402
 from scripts.locomo_embed import CachedEmbedder  # noqa: E402
-from sidecar.assembly.candidates import Candidate, named_speakers, speaker_of  # noqa: E402
+from sidecar.assembly.candidates import Candidate, named_speakers, text_label  # noqa: E402
 from sidecar.assembly.plan import plan_assembly  # noqa: E402
 from sidecar.assembly.selection import DEFAULT_ASSEMBLY, AssemblyConfig, AssemblyPlan  # noqa: E402
 from sidecar.assembly.speaker_focus import speaker_label, without_labels  # noqa: E402
@@ -88,7 +88,7 @@ def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
     for t in conv.turns:
         bm25.add(t.id, t.content)
         plain.add(t.id, t.content)
-    counts = Counter(s for t in conv.turns if (s := speaker_of(_bare(t.content))))
+    counts = Counter(s for t in conv.turns if (s := text_label(t.content)))
     names = [n for n, _ in counts.most_common()]
     labels: Sequence[F32] = (
         list(embedder.embed([speaker_label(n) for n in names], "document")) if names else []
@@ -105,10 +105,6 @@ def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
         adversarial_vecs,
         dict(zip(names, labels, strict=True)),
     )
-
-
-def _bare(text: str) -> Candidate:
-    return Candidate(kind="turn", collection="", id="", text=text)
 
 
 def query_vector(data: ConvData, qi: int, config: AssemblyConfig) -> F32:

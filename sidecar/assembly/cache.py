@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.candidates import Candidate, speaker_of
+from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AuthoredNode
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
@@ -465,16 +465,16 @@ class CollectionView:
         return out
 
     def speakers(self, limit: int) -> list[str]:
-        """The ``limit`` most frequent speakers of the records (:func:`speaker_of`),
-        counted on first use and kept up to date by :meth:`catch_up`."""
+        """The ``limit`` most frequent speakers whose label starts a record's text
+        (:func:`text_label`), counted on first use and kept up to date by :meth:`catch_up`."""
         if self._speakers is None:
-            self._speakers = Counter(s for c in self.cands if (s := speaker_of(c)))
+            self._speakers = Counter(s for c in self.cands if (s := text_label(c.text)))
         if self._top_speakers is None or len(self._top_speakers) < min(limit, len(self._speakers)):
             self._top_speakers = [s for s, _ in self._speakers.most_common(limit)]
         return self._top_speakers[:limit]
 
     def _count_speaker(self, c: Candidate, step: int) -> None:
-        if self._speakers is None or not (s := speaker_of(c)):
+        if self._speakers is None or not (s := text_label(c.text)):
             return
         self._speakers[s] += step
         if self._speakers[s] <= 0:

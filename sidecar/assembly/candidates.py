@@ -114,9 +114,15 @@ def speaker_of(c: Candidate) -> str:
             v = c.metadata.get(key)
             if isinstance(v, str) and v.strip():
                 return v.strip()
-    if c.text.find(":", 0, 48) < 0:  # no prefix: no slice made
+    return text_label(c.text)
+
+
+def text_label(text: str) -> str:
+    """The speaker of a transcript line ``"Name: ..."`` (the name its text starts with);
+    "" if it has no such prefix."""
+    if text.find(":", 0, 48) < 0:  # no prefix: no slice made
         return ""
-    m = _SPEAKER_PREFIX.match(c.text[:48])
+    m = _SPEAKER_PREFIX.match(text[:48])
     return m.group(1) if m else ""
 
 

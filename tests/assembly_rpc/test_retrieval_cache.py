@@ -211,6 +211,13 @@ async def test_the_views_speakers_follow_every_change(h: Harness) -> None:
     await h.ask("hello")
     assert turns.reloads == reloads
     assert set(turns.speakers(64)) == {"Melanie", "Caroline", "Gina"}
+    # a speaker named only in the metadata: no label in the text, so none in the vectors
+    await h.call(
+        "insert_text",
+        {"collection": C.turns(NS), "id": "s9:z", "text": "Hi.", "metadata": {"speaker": "Zed"}},
+    )
+    await h.ask("hello")
+    assert "Zed" not in turns.speakers(64)
     _same_as_fresh(turns, h.store)
 
 
