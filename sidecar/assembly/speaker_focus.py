@@ -64,7 +64,7 @@ def without_labels(qvec: F32, labels: Sequence[F32], weight: float) -> F32:
 
 
 class LabelVectors:
-    """Unit embeddings of speaker labels, each computed once (the daemon's embedder does
+    """Embeddings of speaker labels, each computed once (the daemon's embedder does
     not change while it runs) and kept for at most ``limit`` names."""
 
     def __init__(self, embed: Callable[[list[str]], Awaitable[F32]], limit: int = 1024) -> None:
