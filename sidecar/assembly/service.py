@@ -67,7 +67,7 @@ from sidecar.assembly.cache import (
     message_turns,
     positive_rows,
 )
-from sidecar.assembly.candidates import Candidate, named_speakers
+from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.heap import HeapSettler
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.render import RenderStyle, entry_overhead
@@ -80,7 +80,7 @@ from sidecar.assembly.search import (
     terms_lookup,
 )
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
-from sidecar.assembly.speaker_focus import MAX_SPEAKERS, LabelVectors
+from sidecar.assembly.speaker_focus import LabelVectors, named_in
 from sidecar.assembly.view_graph import GraphParams
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
@@ -441,7 +441,7 @@ class Retrieval:
             head=head,
             config=config,
             prepare_ms=(time.perf_counter() - t0) * 1000,
-            speakers=named_speakers(query, colls[C.turns(ns)].speakers(MAX_SPEAKERS)),
+            speakers=named_in(query, colls[C.turns(ns)].speakers, config.speaker_label_weight),
         )
 
     def _gather(

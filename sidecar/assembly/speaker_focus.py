@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.assembly.candidates import named_speakers
+
 F32 = npt.NDArray[np.float32]
 
 #: Speakers considered per query: the most frequent of the namespace (a transcript has
@@ -40,6 +42,12 @@ MAX_SPEAKERS = 64
 def speaker_label(name: str) -> str:
     """The text embedded for a speaker: the transcript prefix (``"Caroline:"``)."""
     return f"{name}:"
+
+
+def named_in(query: str, speakers: Callable[[int], Sequence[str]], weight: float) -> list[str]:
+    """The speakers ``query`` names among the :data:`MAX_SPEAKERS` most frequent that
+    ``speakers(limit)`` lists; none, and nothing listed, when the focus is off."""
+    return named_speakers(query, speakers(MAX_SPEAKERS)) if weight > 0.0 else []
 
 
 def without_labels(qvec: F32, labels: Sequence[F32], weight: float) -> F32:

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from sidecar.assembly.speaker_focus import (
+    MAX_SPEAKERS,
     LabelVectors,
+    named_in,
     speaker_label,
     without_labels,
 )
@@ -144,3 +146,17 @@ def test_label_vectors_are_embedded_once_per_name(minilm: Embedder) -> None:
         assert focused is not None and not np.allclose(focused, q)
 
     asyncio.run(scenario())
+
+
+def test_named_speakers_are_looked_for_only_when_the_focus_is_on() -> None:
+    asked: list[int] = []
+
+    def speakers(limit: int) -> list[str]:
+        asked.append(limit)
+        return ["Caroline", "Melanie"]
+
+    assert named_in("What did Caroline paint?", speakers, 0.5) == ["Caroline"]
+    assert asked == [MAX_SPEAKERS]
+    # off (a profile whose vectors the name does not dominate): the view is not counted
+    assert named_in("What did Caroline paint?", speakers, 0.0) == []
+    assert asked == [MAX_SPEAKERS]
