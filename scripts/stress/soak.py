@@ -1,7 +1,9 @@
 """Load and soak: many clients for minutes on a fixed data set (reads and idempotent
 re-ingests only, so the data does not grow). Figures: errors, p50/p95 per method and
 resident memory over time; the promise is no error and under 2 % growth in the last
-minute (the last fifth of a shorter run)."""
+minute (the last fifth of a shorter run). A few requests name a session of another
+namespace (a v2 one, or one the published plugin wrote through v1): each must be refused
+with -32012 while the owners' ingests run beside it."""
 
 from __future__ import annotations
 
@@ -46,11 +48,49 @@ def _sessions(n_sessions: int, turns: int) -> list[tuple[str, list[dict[str, str
     return out
 
 
+# A session the published plugin wrote (v1 insert_session_turn, its namespace as userId).
+V1_SESSION, V1_OWNER = "soak-v1", "ns-v1"
+WRONG_NAMESPACE = -32012
+
+
+def _seed_v1(client: Client) -> None:
+    for i, text in enumerate(["my locker code is 4417", "Noted, locker 4417."]):
+        meta = {"role": ("user", "assistant")[i], "userId": V1_OWNER, "sessionId": V1_SESSION}
+        turn = {"sessionId": V1_SESSION, "id": f"{V1_SESSION}:{i}", "text": text, "metadata": meta}
+        client.result("insert_session_turn", turn)
+
+
+def _intruder_call(rng: random.Random, sid: str) -> tuple[str, dict[str, Any]]:
+    """A request naming ``sid`` (or the v1 session) from another namespace."""
+    ns = f"ns{(int(sid[-1]) + 1) % 8}"  # the next session's namespace
+    if rng.random() < 0.5:
+        sid = V1_SESSION
+    msgs = [{"role": "user", "content": "not my session", "id": "intruder"}]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("assemble", {"sessionId": sid, "namespace": ns, "tokenBudget": 900}),
+        ("search", {"query": "locker", "sessionId": sid, "namespace": ns}),
+        ("ingest", {"sessionId": sid, "namespace": ns, "messages": msgs}),
+        ("memory.list", {"sessionId": sid, "namespace": ns, "scope": "history"}),
+    ]
+    return rng.choice(calls)
+
+
 def _pick_call(
+    rng: random.Random, data: list[tuple[str, list[dict[str, Any]]]], n: int
+) -> tuple[str, dict[str, Any], int | None]:
+    """The ``n``-th request of a client and the error it must get (None: none): 35 %
+    assemble, 25 % search, 15 % ingest, 10 % v1 search, 10 % list, 3 % status and 2 %
+    requests on another namespace's session (refused; so are a client's first two, so a
+    short run has some)."""
+    method, params = _mixed_call(rng, data)
+    if n < 2 or (method == "status" and rng.random() < 0.4):
+        return (*_intruder_call(rng, str(rng.choice(data)[0])), WRONG_NAMESPACE)
+    return method, params, None
+
+
+def _mixed_call(
     rng: random.Random, data: list[tuple[str, list[dict[str, Any]]]]
 ) -> tuple[str, dict[str, Any]]:
-    """One request of the soak's mix: 35 % assemble, 25 % search, 15 % ingest, 10 % v1
-    search, 10 % list, 5 % status."""
     sid, msgs = rng.choice(data)
     ns = f"ns{sid[-1]}"
     r = rng.random()
@@ -88,21 +128,26 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
                 "ingest", {"sessionId": sid, "namespace": f"ns{sid[-1]}", "messages": msgs}
             )
         setup.result("compact", {"sessionId": data[0][0], "force": True})
+        _seed_v1(setup)
         setup.close()
 
         def worker(k: int) -> None:
             rng = random.Random(k)
             c = Client(d.endpoint)
             try:
+                n = 0
                 while not stop.is_set():
-                    method, params = _pick_call(rng, data)
+                    method, params, expected = _pick_call(rng, data, n)
+                    n += 1
                     t0 = now_ms()
                     reply = c.call(method, params)
                     took = now_ms() - t0
+                    code = reply.get("error", {}).get("code")
+                    key = method if expected is None else f"{method} (another namespace)"
                     with lock:
-                        lat.setdefault(method, []).append(took)
-                        if "error" in reply:
-                            errors.append(f"{method}: {reply['error']}")
+                        lat.setdefault(key, []).append(took)
+                        if code != expected:
+                            errors.append(f"{key}: {reply.get('error', 'no error')}")
             except Exception as exc:
                 with lock:
                     errors.append(f"client {k}: {exc!r}")
@@ -133,6 +178,9 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
         "seconds": seconds,
         "requests": sum(len(v) for v in lat.values()),
         "errors": len(errors),
+        "refused on another namespace's session": sum(
+            len(v) for m, v in lat.items() if m.endswith("(another namespace)")
+        ),
         "latency ms (p50 / p95)": {
             m: f"{percentile(v, 0.5):.1f} / {percentile(v, 0.95):.1f}"
             for m, v in sorted(lat.items())

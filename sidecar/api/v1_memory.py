@@ -10,8 +10,9 @@ a seq2seq error; ``expand_summary`` returns children chronologically.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -35,9 +36,13 @@ from sidecar.memory.compaction.compactor import CompactionOptions, expand_summar
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.ingest.gate import REFERENCE_CONFIG, compute_gating
+from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.service import MemoryService
 from sidecar.store import errors as se
 from sidecar.store.types import Put
+
+if TYPE_CHECKING:
+    from sidecar.store.aio import AsyncStore
 
 methods = MethodTable()
 
@@ -57,9 +62,34 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
     meta: dict[str, Any] = dict(params.metadata or {})
     meta["text"] = params.text
     meta.setdefault("access_count", 0)
-    raw_meta = {**meta, "raw_history": True, "active_view": False}
     if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
         return OkResult(ok=True)  # forgotten: a re-sent turn must not come back
+    mem = ctx.app.maybe_service(MemoryService)
+    # Under the session's ingest lock, as v2 ingest: the owner checked is the one written
+    # against (a v2 ingest of another namespace cannot claim the session in between).
+    async with mem.ingest_lock(sid) if mem is not None else contextlib.nullcontext():
+        await _refuse_another_owner(store, sid, meta.get("userId"))
+        await _write_turn(ctx, sid, params, meta)
+    if mem is not None:
+        mem.note_ingested(sid, estimate_tokens(params.text))
+    return OkResult(ok=True)
+
+
+async def _refuse_another_owner(store: AsyncStore, sid: str, user: object) -> None:
+    """A turn that names a user (the metadata's ``userId``, as the published plugin
+    sends its namespace) goes only into a new session or one that user owns: -32012
+    otherwise, as v2 ``ingest`` answers, so a v1 write never enters or claims another
+    namespace's session. A turn naming nobody is the owner's, as a v2 request naming no
+    namespace is."""
+    if isinstance(user, str) and user.strip():
+        await session_namespace(store, sid, user, None)
+
+
+async def _write_turn(
+    ctx: CallContext, sid: str, params: InsertSessionTurnParams, meta: dict[str, Any]
+) -> None:
+    store = _store(ctx)
+    raw_meta = {**meta, "raw_history": True, "active_view": False}
     await store.ensure_collections([C.session(sid), *C.lossless_collections(sid)])
     state_coll = C.session_state(sid)
     ops: list[Put] = []
@@ -76,7 +106,7 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
                     "last_compacted_at": 0,
                     "last_summary_id": "",
                     "updated_at": 0,
-                    # the host's namespace, so that forget finds this session
+                    # the first writer's namespace: the session's owner (scope.session_owner)
                     **({"userId": meta["userId"]} if isinstance(meta.get("userId"), str) else {}),
                 },
                 None,
@@ -93,10 +123,6 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
         await store.write([*ops, raw])
     except se.VersionConflict:  # a re-sent id: the raw copy exists, keep it
         await store.write(ops)
-    mem = ctx.app.maybe_service(MemoryService)
-    if mem is not None:
-        mem.note_ingested(sid, estimate_tokens(params.text))
-    return OkResult(ok=True)
 
 
 @methods.method("gating_scalar")

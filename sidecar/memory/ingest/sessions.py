@@ -44,6 +44,7 @@ import numpy as np
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
 from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
+from sidecar.memory.core.scope import session_owner
 from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
@@ -56,7 +57,6 @@ from sidecar.store.types import Patch, Put
 if TYPE_CHECKING:
     from sidecar.memory.ingest.gate import GatingConfig
     from sidecar.store.aio import AsyncStore
-    from sidecar.store.types import Record
 
 INGEST_STATE_ID = C.INGEST_STATE_ID
 
@@ -151,11 +151,11 @@ def named_namespace(namespace: str | None, user_id: str | None) -> str | None:
     return None
 
 
-def owner_namespace(state: Record | None) -> str | None:
-    """The namespace recorded by the session's first v2 ingest (None: a v1-only or new
-    session, which belongs to no namespace yet)."""
-    ns = state.metadata.get("namespace") if state is not None else None
-    return ns if isinstance(ns, str) and ns else None
+async def stored_owner(store: AsyncStore, session_id: str) -> str | None:
+    """The session's owner as stored (:func:`sidecar.memory.core.scope.session_owner`:
+    its first v2 ingest's namespace, else its v1 writer's ``userId``, else its default
+    namespace when v1 stored it without a user; None for a new session)."""
+    return await store.call(session_owner, store.store, session_id)
 
 
 def namespace_of_session(
@@ -163,7 +163,7 @@ def namespace_of_session(
 ) -> str:
     """A session belongs to the namespace that created it: a request that names none uses
     it, a request that names another is refused (so a session's tail and summaries are
-    never read or extended under a namespace that did not write them)."""
+    never read, extended or forgotten under a namespace that did not write them)."""
     named = named_namespace(namespace, user_id)
     if owner is None:
         return named or C.default_namespace(session_id)
@@ -189,8 +189,8 @@ async def session_namespace(
     store: AsyncStore, session_id: str, namespace: str | None, user_id: str | None
 ) -> str:
     """:func:`namespace_of_session` with the owner read from the store."""
-    state = await store.get(C.session_state(session_id), INGEST_STATE_ID)
-    return namespace_of_session(session_id, owner_namespace(state), namespace, user_id)
+    owner = await stored_owner(store, session_id)
+    return namespace_of_session(session_id, owner, namespace, user_id)
 
 
 def _validate(
@@ -487,7 +487,8 @@ async def ingest(
     store = svc.store
     async with svc.ingest_lock(session_id):
         state = await store.get(state_coll, INGEST_STATE_ID)
-        ns = namespace_of_session(session_id, owner_namespace(state), namespace, user_id)
+        owner = await stored_owner(store, session_id)  # v1 sessions have one too
+        ns = namespace_of_session(session_id, owner, namespace, user_id)
         marker: Put | None = None
         if key is not None:
             marker_id = commit_marker_id(key)
