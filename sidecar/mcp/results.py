@@ -45,13 +45,32 @@ class ForgottenThing(BaseModel):
     copies: int = Field(description="stored copies removed with it")
 
 
+class ForgetCandidate(BaseModel):
+    """A stored memory that matches a forget query: nothing has been deleted."""
+
+    text: str
+    collection: str = Field(description="pass with id in forget's records to delete it")
+    id: str
+    session_id: str = Field(description="the session it came from (empty when none)")
+
+
 class ForgetOutput(BaseModel):
-    dry_run: bool = Field(description="true: nothing was changed, this is what would go")
-    deleted: int = Field(description="records deleted (or that would be)")
-    items: list[ForgottenThing] = Field(description="what was (or would be) forgotten")
+    dry_run: bool = Field(description="true: nothing was changed")
+    deleted: int = Field(
+        description="records deleted; in a dry run of records or message_ids, that would be; "
+        "0 for a query, which deletes nothing"
+    )
+    items: list[ForgottenThing] = Field(
+        description="what was (or, in a dry run, would be) forgotten"
+    )
+    candidates: list[ForgetCandidate] = Field(
+        default_factory=list,
+        description="a query's matches (nothing was deleted); forget the chosen ones with records",
+    )
     missing: list[str] = Field(description="ids or collection/id pairs that were not found")
     summaries_rebuilt: int = Field(description="summaries rewritten without the forgotten text")
     summaries_removed: int = Field(description="summaries left empty and removed")
+    next_step: str = Field(default="", description="what to do next, in words")
 
 
 class SessionEntry(BaseModel):

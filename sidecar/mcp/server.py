@@ -17,7 +17,8 @@ INSTRUCTIONS = """\
 Long-term memory for this assistant, kept by the local libravdb daemon across
 conversations. Use search_memory or recall_context before answering anything that may
 depend on what was said or decided earlier; use remember for facts, preferences and
-decisions worth keeping; forget removes a memory everywhere (dry_run first).
+decisions worth keeping. forget takes two steps: with a query it only lists candidates;
+then forget with the records of the ones to delete removes them everywhere.
 list_sessions shows the stored conversations. The authored rules (libravdb://authored)
 are standing instructions written by the user."""
 

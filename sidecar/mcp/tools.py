@@ -1,4 +1,5 @@
-"""The memory tools a model calls: search, remember, recall, forget, list sessions.
+"""The memory tools a model calls: search, remember, recall, list sessions (forget has a
+module of its own, ``forget``).
 
 Each tool works in the server's one namespace (``--namespace``): a model cannot reach
 another user's memory by naming it. Arguments are validated against the published JSON
@@ -17,12 +18,11 @@ from libravdb_client import AsyncClient
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from sidecar.mcp.bridge import DaemonBridge
+from sidecar.mcp.forget import register_forget
 from sidecar.mcp.results import (
-    ForgetOutput,
-    ForgottenThing,
     MemoryHit,
     RememberOutput,
     SearchOutput,
@@ -57,11 +57,6 @@ class MemoryScope:
         return sid
 
 
-class RecordRef(BaseModel):
-    collection: str = Field(description="the `collection` of a search hit")
-    id: str = Field(description="the `id` of that hit")
-
-
 def iso_date(ts: int | None) -> str | None:
     if ts is None:
         return None
@@ -71,6 +66,7 @@ def iso_date(ts: int | None) -> str | None:
 def register_tools(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope) -> None:
     _register_reads(server, bridge, scope)
     _register_writes(server, bridge, scope)
+    register_forget(server, bridge, scope.namespace)
 
 
 def _register_reads(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope) -> None:
@@ -235,67 +231,6 @@ def _register_writes(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope
             stored=bool(entry["stored"]),
             durable=bool(entry["durable"]),
             reason=str(entry["reason"]),
-        )
-
-    @server.tool(
-        name="forget",
-        title="Forget",
-        description=(
-            "Permanently forget specific memories, everywhere they are stored (summaries that "
-            "contained them are rewritten without them). Name them by message_ids (from "
-            "remember or a search hit's message_ids), by records (a search hit's collection "
-            "and id), or by a query (its best `limit` matches). Run with dry_run true first "
-            "to see exactly what would go. The whole memory is never forgotten by this tool."
-        ),
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True
-        ),
-    )
-    async def forget(
-        message_ids: Annotated[
-            list[str] | None, Field(description="ids of messages to forget")
-        ] = None,
-        records: Annotated[
-            list[RecordRef] | None, Field(description="search hits to forget")
-        ] = None,
-        query: Annotated[
-            str | None, Field(description="forget the best matches of this search")
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="matches of query to forget")] = 1,
-        dry_run: Annotated[
-            bool, Field(description="true: change nothing, only report what would go")
-        ] = False,
-    ) -> ForgetOutput:
-        if not message_ids and not records and not (query and query.strip()):
-            raise ToolError("name what to forget: message_ids, records or query")
-        params: dict[str, Any] = {"namespace": ns, "dryRun": dry_run}
-        if message_ids:
-            params["messageIds"] = message_ids
-        if records:
-            params["records"] = [{"collection": r.collection, "id": r.id} for r in records]
-        if query and query.strip():
-            params["query"] = query
-            params["limit"] = limit
-        out = await bridge.call("forget", lambda c: c.call("forget", params))
-        return ForgetOutput(
-            dry_run=bool(out["dryRun"]),
-            deleted=int(out["deleted"]),
-            items=[
-                ForgottenThing(
-                    collection=i["collection"],
-                    id=i["id"],
-                    text=i["text"],
-                    session_id=i["sessionId"],
-                    copies=i["copies"],
-                )
-                for i in out["items"]
-            ],
-            missing=[
-                f"{m['collection']}/{m['id']}" if m["collection"] else m["id"]
-                for m in out["missing"]
-            ],
-            summaries_rebuilt=int(out["summariesRebuilt"]),
-            summaries_removed=int(out["summariesRemoved"]),
         )
 
 

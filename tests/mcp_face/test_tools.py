@@ -37,6 +37,9 @@ async def test_tools_are_listed_with_precise_schemas(mcp_client: McpClient) -> N
     assert remember["properties"]["role"]["enum"] == ["user", "assistant"]
     forget = tools["forget"]
     assert forget.annotations is not None and forget.annotations.destructive_hint is True
+    # honest: a retry deletes nothing more (a query never deletes, ids are gone once)
+    assert forget.annotations.idempotent_hint is True
+    assert "candidates" in forget.description and "records" in forget.description
     assert tools["search_memory"].annotations is not None
     assert tools["search_memory"].annotations.read_only_hint is True
     # structured results come with their schema
@@ -94,25 +97,49 @@ async def test_remember_search_recall_forget(mcp_client: McpClient) -> None:
         assert missing["deleted"] == 0 and missing["missing"] == [mid]
 
 
-async def test_forget_by_query_and_by_search_hit(mcp_client: McpClient) -> None:
+async def test_forget_by_query_deletes_nothing_and_lists_candidates(
+    mcp_client: McpClient,
+) -> None:
     async with mcp_client("--session", "mcp-forget") as client:
         await client.call_tool("remember", {"text": "The wifi password at the cabin is fjord42."})
         await client.call_tool("remember", {"text": "My dentist appointment is on Friday."})
-        dry = structured(
-            await client.call_tool(
-                "forget", {"query": "cabin wifi password", "limit": 1, "dry_run": True}
-            )
+        query = {"query": "cabin wifi password"}
+        # a host may retry a call by itself: a query, however often, deletes nothing
+        first = structured(await client.call_tool("forget", query))
+        again = structured(await client.call_tool("forget", query))
+        for out in (first, again):
+            assert (out["dry_run"], out["deleted"], out["items"]) == (True, 0, [])
+            assert "records" in out["next_step"] and "Nothing was deleted" in out["next_step"]
+        assert first["candidates"] == again["candidates"]
+        wifi = _hit_with(first["candidates"], "fjord42")
+        assert wifi["session_id"] == "mcp-forget"
+        still = structured(await client.call_tool("search_memory", {"query": "cabin wifi"}))
+        _hit_with(still["hits"], "fjord42")
+        _hit_with(
+            structured(await client.call_tool("search_memory", {"query": "dentist"}))["hits"],
+            "dentist",
         )
-        assert len(dry["items"]) == 1 and "fjord42" in dry["items"][0]["text"]
-        structured(await client.call_tool("forget", {"query": "cabin wifi password"}))
+
+        # the second step deletes exactly the records the model chose, and a retry of it
+        # deletes nothing more
+        chosen = {"records": [{"collection": wifi["collection"], "id": wifi["id"]}]}
+        gone = structured(await client.call_tool("forget", chosen))
+        assert gone["dry_run"] is False and gone["deleted"] >= 1
+        assert [i["id"] for i in gone["items"]] == [wifi["id"]]
+        retried = structured(await client.call_tool("forget", chosen))
+        assert retried["deleted"] == 0 and retried["missing"] == [
+            f"{wifi['collection']}/{wifi['id']}"
+        ]
         found = structured(await client.call_tool("search_memory", {"query": "dentist Friday"}))
-        hit = _hit_with(found["hits"], "dentist")
+        hit = _hit_with(found["hits"], "dentist")  # the other memory is untouched
         record = {"collection": hit["collection"], "id": hit["id"]}
         structured(await client.call_tool("forget", {"records": [record]}))
         after = structured(
             await client.call_tool("search_memory", {"query": "wifi password dentist"})
         )
         assert not [h for h in after["hits"] if "fjord42" in h["text"] or "dentist" in h["text"]]
+        both = await client.call_tool("forget", {"query": "dentist", "records": [record]})
+        assert both.is_error and "not both" in text_of(both)
 
 
 async def test_list_sessions_shows_the_sessions_written_through_mcp(mcp_client: McpClient) -> None:
