@@ -154,6 +154,15 @@ class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_entries: int = 500  # 0 = unbounded
 
 
+class McpSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``libravdb mcp --http``: every ``initialize`` opens a session the server keeps, so the
+    table is bounded (past the cap the least recently used idle session is closed) and an
+    idle session is closed after a few minutes, not the SDK's 30."""
+
+    http_max_sessions: int = 32
+    http_session_idle_s: float = 300.0
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     data_dir: str = ""  # filled by load_settings: $HOME/.clawdb/data
     log_level: str = "info"
@@ -167,6 +176,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     gating: GatingSettings = msgspec.field(default_factory=GatingSettings)
     journal: JournalSettings = msgspec.field(default_factory=JournalSettings)
+    mcp: McpSettings = msgspec.field(default_factory=McpSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     authored: AuthoredSettings = msgspec.field(default_factory=AuthoredSettings)
 
@@ -251,6 +261,8 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_COMPACTION_MAX_CONCURRENT": "compaction.max_concurrent",
     "LIBRAVDB_COMPACTION_IDLE_FORGET_S": "compaction.idle_forget_s",
     "LIBRAVDB_COMPACTION_SESSION_BUDGET_TOKENS": "compaction.session_budget_tokens",
+    "LIBRAVDB_MCP_HTTP_MAX_SESSIONS": "mcp.http_max_sessions",
+    "LIBRAVDB_MCP_HTTP_SESSION_IDLE_S": "mcp.http_session_idle_s",
 }
 
 
@@ -417,3 +429,7 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("store.synchronous must be FULL or NORMAL")
     if settings.journal.max_entries < 0:
         raise ConfigError("journal.max_entries must be >= 0 (0 = unbounded)")
+    if settings.mcp.http_max_sessions < 1:
+        raise ConfigError("mcp.http_max_sessions must be at least 1")
+    if not 0 < settings.mcp.http_session_idle_s < float("inf"):
+        raise ConfigError("mcp.http_session_idle_s must be a positive number of seconds")

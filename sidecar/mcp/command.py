@@ -23,16 +23,20 @@ def add_parser(sub: Any) -> None:
         "mcp",
         help="serve the memory to an MCP host (Claude Desktop, an IDE, ...) over stdio",
         description="Serve the memory as a Model Context Protocol server. Connects to the "
-        "running daemon, or starts one when nothing answers.",
+        "running daemon; when nothing answers at the default endpoint, starts the daemon "
+        "there (detached, shared with every other client).",
     )
     cmd.add_argument(
-        "--endpoint", help="the daemon: unix:/path or tcp:host:port (default: the daemon's)"
+        "--endpoint",
+        help="the daemon: unix:/path or tcp:host:port (default: the daemon's); nothing is "
+        "started when it does not answer",
     )
     spawn = cmd.add_mutually_exclusive_group()
     spawn.add_argument(
         "--spawn",
         action="store_true",
-        help="always start a private daemon (over stdio) instead of using a running one",
+        help="start a private daemon over stdio for --data-dir (its own directory: the "
+        "daemon holds it while the server runs) instead of using the shared one",
     )
     spawn.add_argument(
         "--no-spawn",
@@ -57,6 +61,20 @@ def add_parser(sub: Any) -> None:
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (loopback only)",
     )
     cmd.add_argument(
+        "--http-max-sessions",
+        type=int,
+        metavar="N",
+        help="--http: live sessions at most; past it the least recently used idle one is "
+        "closed (default 32, mcp.http_max_sessions)",
+    )
+    cmd.add_argument(
+        "--http-idle-timeout",
+        type=float,
+        metavar="S",
+        help="--http: close a session idle this many seconds (default 300, "
+        "mcp.http_session_idle_s)",
+    )
+    cmd.add_argument(
         "--log-level",
         default="info",
         type=str.lower,
@@ -66,20 +84,40 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sidecar.mcp.http import parse_http_address
+    from sidecar.config import ConfigError
+    from sidecar.mcp.http import HttpOptions, parse_http_address
     from sidecar.mcp.tools import MemoryScope
     from sidecar.store.names import validate_name_part
 
+    if args.spawn and not args.data_dir:
+        # A private daemon holds its data directory's lock while the server runs: on the
+        # shared (default) directory it would lock every other client out.
+        return _fail(
+            "--spawn needs --data-dir DIR (a data directory of its own: the default one is "
+            "shared by every client); without --spawn the shared daemon is used or started"
+        )
     try:
-        address = parse_http_address(args.http) if args.http else None
+        http = None
+        if args.http:
+            http = HttpOptions.from_settings(
+                parse_http_address(args.http),
+                _settings(args.http_max_sessions, args.http_idle_timeout).mcp,
+            )
         scope = MemoryScope(
             namespace=validate_name_part(args.namespace, "--namespace"),
             session_id=validate_name_part(args.session or _default_session(), "--session"),
         )
-    except ValueError as exc:
+    except (ValueError, ConfigError) as exc:
         return _fail(str(exc))
     target = _target(args)
-    return _serve(target, scope, address, args.log_level)
+    return _serve(target, scope, http, args.log_level)
+
+
+def _settings(max_sessions: int | None, idle_s: float | None) -> Any:
+    """The settings (flags > environment > config file > defaults) for the MCP keys."""
+    from sidecar.config import load_settings
+
+    return load_settings({"mcp.http_max_sessions": max_sessions, "mcp.http_session_idle_s": idle_s})
 
 
 def _default_session() -> str:
@@ -106,12 +144,13 @@ def _target(args: argparse.Namespace) -> Any:
     )
 
 
-def _serve(target: Any, scope: Any, address: Any, log_level: str) -> int:
+def _serve(target: Any, scope: Any, http: Any, log_level: str) -> int:
     import anyio
     import structlog
 
     from sidecar.logging_setup import configure_logging, finish_output
-    from sidecar.mcp.bridge import DaemonBridge, DaemonUnavailable
+    from sidecar.mcp.bridge import DaemonBridge
+    from sidecar.mcp.launcher import DaemonUnavailable
     from sidecar.mcp.server import build_server
 
     sink = configure_logging(log_level)
@@ -130,14 +169,14 @@ def _serve(target: Any, scope: Any, address: Any, log_level: str) -> int:
                 daemon=bridge.describe,
                 namespace=scope.namespace,
                 session=scope.session_id,
-                transport="stdio" if address is None else address.url,
+                transport="stdio" if http is None else http.address.url,
             )
-            if address is None:
+            if http is None:
                 await server.run_stdio_async()
             else:
                 from sidecar.mcp.http import serve_http
 
-                await serve_http(server, address, log_level)
+                await serve_http(server, http, log_level)
         finally:
             await bridge.close()
         return EXIT_OK

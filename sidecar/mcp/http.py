@@ -4,6 +4,7 @@ The memory holds a person's conversations and the endpoint has no authentication
 is never offered to the network: a host that is not loopback is refused before anything
 is opened. Requests whose ``Host`` or ``Origin`` header names anything but a loopback
 address are refused too (DNS rebinding: a web page must not reach it through a browser).
+The session table is bounded (``http_sessions``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ import ipaddress
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 
+from sidecar.config import McpSettings
+from sidecar.mcp.http_sessions import BoundedSessionManager
 from sidecar.mcp.server import MemoryServer
 
 MCP_PATH = "/mcp"
@@ -35,6 +40,17 @@ class HttpAddress:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}{MCP_PATH}"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    address: HttpAddress
+    max_sessions: int
+    idle_timeout_s: float
+
+    @classmethod
+    def from_settings(cls, address: HttpAddress, mcp: McpSettings) -> HttpOptions:
+        return cls(address, mcp.http_max_sessions, mcp.http_session_idle_s)
 
 
 def parse_http_address(text: str) -> HttpAddress:
@@ -72,7 +88,27 @@ def _security(address: HttpAddress) -> TransportSecuritySettings:
     )
 
 
-async def serve_http(server: MemoryServer, address: HttpAddress, log_level: str) -> None:
+def http_app(server: MemoryServer, options: HttpOptions) -> Any:
+    """The Starlette app: the MCP endpoint, served by a bounded session manager (what
+    ``MCPServer.streamable_http_app`` builds, with the SDK's unbounded-by-default table
+    replaced)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    manager = BoundedSessionManager(
+        # The SDK exposes no other way to hand its low-level server to a session manager.
+        server._lowlevel_server,
+        security=_security(options.address),
+        max_sessions=options.max_sessions,
+        idle_timeout_s=options.idle_timeout_s,
+    )
+    return Starlette(
+        routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))],
+        lifespan=lambda _app: manager.run(),
+    )
+
+
+async def serve_http(server: MemoryServer, options: HttpOptions, log_level: str) -> None:
     import uvicorn
 
     class Uvicorn(uvicorn.Server):
@@ -87,11 +123,9 @@ async def serve_http(server: MemoryServer, address: HttpAddress, log_level: str)
                 finally:
                     self._captured_signals.clear()
 
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=_security(address), host=address.host
-    )
+    address = options.address
     config = uvicorn.Config(
-        app,
+        http_app(server, options),
         host=address.host,
         port=address.port,
         log_level=log_level,

@@ -17,10 +17,12 @@ from sidecar.server.auth import AuthConfigError, load_token
 from sidecar.server.connections import ConnectionManager
 from sidecar.server.dispatch import Dispatcher
 from sidecar.server.listeners import (
+    Endpoint,
     EndpointError,
     Listener,
     open_listener,
     parse_endpoint,
+    refuse_live_socket,
     serve_stdio,
 )
 from sidecar.services import install_services
@@ -30,6 +32,19 @@ log = structlog.get_logger(__name__)
 
 class DaemonError(Exception):
     """A startup failure: printed as one line on stderr, exit code 1."""
+
+
+def _endpoint(settings: Settings, *, remote: bool) -> Endpoint | None:
+    """Where to listen (None: stdio), checked before the store opens."""
+    if settings.server.transport == "stdio":
+        return None
+    try:
+        endpoint = parse_endpoint(settings.resolved_endpoint, allow_remote=remote)
+        if endpoint.kind == "unix":
+            refuse_live_socket(endpoint.path)
+    except EndpointError as exc:
+        raise DaemonError(str(exc)) from exc
+    return endpoint
 
 
 async def run_daemon(settings: Settings) -> int:
@@ -42,13 +57,7 @@ async def run_daemon(settings: Settings) -> int:
             raise DaemonError(str(exc)) from exc
     manager = ConnectionManager(app, Dispatcher(app, build_registry()), auth_token=token)
     max_frame = settings.server.max_frame_bytes
-    stdio = settings.server.transport == "stdio"
-    endpoint = None
-    if not stdio:
-        try:
-            endpoint = parse_endpoint(settings.resolved_endpoint, allow_remote=token is not None)
-        except EndpointError as exc:
-            raise DaemonError(str(exc)) from exc
+    endpoint = _endpoint(settings, remote=token is not None)
 
     try:
         install_services(app)

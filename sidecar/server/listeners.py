@@ -8,6 +8,7 @@ import ipaddress
 import os
 import socket
 import stat
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,16 +75,40 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _socket_is_live(path: str) -> bool:
+def _peer_pid(probe: socket.socket) -> int | None:
+    """The pid of the process listening on a connected Unix socket (Linux), else None."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        creds = probe.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    except OSError:
+        return None
+    pid: int = struct.unpack("3i", creds)[0]
+    return pid or None
+
+
+def refuse_live_socket(path: str) -> None:
+    """Refuse to start when a daemon already answers on ``path``. Checked before the store
+    opens: that daemon also holds the data directory, and "in use by process N" would name
+    a process the user may never have started (``libravdb mcp`` or the OpenClaw plugin
+    start the shared daemon)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
     try:
         probe.connect(path)
-        return True
     except OSError:
-        return False
+        return
+    else:
+        pid = _peer_pid(probe)
     finally:
         probe.close()
+    who = f"another daemon (process {pid})" if pid else "another daemon"
+    raise EndpointError(
+        f"{who} is already serving on unix:{path}, and every client (libravdb, libravdb "
+        "mcp, the OpenClaw plugin) can use it; to run this one instead, stop it first "
+        "(libravdb call shutdown), or choose another --socket path"
+    )
 
 
 def prepare_socket_path(path: str) -> None:
@@ -102,11 +127,7 @@ def prepare_socket_path(path: str) -> None:
         st = os.lstat(path)
         if not stat.S_ISSOCK(st.st_mode):
             raise EndpointError(f"{path} exists and is not a socket; refusing to replace it")
-        if _socket_is_live(path):
-            raise EndpointError(
-                f"another daemon is already serving on unix:{path}; stop it first "
-                "(libravdb call shutdown) or choose another --socket path"
-            )
+        refuse_live_socket(path)
         log.info("stale_socket_removed", path=path)
         os.unlink(path)
 

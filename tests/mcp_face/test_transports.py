@@ -1,6 +1,7 @@
 """How `libravdb mcp` is reached and how it reaches the daemon: stdout carries only the
-protocol; streamable HTTP on loopback (and never anywhere else); a daemon started when
-none answers; a clear exit 1 when it cannot serve."""
+protocol; streamable HTTP on loopback (and never anywhere else); a named endpoint is never
+replaced; a private daemon with --spawn; a clear exit 1 when it cannot serve. The shared
+daemon it starts when none answers: test_daemon_sharing.py."""
 
 from __future__ import annotations
 
@@ -215,27 +216,6 @@ def _processes_naming(text: str) -> list[int]:
     return found
 
 
-async def test_a_daemon_is_started_when_none_answers(env: dict[str, str], tmp_path: Path) -> None:
-    home = tmp_path / "home"  # no daemon runs for this HOME: its default socket is absent
-    home.mkdir()
-    data = tmp_path / "spawned-data"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=mcp_argv("--data-dir", str(data), "--namespace", "spawned", "--session", "sp-1"),
-        env={**env, "HOME": str(home)},
-        cwd=str(REPO),
-    )
-    with (tmp_path / "spawn.log").open("w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
-            assert _processes_naming(f"serve --stdio --data-dir {data}")
-            structured(await client.call_tool("remember", {"text": "Spawned daemons remember."}))
-            listed = structured(await client.call_tool("list_sessions", {}))
-    assert [(s["session_id"], s["turn_count"]) for s in listed["sessions"]] == [("sp-1", 1)]
-    assert '"event": "mcp_daemon_spawn"' in (tmp_path / "spawn.log").read_text()
-    assert data.is_dir() and any(data.iterdir())
-    assert _gone(f"serve --stdio --data-dir {data}"), "the daemon it started was left running"
-
-
 def _gone(cmdline: str, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while _processes_naming(cmdline):
@@ -263,7 +243,9 @@ async def test_a_restarted_daemon_is_found_again(env: dict[str, str], tmp_path: 
                 first.stop()
             down = await client.call_tool("list_sessions", {})
             assert down.is_error
-            assert "list sessions failed: the libravdb daemon is not reachable" in text_of(down)
+            assert f"list sessions failed: the libravdb daemon is not running at {sock}" in text_of(
+                down
+            )
             with DaemonProcess.start(sock, data_dir=data, home=home):
                 listed = structured(await client.call_tool("list_sessions", {}))
     assert [(s["session_id"], s["turn_count"]) for s in listed["sessions"]] == [("r-1", 1)]
