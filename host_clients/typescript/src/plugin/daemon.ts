@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 
 import { LibravdbClient, type CallOptions } from "../client/client.js";
 import { defaultEndpoint, parseEndpoint, formatEndpoint, type Endpoint } from "../client/endpoint.js";
-import { ConnectError, LibravdbError, ProtocolError, RpcTimeout, ShuttingDown, TransportError } from "../client/errors.js";
+import { ConnectError, LibravdbError, ProtocolError, RpcTimeout, ShuttingDown, TransportError, WrongNamespace } from "../client/errors.js";
 import type { MethodName, ParamsOf, ResultOf } from "../generated/protocol.js";
 import type { PluginConfig } from "./config.js";
 import type { PluginLogger } from "./host-types.js";
@@ -24,6 +24,21 @@ export function isLinkFailure(err: unknown): boolean {
   return err instanceof TransportError || err instanceof RpcTimeout || err instanceof ProtocolError || err instanceof ShuttingDown || err instanceof DaemonUnavailable;
 }
 
+/**
+ * A session-scoped call that tolerates a session created under another namespace (the
+ * config changed since): on WrongNamespace it runs once more without one, in the
+ * session's own namespace.
+ */
+export async function inOwnNamespace<P extends { namespace?: string | null }, R>(call: (params: P) => Promise<R>, params: P): Promise<R> {
+  try {
+    return await call(params);
+  } catch (err) {
+    if (!(err instanceof WrongNamespace) || params.namespace === undefined || params.namespace === null) throw err;
+    const { namespace: _ignored, ...own } = params;
+    return await call(own as P);
+  }
+}
+
 const RESPAWN_AFTER_MS = 60_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -36,6 +51,7 @@ export class DaemonLink {
   private lastSpawnAt = -Infinity;
   private closedForGood = false;
   private readonly connectListeners: ((client: LibravdbClient) => Promise<void>)[] = [];
+  private readonly successListeners: (() => void)[] = [];
   readonly endpoint: Endpoint;
 
   constructor(
@@ -65,15 +81,26 @@ export class DaemonLink {
     this.connectListeners.push(listener);
   }
 
+  /**
+   * Called (not awaited) after every call the daemon answered with a result: it serves
+   * again, so the outbox sends what waits.
+   */
+  onSuccess(listener: () => void): void {
+    this.successListeners.push(listener);
+  }
+
   /** A typed call with its own deadline. Link failures degrade the link, then rethrow. */
   async call<M extends MethodName>(method: M, params: ParamsOf<M>, timeoutMs: number, options: Omit<CallOptions, "timeoutMs"> = {}): Promise<ResultOf<M>> {
     const client = await this.connected();
+    let result: ResultOf<M>;
     try {
-      return await client.call(method, params, { ...options, timeoutMs });
+      result = await client.call(method, params, { ...options, timeoutMs });
     } catch (err) {
       if (isLinkFailure(err)) this.fail(err as Error);
       throw err;
     }
+    for (const listener of this.successListeners) listener();
+    return result;
   }
 
   private connected(): Promise<LibravdbClient> {

@@ -1,10 +1,11 @@
 // The OpenClaw context engine: every method is one daemon call (or none). The daemon
 // ranks, budgets, windows, compacts and renders; this file only translates, gives every
 // call its deadline, and degrades to the host's own messages when the daemon is away.
-import { NotFound, WrongNamespace } from "../client/errors.js";
-import type { IngestParams, ParamsOf, ResultOf } from "../generated/protocol.js";
+import { NotFound } from "../client/errors.js";
+import type { IngestParams } from "../generated/protocol.js";
+import type { TurnCommits } from "./commits.js";
 import type { PluginConfig } from "./config.js";
-import type { DaemonLink } from "./daemon.js";
+import { inOwnNamespace, type DaemonLink } from "./daemon.js";
 import type {
   AgentMessage,
   AssembleParams,
@@ -18,7 +19,6 @@ import type {
   SessionParams,
 } from "./host-types.js";
 import { durableNamespace, estimateTokens, safeSessionId, toIngestMessages } from "./messages.js";
-import type { Outbox } from "./outbox.js";
 
 export const ENGINE_ID = "libravdb-memory";
 export const ENGINE_NAME = "LibraVDB Memory";
@@ -28,7 +28,8 @@ export const ENGINE_VERSION = "0.1.0";
 export interface EngineDeps {
   cfg: PluginConfig;
   link: DaemonLink;
-  outbox: Outbox;
+  /** Turn commits, and the outbox where the ones the daemon could not take wait. */
+  commits: TurnCommits;
   log: PluginLogger;
   /** Forked subagents: child session key -> the parent's namespace. */
   forks: Map<string, string>;
@@ -63,22 +64,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     turnMaintenanceMode: "background",
   };
 
-  /**
-   * A session-scoped call that tolerates a session created under another namespace (the
-   * config changed since): on WrongNamespace it runs once more without one, in the
-   * session's own namespace.
-   */
-  async function inOwnNamespace<M extends "ingest" | "assemble">(method: M, params: ParamsOf<M>, timeoutMs: number): Promise<ResultOf<M>> {
-    try {
-      return await link.call(method, params, timeoutMs);
-    } catch (err) {
-      if (!(err instanceof WrongNamespace)) throw err;
-      const { namespace: _ignored, ...own } = params;
-      return await link.call(method, own as ParamsOf<M>, timeoutMs);
-    }
-  }
-
-  const ingest = (params: IngestParams) => inOwnNamespace("ingest", params, cfg.callTimeoutMs);
+  const ingest = (params: IngestParams) => inOwnNamespace((p: IngestParams) => link.call("ingest", p, cfg.callTimeoutMs), params);
 
   async function store(params: SessionParams, messages: readonly AgentMessage[], what: string): Promise<number> {
     const items = toIngestMessages(messages);
@@ -135,16 +121,9 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         messages: toIngestMessages(params.messages),
         advancementKey: params.advancementKey,
       };
-      try {
-        const out = await ingest(request);
-        return { status: out.duplicate ? "duplicate" : "committed" };
-      } catch (err) {
-        // The host takes "committed" as durable: park the turn on disk, send it when the
-        // daemon is back (the key makes a resend harmless).
-        await deps.outbox.put(request);
-        log.warn(`libravdb: turn kept in ${deps.outbox.dir} until the daemon is back (${describe(err)})`);
-        return { status: "committed" };
-      }
+      // The host takes "committed" as durable: a turn the daemon cannot take now waits on
+      // disk, in order, and is sent when it can (the key makes a resend harmless).
+      return { status: await deps.commits.commit(request) };
     },
 
     async assemble(params: AssembleParams): Promise<AssembleResult> {
@@ -163,7 +142,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
         ...(typeof params.prompt === "string" && params.prompt.trim() ? { prompt: params.prompt } : {}),
       };
       try {
-        const out = await inOwnNamespace("assemble", request, cfg.assembleTimeoutMs);
+        const out = await inOwnNamespace((p) => link.call("assemble", p, cfg.assembleTimeoutMs), request);
         const start = out.windowStart ?? 0;
         const kept = start > 0 ? messages.slice(start) : messages;
         return {

@@ -4,10 +4,11 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 
+import type { IngestParams } from "../generated/protocol.js";
 import { CLI_COMMANDS, CLI_DESCRIPTION, CLI_GROUP, CLI_PARENT, registerMemoryCli } from "./cli.js";
 import { ConfigError, resolveConfig, type PluginConfig } from "./config.js";
-import { RpcError } from "../client/errors.js";
-import { DaemonLink, isLinkFailure } from "./daemon.js";
+import { TurnCommits } from "./commits.js";
+import { DaemonLink, inOwnNamespace } from "./daemon.js";
 import { ENGINE_ID, ENGINE_NAME, createEngine, type EngineDeps } from "./engine.js";
 import type { CompactParams, CompactResult, PluginApi, PluginLogger } from "./host-types.js";
 import { GET_TOOL, SEARCH_TOOL, memoryCapability, memoryTools } from "./memory.js";
@@ -38,29 +39,31 @@ export function pluginState(cfg: PluginConfig, log: PluginLogger, options: Entry
   if (existing) return existing;
   const link = new DaemonLink(cfg, log, options.env);
   const outbox = new Outbox(cfg.outboxDir || join(options.env?.["HOME"] ?? homedir(), ".clawdb", "outbox"));
-  const deps: EngineDeps = { cfg, link, outbox, log, forks: new Map(), ...(options.delegateCompaction ? { delegateCompaction: options.delegateCompaction } : {}) };
-  link.onConnect(async (client) => {
-    try {
-      const sent = await outbox.drain(
-        async (params) => {
-          await client.call("ingest", params, { timeoutMs: cfg.callTimeoutMs });
-        },
-        (err) => err instanceof RpcError && !isLinkFailure(err),
-      );
-      if (sent) log.info(`libravdb: sent ${sent} turn(s) that waited for the daemon`);
-    } catch (err) {
-      log.warn(`libravdb: turns still waiting in ${outbox.dir} (${err instanceof Error ? err.message : String(err)})`);
-    }
+  // Parked turns are retried on the link's backoff: soon after a short outage, at most
+  // reconnectMaxMs apart during a long one.
+  const commits = new TurnCommits(outbox, (params) => inOwnNamespace((p: IngestParams) => link.call("ingest", p, cfg.callTimeoutMs), params), log, {
+    initialMs: cfg.reconnectInitialMs,
+    maxMs: cfg.reconnectMaxMs,
   });
+  const deps: EngineDeps = { cfg, link, commits, log, forks: new Map(), ...(options.delegateCompaction ? { delegateCompaction: options.delegateCompaction } : {}) };
+  // A new connection sends what waits before any other call goes out on it, so the first
+  // assemble after an outage already sees those turns.
+  link.onConnect((client) => commits.drainOnConnect((params) => inOwnNamespace((p: IngestParams) => client.call("ingest", p, { timeoutMs: cfg.callTimeoutMs }), params)));
+  link.onSuccess(() => commits.kick());
   shared.set(key, deps);
   return deps;
+}
+
+async function closeState(state: EngineDeps): Promise<void> {
+  await state.commits.close();
+  await state.link.close();
 }
 
 /** Forget the shared states (tests; the gateway stops once). */
 export async function closeAll(): Promise<void> {
   const states = [...shared.values()];
   shared.clear();
-  await Promise.all(states.map((s) => s.link.close()));
+  await Promise.all(states.map(closeState));
 }
 
 /** Modes that only read metadata: nothing may connect or start (the link is lazy anyway). */
@@ -107,7 +110,7 @@ export function buildPluginDefinition(options: EntryOptions = {}) {
       api.registerCli?.(({ program }) => registerMemoryCli(program, deps), cliOptions);
       if (!METADATA_MODES.has(api.registrationMode ?? "full")) {
         api.on?.("gateway_stop", async () => {
-          await deps.link.close();
+          await closeState(deps);
           shared.delete(JSON.stringify(cfg));
         });
       }
