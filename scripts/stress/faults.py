@@ -1,7 +1,8 @@
 """Faults: a read-only data directory, a full disk, corrupted SQLite pages, corrupted and
 truncated index files, and a lock left by a killed daemon. Each scenario either recovers
 (rebuilding derived indexes) or refuses to start with a message naming the file and the
-fix, and no acknowledged write is lost.
+fix, and no acknowledged write is lost. And what a forget leaves in the files, also
+through a kill -9 right after it (forget_disk.py).
 
 The read-only and disk-full scenarios mount a small tmpfs (they need root, as in CI);
 without it they fall back to a read-only chmod, and a full disk is reported as skipped.
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scripts.stress.common import Client, Report, connected, write_config
+from scripts.stress.forget_disk import forget_leaves_no_trace
 from tests.support import REPO, daemon_env
 
 V1 = "fault:v1"
@@ -272,6 +274,7 @@ def run_faults(tmp: Path) -> Report:
         ("corrupted SQLite pages", lambda: _corrupt_sqlite(tmp, config, report)),
         ("corrupted or truncated index files", lambda: _corrupt_index(tmp, config, report)),
         ("stale lock from a killed daemon", lambda: _stale_lock(tmp, config, report)),
+        ("forgotten text leaves the disk", lambda: forget_leaves_no_trace(tmp, report)),
     ]
     for name, run in scenarios:
         try:

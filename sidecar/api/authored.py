@@ -93,7 +93,9 @@ async def authored_ingest(ctx: CallContext, params: AuthoredIngestParams) -> Aut
 
 @methods.method("authored.delete")
 async def authored_delete(ctx: CallContext, params: AuthoredDeleteParams) -> AuthoredDeleteResult:
-    n = await ctx.app.service(AuthoredService).delete(params.source_doc)
+    svc = ctx.app.service(AuthoredService)
+    n = await svc.delete(params.source_doc)
+    await svc.store.scrub_after_forget()
     return AuthoredDeleteResult(source_doc=params.source_doc.strip(), deleted=n)
 
 

@@ -50,6 +50,7 @@ async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
         whole = await forget_namespace(
             svc, ns, include_sessions=params.include_sessions, dry_run=params.dry_run
         )
+        await svc.store.scrub_after_forget()
         return ForgetResult(deleted=whole.deleted, dry_run=params.dry_run)
     if params.include_sessions:
         raise InvalidInput("includeSessions applies only to forgetting a whole namespace")
@@ -59,6 +60,7 @@ async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
     out = await forget_items(
         svc, ns, message_ids=params.message_ids or [], records=records, dry_run=params.dry_run
     )
+    await svc.store.scrub_after_forget()
     return ForgetResult(
         deleted=out.deleted if not params.dry_run else sum(i.copies for i in out.items),
         items=[

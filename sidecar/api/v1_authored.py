@@ -77,7 +77,9 @@ async def ingest_markdown_document(
 async def delete_authored_document(
     ctx: CallContext, params: DeleteAuthoredDocumentParams
 ) -> OkResult:
-    await ctx.app.service(AuthoredService).delete(params.source_doc)
+    svc = ctx.app.service(AuthoredService)
+    await svc.delete(params.source_doc)
+    await svc.store.scrub_after_forget()
     return OkResult(ok=True)
 
 

@@ -217,6 +217,7 @@ async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
     if store.store.collection(_collection(params.collection)) is None or not params.id:
         return OkResult(ok=True)
     await store.delete(params.collection, params.id)
+    await store.scrub_after_forget()
     return OkResult(ok=True)
 
 
@@ -227,6 +228,7 @@ async def delete_batch(ctx: CallContext, params: DeleteBatchParams) -> OkResult:
     if store.store.collection(_collection(params.collection)) is None or not ids:
         return OkResult(ok=True)
     await store.delete_many(params.collection, ids)
+    await store.scrub_after_forget()
     return OkResult(ok=True)
 
 
@@ -272,6 +274,7 @@ async def flush_namespace(ctx: CallContext, params: NamespaceParams) -> OkResult
     doomed = [c.name for c in store.collections() if any(in_namespace(c.name, s) for s in scopes)]
     if doomed:
         await store.drop_collections(doomed)
+        await store.scrub_after_forget()
     return OkResult(ok=True)
 
 

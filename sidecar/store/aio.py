@@ -30,6 +30,7 @@ from sidecar.store.types import (
     Patch,
     Put,
     Record,
+    ScrubReport,
     TimeRange,
 )
 
@@ -190,6 +191,15 @@ class AsyncStore:
 
     async def checkpoint(self) -> dict[str, int]:
         return await self._run(self.store.checkpoint)
+
+    async def scrub_after_forget(self) -> ScrubReport:
+        """Call once a forget or delete has deleted what it deletes, before answering: on
+        SQLite the deleted text then is in neither the database file nor its log, and
+        the deleted vectors leave the graph files at their next save, which this
+        requests (``StoreBackend.scrub_deleted``). Costs nothing when nothing was
+        deleted; waits for readers of older snapshots at most a few seconds, in a thread
+        outside the read pool (whose reads are what it may wait for)."""
+        return await asyncio.to_thread(self.store.scrub_deleted)
 
     def count(self, collection: str) -> int:
         return self.store.count(collection)

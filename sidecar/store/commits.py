@@ -29,12 +29,14 @@ def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInf
     The collections, counts, removal counters, versions and the committed sequence change
     together under ``_state_lock``, so ``collection_states`` never sees half of a commit."""
     by_cid: dict[int, list[tuple[str, int, str, F32 | None, int]]] = {}
+    deleted = False
     with store._state_lock:
         _apply_group(store, group)
         for tx in txs:
             for cid, delta in tx.counts.items():
                 store._counts[cid] = store._counts.get(cid, 0) + delta
             for cid, n in tx.removed.items():
+                deleted = True
                 if cid in store._by_cid:
                     store._removals[cid] = store._removals.get(cid, 0) + n
             for cid in tx.touched:
@@ -42,6 +44,7 @@ def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInf
                     store._versions[cid] = next(store._vclock)
             for eff in tx.effects:
                 if eff.kind == "drop":
+                    deleted = True
                     _apply_drop(store, eff.cid)
                     by_cid.pop(eff.cid, None)
                 else:
@@ -60,6 +63,8 @@ def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInf
             target.broken = True
             _mark_dirty(store, target, f"update failed: {exc}")
     store._applied_seq = store._seq
+    if deleted:  # before the futures resolve: a scrub asked for after them covers it
+        store._scrubber.note_deletion()
     store._last_write = time.monotonic()
     store._dirty_since_ckpt = True
     if store._indexer is not None:

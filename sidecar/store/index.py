@@ -26,7 +26,6 @@ import json
 import math
 import os
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 import structlog
 
 from sidecar.store.exact import F32, I64, Candidate, ExactSet, RWLock
+from sidecar.store.graph_files import GraphLayoutError, file_crc, fsync_dir, zero_deleted_vectors
 from sidecar.store.names import normalize_rows
 
 log = structlog.get_logger(__name__)
@@ -109,23 +109,6 @@ def decode_rows(rows: Sequence[Row], dims: int) -> tuple[I64, list[str], F32, I6
     return rids, ids, normalize_rows(mat), vseqs
 
 
-def _file_crc(path: Path) -> int:
-    crc = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class VectorIndex:
     """Exact tail + optional HNSW graph for one vector collection."""
 
@@ -147,6 +130,7 @@ class VectorIndex:
         self.changed: set[int] = set()
         self.move_rate = 200.0  # graph inserts per second, measured by move_chunk
         self.dropped = False
+        self.persist = True  # False: a saved file could not be cleaned of deleted vectors
 
     # ---- state -------------------------------------------------------------------------
 
@@ -437,7 +421,7 @@ class VectorIndex:
         with self.lock.write():
             self.ann = None
             self.ann_live = set()
-            self.ann_dirty = False
+            self.ann_dirty = True  # the next checkpoint removes the saved file
             self._load_exact_locked(fetch_rows, force=True)
 
     def move_chunk(self) -> int:
@@ -485,6 +469,7 @@ class VectorIndex:
                 or self.broken
                 or self.needs_repair
                 or self.dropped
+                or not self.persist
             ):
                 return False
             seq = applied_seq()
@@ -496,10 +481,13 @@ class VectorIndex:
             live = len(self.ann_live)
             self.ann_dirty = False
         try:
+            # deleted elements keep their vectors in hnswlib: none may reach the disk
+            if count > live and not self._zero_deleted(tmp, directory, count - live):
+                return False
             with tmp.open("rb+") as fh:
                 os.fsync(fh.fileno())
             size = tmp.stat().st_size
-            crc = _file_crc(tmp)
+            crc = file_crc(tmp)
             os.replace(tmp, stem.with_suffix(".hnsw"))
             meta = {
                 "format": INDEX_FORMAT,
@@ -524,13 +512,26 @@ class VectorIndex:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(mtmp, stem.with_suffix(".json"))
-            _fsync_dir(directory)
+            fsync_dir(directory)
         except OSError:
             self.ann_dirty = True
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
         log.info("index.saved", collection=self.name, dims=self.ann_dims, seq=seq, records=live)
+        return True
+
+    def _zero_deleted(self, tmp: Path, directory: Path, deleted: int) -> bool:
+        """Zero the deleted elements' vectors in ``tmp``; on a layout this code does not
+        know, keep no file at all (the graph is rebuilt from SQLite at the next start)."""
+        try:
+            zero_deleted_vectors(tmp, self.ann_dims, deleted)
+        except GraphLayoutError as exc:
+            log.error("index.scrub_failed", collection=self.name, error=str(exc))
+            self.persist = False
+            tmp.unlink(missing_ok=True)
+            self.drop_files(directory)
+            return False
         return True
 
     def load_file(
@@ -575,7 +576,7 @@ class VectorIndex:
             raise ValueError(f"index graph missing: {exc}") from exc
         if size != meta.get("size"):
             raise ValueError(f"index graph is {size} bytes, expected {meta.get('size')}")
-        if _file_crc(graph_path) != meta.get("crc32"):
+        if file_crc(graph_path) != meta.get("crc32"):
             raise ValueError("index graph checksum mismatch")
         live = live_upto(seq)
         g = hnswlib.Index(space="ip", dim=self.ann_dims)

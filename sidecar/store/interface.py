@@ -40,6 +40,7 @@ from sidecar.store.types import (
     OpResult,
     Put,
     Record,
+    ScrubReport,
     StorageBytes,
     TimeRange,
 )
@@ -232,6 +233,13 @@ class StoreBackend(Protocol):
     # ---- maintenance, export / import --------------------------------------------------
 
     def checkpoint(self) -> dict[str, int]: ...
+
+    def scrub_deleted(self, wait_s: float = 5.0) -> ScrubReport:
+        """After deletes that must not stay on disk (a forget): SQLite checkpoints its log
+        into the database file and truncates it, so no deleted row's bytes remain in
+        either, and saves its graphs without the deleted vectors soon after; PostgreSQL
+        does nothing (docs/store.md, "Deleted records on disk"). Cheap when nothing was
+        deleted since the last scrub."""
 
     def index_status(self) -> list[IndexStatus]: ...
 

@@ -15,6 +15,7 @@ import structlog
 from sidecar.store.errors import StoreClosed, StoreError
 from sidecar.store.files import DB_NAME
 from sidecar.store.index import VectorIndex
+from sidecar.store.scrub import truncate_job
 from sidecar.store.types import IndexStatus, StorageBytes
 from sidecar.store.writer import Tx
 
@@ -29,9 +30,9 @@ def checkpoint(store: Store) -> dict[str, int]:
     if store._closed:
         raise StoreClosed("the store is closed")
     saved = _checkpoint_indexes(store)
-    fut = store._submit(
-        lambda tx: tx.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), True
-    )
+    # readers of an older snapshot make it give up after a moment rather than hold every
+    # write for the busy timeout; the next checkpoint truncates the log then
+    fut = store._submit(truncate_job, True)
     with contextlib.suppress(StoreError, sqlite3.Error):
         fut.result()
     return saved
@@ -49,12 +50,25 @@ def _checkpoint_indexes(store: Store) -> dict[str, int]:
                     _repair(store, idx)
                     repaired += 1
                 continue
+            if idx.ann is None and idx.ann_dirty and _drop_shrunk_graph(store, idx):
+                continue
             try:
                 if idx.save(store.index_dir, store.fingerprint, lambda: store._applied_seq):
                     saved += 1
             except OSError as exc:
                 log.warning("index.save_failed", collection=idx.name, error=str(exc))
         return {"saved": saved, "repaired": repaired}
+
+
+def _drop_shrunk_graph(store: Store, idx: VectorIndex) -> bool:
+    """The graph of a collection that shrank is gone from memory; its saved file, which
+    held every vector (deleted ones too), goes with it."""
+    with idx.lock.write():
+        if idx.ann is not None or not idx.ann_dirty:
+            return False
+        idx.ann_dirty = False
+        idx.drop_files(store.index_dir)
+    return True
 
 
 def _dirty_cids(store: Store) -> set[int]:
@@ -83,7 +97,10 @@ def _tick(store: Store) -> None:
         now = time.monotonic()
         idle = now - store._last_write >= store.checkpoint_idle_s
         overdue = now - store._last_checkpoint >= max(60.0, 20 * store.checkpoint_idle_s)
-        if store._dirty_since_ckpt and (idle or overdue):
+        # a scrub (forget) wants the deleted vectors out of the graph files now
+        scrub = store._scrubber
+        scrub.retry_deferred()
+        if scrub.take_index_save() or (store._dirty_since_ckpt and (idle or overdue)):
             try:
                 checkpoint(store)
             except StoreClosed:

@@ -26,6 +26,7 @@ from sidecar.store.errors import (
 from sidecar.store.files import DB_NAME, INDEX_DIR, PROFILE_FILE, make_private, now_ms
 from sidecar.store.rows import json_encode
 from sidecar.store.schema import SCHEMA_VERSION, migrate
+from sidecar.store.scrub import truncate_log
 from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import map_sqlite_error
 
@@ -58,6 +59,13 @@ def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | No
         store._wconn = conn
         _check_pages(store, conn)
         applied = migrate(conn)
+        # a daemon killed between a delete and its scrub left the row's older pages in
+        # the log: nothing reads them before this start, so they go now (best effort: a
+        # full disk must not keep the store from opening)
+        try:
+            truncate_log(conn)
+        except sqlite3.Error as exc:
+            log.warning("store.start_checkpoint_failed", error=str(exc))
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, "open", str(store.db_path)) from exc
     if applied:
@@ -255,6 +263,10 @@ def _load_indexes(store: Store) -> dict[str, int]:
     if dirty:
         with store._txn(store._wconn):
             store._wconn.execute("DELETE FROM dirty_tiers")
+    if stats["marked_deleted"]:
+        # records deleted after those files were saved (the daemon was killed before the
+        # next save): their vectors leave the files at the checkpoint thread's first tick
+        store._scrubber.request_index_save()
     _remove_stray_files(store, known)
     return stats
 

@@ -52,6 +52,7 @@ from sidecar.store.reembed_stage import (
     staged_progress,
 )
 from sidecar.store.schema import migrate
+from sidecar.store.scrub import SECURE_DELETE
 from sidecar.store.store import DB_NAME, INDEX_DIR
 from sidecar.store.writer import map_sqlite_error
 
@@ -118,6 +119,7 @@ def reembed(
     try:
         try:
             conn = sqlite3.connect(root / DB_NAME, isolation_level=None, timeout=30.0)
+            conn.execute(SECURE_DELETE)  # old vectors zeroed as they are replaced
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             migrate(conn)

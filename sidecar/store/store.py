@@ -55,6 +55,7 @@ from sidecar.store.rows import (
     lenient_text,
 )
 from sidecar.store.schema import SCHEMA_VERSION
+from sidecar.store.scrub import BUSY_TIMEOUT_MS, SECURE_DELETE, WAIT_S, Scrubber
 from sidecar.store.session_locks import LocalLocks
 from sidecar.store.types import (
     CollectionInfo,
@@ -70,6 +71,7 @@ from sidecar.store.types import (
     Patch,
     Put,
     Record,
+    ScrubReport,
     StorageBytes,
     TimeRange,
 )
@@ -230,6 +232,7 @@ class Store:
         self._stop_event = threading.Event()
         self._indexer: _maintenance.Indexer | None = None
         self._ticker: threading.Thread | None = None
+        self._scrubber = Scrubber(self)
 
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -294,7 +297,8 @@ class Store:
             self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
         )
         conn.text_factory = lenient_text
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(SECURE_DELETE)  # deleted rows zeroed, not left in free space (scrub.py)
         if read_only:
             conn.execute("PRAGMA query_only = ON")
         return conn
@@ -740,6 +744,14 @@ class Store:
     def checkpoint(self) -> dict[str, int]:
         """Repair dirty indexes, save changed graphs, truncate the WAL."""
         return _maintenance.checkpoint(self)
+
+    def scrub_deleted(self, wait_s: float = WAIT_S) -> ScrubReport:
+        """Remove what was deleted from the files: checkpoint the log into the database
+        file and truncate it (rows are zeroed on delete: ``secure_delete``), waiting at
+        most ``wait_s`` for readers of older snapshots, and have the changed graphs saved
+        (without the deleted vectors) at the checkpoint thread's next tick. Nothing to do,
+        and no cost, when nothing was deleted since the last scrub (scrub.py)."""
+        return self._scrubber.scrub(wait_s)
 
     def _checkpoint_indexes(self) -> dict[str, int]:
         return _maintenance._checkpoint_indexes(self)

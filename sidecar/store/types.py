@@ -202,4 +202,18 @@ class StorageBytes:
     indexes: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ScrubReport:
+    """What ``scrub_deleted`` did. ``ran``: something was deleted since the last scrub (if
+    not, nothing was done). ``complete``: the database file and its log no longer hold
+    the deleted text (False: readers of an older snapshot kept the log busy past the wait;
+    the store retries in the background). ``attempts`` and ``seconds``: checkpoint tries
+    and the time they took."""
+
+    ran: bool = False
+    complete: bool = True
+    attempts: int = 0
+    seconds: float = 0.0
+
+
 Names = Sequence[str]

@@ -49,4 +49,5 @@ def test_faults_smoke(tmp_path: Path) -> None:
         "corrupted SQLite pages",
         "corrupted or truncated index files",
         "stale lock from a killed daemon",
+        "forgotten text leaves the disk",
     }

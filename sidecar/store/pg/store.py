@@ -50,6 +50,7 @@ from sidecar.store.types import (
     Patch,
     Put,
     Record,
+    ScrubReport,
     StorageBytes,
     TimeRange,
 )
@@ -472,6 +473,11 @@ class PgStore:
         """Nothing to save: PostgreSQL's commits are durable and its indexes its own."""
         self._guard()
         return {"saved": 0, "repaired": 0}
+
+    def scrub_deleted(self, wait_s: float = 5.0) -> ScrubReport:
+        """Nothing this store can do: deleted rows stay in the server's pages and WAL
+        until PostgreSQL reuses them (docs/store.md, "Deleted records on disk")."""
+        return ScrubReport()
 
     def index_status(self) -> list[IndexStatus]:
         return _indexes.Plan(self).status
