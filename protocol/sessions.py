@@ -141,9 +141,11 @@ class ForgetParams(Params):
     """Without ``messageIds``, ``records`` or ``query``: the whole namespace (its sessions
     too with ``includeSessions``). With any of them: just those things, completely: a
     turn goes from every collection that holds a copy and every summary covering it is
-    rebuilt without it. ``query`` forgets the ``limit`` best matches among the
-    namespace's turns and durable memories. ``dryRun`` lists what would go and changes
-    nothing."""
+    rebuilt without it, and every ``memory.update`` version of it goes too. ``query``
+    forgets the namespace's memories that clearly match it (a strict bar, not a search's
+    best hits): none when nothing clearly matches, and none (-32009) when more than
+    ``limit`` do. ``dryRun`` lists what would go and changes nothing. Shared ``global``
+    records are never forgotten by a namespace (-32009)."""
 
     namespace: str | None = None
     user_id: str | None = None
@@ -206,7 +208,8 @@ METHODS: dict[str, MethodSchema] = {
         ForgetParams,
         ForgetResult,
         "forget a whole namespace (and its sessions when asked), or chosen messages, records "
-        "or the best matches of a query completely (summaries rebuilt without them); "
-        "tombstones keep them from coming back; dryRun lists what would go",
+        "or the memories that clearly match a query, completely (summaries rebuilt without "
+        "them, versions with them); tombstones keep them from coming back; dryRun lists "
+        "what would go",
     ),
 }

@@ -18,6 +18,17 @@ class OkResult(WireStruct):
     ok: bool = True
 
 
+class InsertTextResult(WireStruct):
+    """``{ok: true}`` as the reference answers; when the record was forgotten (a
+    ``forget`` tombstoned it) nothing is stored and the reply says so with ``stored:
+    false`` and ``reason: "forgotten"``: a host re-sending a forgotten copy gets no error,
+    and a caller that meant to write it learns that it was not written."""
+
+    ok: bool = True
+    stored: bool | msgspec.UnsetType = msgspec.UNSET
+    reason: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class SearchResult(WireStruct):
     """``{id, score, text, metadata, version}``; metadata echoes every stored key (with the
     duplicated ``text`` and ``access_count``); searches add ``metadata.collection``."""
@@ -112,7 +123,10 @@ METHODS: dict[str, MethodSchema] = {
         EnsureCollectionsParams, OkResult, "v1: create collections (dims by name); idempotent"
     ),
     "insert_text": MethodSchema(
-        InsertTextParams, OkResult, "v1: embed a document and upsert it (version +1 on repeat)"
+        InsertTextParams,
+        InsertTextResult,
+        "v1: embed a document and upsert it (version +1 on repeat); a forgotten record is "
+        "not written back (stored: false)",
     ),
     "search_text": MethodSchema(
         SearchTextParams, ResultsResult, "v1: top-k cosine search of one collection"

@@ -66,6 +66,9 @@ def daemon_assembly(hub: EngineHub | None) -> AssemblyConfig:
         config = replace(config, relevance_floor=profile.relevance_floor)
     if profile is not None and profile.speaker_label_weight is not None:
         config = replace(config, speaker_label_weight=profile.speaker_label_weight)
+    if profile is not None and profile.forget_bar is not None:
+        weight = profile.forget_weight or 0.0
+        config = replace(config, forget_bar=profile.forget_bar, forget_weight=weight)
     return config
 
 

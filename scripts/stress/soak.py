@@ -3,7 +3,9 @@ re-ingests only, so the data does not grow). Figures: errors, p50/p95 per method
 resident memory over time; the promise is no error and under 2 % growth in the last
 minute (the last fifth of a shorter run). A few requests name a session of another
 namespace (a v2 one, or one the published plugin wrote through v1): each must be refused
-with -32012 while the owners' ingests run beside it."""
+with -32012 while the owners' ingests run beside it. A few forget by a query that matches
+nothing stored (and must delete nothing, however often they are retried) or name a shared
+``global`` record (refused with -32009, the record kept)."""
 
 from __future__ import annotations
 
@@ -48,9 +50,16 @@ def _sessions(n_sessions: int, turns: int) -> list[tuple[str, list[dict[str, str
     return out
 
 
+# Forget requests that match nothing of TOPICS: a query forget must delete nothing.
+UNRELATED = ["my cat's name", "my blood type", "my bank PIN", "my passport number", "hello"]
+SHARED_RECORD = {"collection": "global", "id": "soak-shared"}
+REFUSED = -32009
+
+
 # A session the published plugin wrote (v1 insert_session_turn, its namespace as userId).
 V1_SESSION, V1_OWNER = "soak-v1", "ns-v1"
 WRONG_NAMESPACE = -32012
+_LABELS = {WRONG_NAMESPACE: " (another namespace)", REFUSED: " (shared record)"}
 
 
 def _seed_v1(client: Client) -> None:
@@ -79,13 +88,25 @@ def _pick_call(
     rng: random.Random, data: list[tuple[str, list[dict[str, Any]]]], n: int
 ) -> tuple[str, dict[str, Any], int | None]:
     """The ``n``-th request of a client and the error it must get (None: none): 35 %
-    assemble, 25 % search, 15 % ingest, 10 % v1 search, 10 % list, 3 % status and 2 %
-    requests on another namespace's session (refused; so are a client's first two, so a
-    short run has some)."""
+    assemble, 25 % search, 15 % ingest, 10 % v1 search, 8 % list, 2 % forget by an
+    unrelated query, about 2 % requests on another namespace's session (refused; so are a
+    client's first two, so a short run has some) and 1 % forgets of the shared record
+    (refused; so is a client's fourth request); status the rest."""
     method, params = _mixed_call(rng, data)
     if n < 2 or (method == "status" and rng.random() < 0.4):
         return (*_intruder_call(rng, str(rng.choice(data)[0])), WRONG_NAMESPACE)
+    if n == 2:  # every client forgets by an unrelated query once, so a short run has some
+        ns = f"ns{rng.randrange(8)}"
+        return "forget", {"namespace": ns, "query": rng.choice(UNRELATED), "limit": 50}, None
+    if n == 3 or (method == "status" and rng.random() < 0.3):
+        return "forget", {"namespace": f"ns{rng.randrange(8)}", "records": [SHARED_RECORD]}, REFUSED
     return method, params, None
+
+
+def _broke_a_promise(method: str, reply: dict[str, Any]) -> str:
+    """What a successful reply broke (a query forget that deleted something), or ""."""
+    deleted = reply.get("result", {}).get("deleted", 0) if method == "forget" else 0
+    return f"forget by an unrelated query deleted {deleted} record(s)" if deleted else ""
 
 
 def _mixed_call(
@@ -109,8 +130,10 @@ def _mixed_call(
         return "ingest", {"sessionId": sid, "namespace": ns, "messages": msgs[cut : cut + 4]}
     if r < 0.85:
         return "search_text", {"collection": f"turns:{ns}", "text": rng.choice(TOPICS), "k": 5}
-    if r < 0.95:
+    if r < 0.93:
         return "list_collection", {"collection": f"session_raw:{sid}"}
+    if r < 0.95:
+        return "forget", {"namespace": ns, "query": rng.choice(UNRELATED), "limit": 50}
     return "status", {}
 
 
@@ -129,6 +152,7 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
             )
         setup.result("compact", {"sessionId": data[0][0], "force": True})
         _seed_v1(setup)
+        setup.result("insert_text", {**SHARED_RECORD, "text": "The office wifi is blue-otter"})
         setup.close()
 
         def worker(k: int) -> None:
@@ -143,14 +167,25 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
                     reply = c.call(method, params)
                     took = now_ms() - t0
                     code = reply.get("error", {}).get("code")
-                    key = method if expected is None else f"{method} (another namespace)"
+                    key = method + (_LABELS.get(expected, "") if expected is not None else "")
                     with lock:
                         lat.setdefault(key, []).append(took)
                         if code != expected:
                             errors.append(f"{key}: {reply.get('error', 'no error')}")
+                        elif broken := _broke_a_promise(method, reply):
+                            errors.append(f"{key}: {broken}")
             except Exception as exc:
                 with lock:
                     errors.append(f"client {k}: {exc!r}")
+            finally:
+                c.close()
+
+        def shared_record_kept() -> None:
+            c = Client(d.endpoint)
+            try:
+                kept = c.result("list_collection", {"collection": SHARED_RECORD["collection"]})
+                if not any(r["id"] == SHARED_RECORD["id"] for r in kept["results"]):
+                    errors.append("a namespace's forget deleted the shared global record")
             finally:
                 c.close()
 
@@ -165,6 +200,7 @@ def run_soak(tmp: Path, clients: int = 16, seconds: float = 300, sample_s: float
         stop.set()
         for t in threads:
             t.join(60)
+        shared_record_kept()
     window = min(60.0, seconds / 5)
     start_rss = next(r for t, r in samples if t >= seconds - window - 1e-9)
     end_rss = samples[-1][1]

@@ -1,8 +1,9 @@
 """v2 ``forget``: a whole namespace, or chosen messages, records or query matches.
 
 The logic lives in ``sidecar.memory.lifecycle`` (``forget`` for a namespace,
-``forget_items`` for single things); a query is turned into records here, through the
-same search the host's ``search`` uses, so what a dry run lists is what a search finds.
+``forget_items`` for single things); a query is turned into the records that clearly match
+it here (``sidecar.assembly.forget_query``: the host's ``search`` proposes, a strict bar
+decides, and more clear matches than ``limit`` forget nothing).
 """
 
 from __future__ import annotations
@@ -11,17 +12,13 @@ from protocol.sessions import ForgetParams, ForgetResult, ForgottenItem, Missing
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
-from sidecar.assembly.search import SearchRequest
+from sidecar.assembly.forget_query import clear_matches, too_many
 from sidecar.assembly.service import Retrieval
 from sidecar.errors import InvalidInput
 from sidecar.memory.ingest.sessions import named_namespace
 from sidecar.memory.lifecycle.forget import forget_namespace
 from sidecar.memory.lifecycle.forget_items import RecordRef, forget_items
 from sidecar.store.names import validate_name_part
-
-# What a query may forget: the namespace's own memory of turns (never authored rules or
-# shared global memory, which a search also reads).
-QUERY_SCOPES = ("history", "durable", "elevated", "dream")
 
 methods = MethodTable()
 
@@ -30,13 +27,12 @@ def _selects_items(params: ForgetParams) -> bool:
     return bool(params.message_ids or params.records or params.query is not None)
 
 
-async def _query_records(ctx: CallContext, ns: str, query: str, limit: int) -> list[RecordRef]:
+async def _query_records(ctx: CallContext, ns: str, query: str) -> list[RecordRef]:
+    """The records that clearly match ``query`` (forget_query module doc)."""
     if not query.strip():
         raise InvalidInput("query must not be blank")
-    hits = await ctx.app.service(Retrieval).search(
-        SearchRequest(query=query, namespace=ns, scopes=QUERY_SCOPES, k=limit)
-    )
-    return [RecordRef(h.collection, h.id) for h in hits[:limit]]
+    matches = await clear_matches(ctx.app.service(Retrieval), ns, query)
+    return [RecordRef(m.collection, m.id) for m in matches]
 
 
 @methods.method("forget")
@@ -55,10 +51,17 @@ async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
     if params.include_sessions:
         raise InvalidInput("includeSessions applies only to forgetting a whole namespace")
     records = [RecordRef(r.collection, r.id) for r in params.records or []]
+    message_ids = params.message_ids or []
     if params.query is not None:
-        records += await _query_records(ctx, ns, params.query, params.limit)
+        matched = await _query_records(ctx, ns, params.query)
+        # All the clear matches or none (forget_query module doc): counted as forget
+        # counts them, a turn's copies (history, durable, guidance) being one memory.
+        found = await forget_items(svc, ns, records=matched, dry_run=True)
+        if len(found.items) > params.limit:
+            raise too_many(params.query, len(found.items), params.limit)
+        records += matched
     out = await forget_items(
-        svc, ns, message_ids=params.message_ids or [], records=records, dry_run=params.dry_run
+        svc, ns, message_ids=message_ids, records=records, dry_run=params.dry_run
     )
     await svc.store.scrub_after_forget()
     return ForgetResult(

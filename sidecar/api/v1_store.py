@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import structlog
 
 from protocol.v1_store import (
     BumpAccessCountsParams,
@@ -25,6 +26,7 @@ from protocol.v1_store import (
     ExportMemoryResult,
     FlushParams,
     InsertTextParams,
+    InsertTextResult,
     ListByMetaParams,
     ListCollectionParams,
     NamespaceParams,
@@ -40,6 +42,7 @@ from sidecar.errors import (
     InvalidInput,
     ModelUnavailable,
 )
+from sidecar.memory.core.layout import GLOBAL as C_GLOBAL
 from sidecar.memory.core.layout import tombstone_key
 from sidecar.store import errors as se
 from sidecar.store import names as N
@@ -126,6 +129,7 @@ def _clean_ids(ids: Iterable[str] | None) -> list[str]:
     return [i for i in dict.fromkeys(ids or ()) if i]
 
 
+log = structlog.get_logger(__name__)
 methods = MethodTable()
 
 
@@ -135,8 +139,13 @@ async def ensure_collections(ctx: CallContext, params: EnsureCollectionsParams) 
     return OkResult(ok=True)
 
 
+# Shared memory is never tombstoned by a namespace's forget (forget_items); a tombstone
+# there is an earlier version's, and must not swallow an explicit write for every client.
+_NEVER_TOMBSTONED = (C_GLOBAL,)
+
+
 @methods.method("insert_text")
-async def insert_text(ctx: CallContext, params: InsertTextParams) -> OkResult:
+async def insert_text(ctx: CallContext, params: InsertTextParams) -> InsertTextResult:
     if not params.id.strip():
         raise InvalidInput("record id is required")
     store = _store(ctx)
@@ -144,15 +153,20 @@ async def insert_text(ctx: CallContext, params: InsertTextParams) -> OkResult:
     if params.text:
         meta["text"] = params.text
     meta.setdefault("access_count", 0)
-    if await store.tombstoned_anywhere([tombstone_key(params.collection, params.id)]):
-        return OkResult(ok=True)  # forgotten records are not written again
+    if params.collection not in _NEVER_TOMBSTONED and await store.tombstoned_anywhere(
+        [tombstone_key(params.collection, params.id)]
+    ):
+        # a forgotten record is not written again (a host re-sending its copy of a
+        # forgotten turn must not bring it back), and the reply says that nothing was stored
+        log.info("v1.insert_forgotten", collection=params.collection)
+        return InsertTextResult(ok=True, stored=False, reason="forgotten")
     dims = store.store.dims_for(params.collection) if params.collection else 0
     vector = None
     if dims > 1:
         vec = (await _embed(_svc(ctx), [params.text], "document"))[0]
         vector = _fit(vec, dims)
     await store.put(params.collection, params.id, text=params.text, metadata=meta, vector=vector)
-    return OkResult(ok=True)
+    return InsertTextResult(ok=True)
 
 
 async def _query(ctx: CallContext, collections: Sequence[str], text: str) -> Any:

@@ -87,6 +87,10 @@ class AssemblyConfig:
     # the share of a named speaker's label direction taken out of the query vector before
     # the dense search (speaker_focus module doc); 0 leaves the vector as embedded
     speaker_label_weight: float = 0.5
+    # A query ``forget`` deletes a memory only when ``cosine + forget_weight * keyword
+    # coverage >= forget_bar`` (forget_match module doc; the embedder's profile sets both).
+    forget_weight: float = 0.4
+    forget_bar: float = 0.859
 
 
 DEFAULT_ASSEMBLY = AssemblyConfig()

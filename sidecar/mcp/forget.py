@@ -36,7 +36,13 @@ NEXT_STEP = (
     "Nothing was deleted. To forget some of these candidates, call forget again with "
     "records set to the [{collection, id}] of the ones to delete (only those are deleted)."
 )
-NO_MATCH = "Nothing was deleted, and nothing stored matches this query."
+NO_MATCH = (
+    "Nothing was deleted, and nothing stored clearly matches this query. search_memory "
+    "finds related memories; the collection and id of a hit work as records here."
+)
+# The daemon refuses a query with more clear matches than its limit; the tool asks for
+# all of them (its dry run deletes nothing) and lists the first `limit`.
+DAEMON_LIMIT = 50
 DRY_RUN = (
     "Nothing was deleted (dry_run). Call forget again with the same records or message_ids "
     "and dry_run false to delete them."
@@ -90,11 +96,11 @@ def register_forget(server: MCPServer, bridge: DaemonBridge, namespace: str) -> 
             params: dict[str, Any] = {
                 "namespace": namespace,
                 "query": query,
-                "limit": limit,
+                "limit": DAEMON_LIMIT,
                 "dryRun": True,
             }
             out = await bridge.call("forget", lambda c: c.call("forget", params))
-            return _candidates(out)
+            return _candidates(out, limit)
         if not records and not message_ids:
             raise ToolError(
                 "name what to forget: a query (lists candidates), or records or message_ids"
@@ -108,12 +114,12 @@ def register_forget(server: MCPServer, bridge: DaemonBridge, namespace: str) -> 
         return _forgotten(out)
 
 
-def _candidates(out: dict[str, Any]) -> ForgetOutput:
+def _candidates(out: dict[str, Any], limit: int) -> ForgetOutput:
     found = [
         ForgetCandidate(
             text=i["text"], collection=i["collection"], id=i["id"], session_id=i["sessionId"]
         )
-        for i in out["items"]
+        for i in out["items"][:limit]
     ]
     return ForgetOutput(
         dry_run=True,

@@ -199,6 +199,22 @@ async def test_bad_input_is_a_tool_error_with_a_clear_message(mcp_client: McpCli
         assert not alive.is_error
 
 
+async def test_a_pinned_namespace_cannot_forget_shared_global_memory(
+    mcp_client: McpClient, daemon: DaemonProcess
+) -> None:
+    """Regression (issue 32): a forget through an MCP server pinned with ``--namespace``
+    deleted a shared ``global`` record for every client."""
+    shared = {"collection": "global", "id": "mcp-shared-wifi"}
+    with DaemonClient(daemon.endpoint, timeout=60) as direct:
+        direct.call("insert_text", {**shared, "text": "The office wifi is blue-otter."})
+    async with mcp_client() as client:
+        refused = await client.call_tool("forget", {"records": [shared]})
+    assert refused.is_error and "shared by every namespace" in text_of(refused)
+    with DaemonClient(daemon.endpoint, timeout=60) as direct:
+        kept = direct.call("list_collection", {"collection": "global"})["results"]
+    assert shared["id"] in [r["id"] for r in kept]
+
+
 def test_the_python_clients_list_sessions(daemon: DaemonProcess) -> None:
     with DaemonClient(daemon.endpoint, timeout=60) as client:
         msgs = [

@@ -763,8 +763,9 @@ class Client:
         timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> ForgetResult:
         """The whole namespace, or just ``message_ids``, ``records`` ((collection, id)
-        pairs) or the ``limit`` best matches of ``query``; ``dry_run`` lists what would
-        go and changes nothing."""
+        pairs) or the memories that clearly match ``query`` (none when nothing does,
+        and none, refused, when more than ``limit`` do); ``dry_run`` lists what would go
+        and changes nothing."""
         params = ForgetParams(
             namespace=namespace,
             user_id=user_id,

@@ -97,3 +97,15 @@ def superseded_marks(
     if turn is not None and isinstance(session_id, str):
         marks.append(Patch(C.session_raw(session_id), turn, mark, missing_ok=True))
     return marks
+
+
+def cleared_marks(ns: str, record_id: str, session_id: object) -> list[Patch]:
+    """The patches that undo :func:`superseded_marks` of ``record_id`` (``forget`` of the
+    turn that superseded it): the statement is current again. The keys stay, as null."""
+    mark = {C.SUPERSEDED_BY: None, C.SUPERSEDED_AT: None}
+    marks = [Patch(C.turns(ns), record_id, mark, missing_ok=True)]
+    marks.append(Patch(C.user(ns), record_id, mark, missing_ok=True))
+    turn = C.turn_id_in(record_id, session_id) if isinstance(session_id, str) else None
+    if turn is not None and isinstance(session_id, str):
+        marks.append(Patch(C.session_raw(session_id), turn, mark, missing_ok=True))
+    return marks
