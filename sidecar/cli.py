@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sidecar import SERVER_NAME, __version__
 from sidecar.config import ConfigError, load_settings
+from sidecar.ops.cli_parser import CliParser
 
 
 def _serve_parser(sub: Any) -> None:
@@ -214,40 +215,87 @@ def _run_tool(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-def daemon_main(argv: Sequence[str] | None = None) -> int:
-    """`libravdbd [serve ...] | version` and `python -m sidecar`."""
-    os.umask(PRIVATE_UMASK)
-    parser = argparse.ArgumentParser(prog="libravdbd", description="libravdb memory daemon")
+# The status a shell reports for a process killed by SIGPIPE (128 + 13), as `yes | head -1`
+# reports for `yes`.
+EXIT_BROKEN_PIPE = 141
+
+
+def _quiet_when_stdout_closes(command: Callable[[], int]) -> int:
+    """Run a command whose reader may go away early (``libravdb stats | head -4``).
+
+    Python ignores SIGPIPE, so a write to a pipe nobody reads raises BrokenPipeError
+    wherever it happens, and the interpreter's last flush at exit would raise again: the
+    command ends quietly instead, with SIGPIPE's status. Both streams are pointed at
+    /dev/null first so that nothing left in their buffers is written at exit. Errors on
+    the daemon's socket never get here: the client reports them as its own errors."""
+    try:
+        code = command()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+
+
+def _print_version(name: str) -> int:
+    print(f"{name} {__version__}")
+    return 0
+
+
+TOOL_EXIT_STATUS = (
+    "exit status: 0 ok; 1 the daemon refused, a check failed or something named was not "
+    "found; 2 no answer from the daemon, or unusable arguments; 3 (service status) the "
+    f"daemon is not running; {EXIT_BROKEN_PIPE} the reader of stdout went away (| head)"
+)
+
+
+def daemon_parser() -> CliParser:
+    parser = CliParser(prog="libravdbd", description="libravdb memory daemon")
     sub = parser.add_subparsers(dest="command")
     _serve_parser(sub)
     sub.add_parser("version", help="print the version")
     _tool_commands(sub)
     _maintenance_commands(sub)
+    return parser
+
+
+def tool_parser() -> CliParser:
+    parser = CliParser(
+        prog="libravdb", description="libravdb tools and console", epilog=TOOL_EXIT_STATUS
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _tool_commands(sub)
+    _maintenance_commands(sub)
+    sub.add_parser("version", help="print the version")
+    return parser
+
+
+def daemon_main(argv: Sequence[str] | None = None) -> int:
+    """`libravdbd [serve ...] | version` and `python -m sidecar`."""
+    os.umask(PRIVATE_UMASK)
+    parser = daemon_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["serve", *argv]
     args = parser.parse_args(argv)
     if args.command == "version":
-        print(f"{SERVER_NAME} {__version__}")
-        return 0
+        return _quiet_when_stdout_closes(lambda: _print_version(SERVER_NAME))
     if args.command == "serve":
         return _serve(args)
-    return _run_tool(args)
+    return _quiet_when_stdout_closes(lambda: _run_tool(args))
 
 
 def tool_main(argv: Sequence[str] | None = None) -> int:
     """`libravdb console | call METHOD JSON | version`."""
     os.umask(PRIVATE_UMASK)
-    parser = argparse.ArgumentParser(prog="libravdb", description="libravdb tools and console")
-    sub = parser.add_subparsers(dest="command", required=True)
-    _tool_commands(sub)
-    _maintenance_commands(sub)
-    sub.add_parser("version", help="print the version")
-    args = parser.parse_args(argv)
+    args = tool_parser().parse_args(argv)
     if args.command == "version":
-        print(f"libravdb {__version__}")
-        return 0
-    return _run_tool(args)
+        return _quiet_when_stdout_closes(lambda: _print_version("libravdb"))
+    return _quiet_when_stdout_closes(lambda: _run_tool(args))
 
 
 def main() -> None:
