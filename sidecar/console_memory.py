@@ -1,8 +1,11 @@
 """``libravdb memory list|get|update|forget``: see and correct what the memory keeps, from
 a shell, through the running daemon.
 
-Tables on stdout (``--json`` prints the results as JSON instead); errors on stderr with the
-console's exit statuses (0 ok, 1 the daemon refused, 2 no answer).
+Tables on stdout (``--json`` prints the results as JSON instead); errors on stderr, in the
+flags' terms (``--limit must be at most 500``, not the wire's ``$.limit``). Exit status:
+0 ok; 1 the daemon refused, or ``forget`` found nothing for something it was given (a
+``--message`` or ``--record`` that does not exist, a ``--query`` without matches: what
+was found is still forgotten); 2 no answer from the daemon, or unusable arguments.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from sidecar.console import (
     resolve_auth_token,
     resolve_endpoint,
 )
-from sidecar.console_input import format_json, format_rpc_error
+from sidecar.console_input import format_json
+from sidecar.ops.cli_terms import in_flag_terms, since_ms, until_ms
 
 TEXT_WIDTH = 80
 SCOPES = ("durable", "history", "summary", "elevated", "dream")
@@ -30,9 +34,45 @@ SCOPES = ("durable", "history", "summary", "elevated", "dream")
 
 COMMANDS = ("memory",)
 
+EXIT_STATUS = (
+    "exit status: 0 ok; 1 the daemon refused, or forget found nothing for a --message, "
+    "--record or --query it was given (what was found is still forgotten); 2 no answer "
+    "from the daemon, or unusable arguments"
+)
+_WHEN = (
+    "ISO 8601 (2026-08-01, 2026-08-01T09:30, ...+02:00; UTC unless an offset is given) or "
+    "epoch milliseconds"
+)
+
+# The wire fields each action sends, by the flag (or argument) they came from: the
+# daemon's refusals name fields, the user typed flags.
+_NAMESPACE = {"namespace": "--user", "userId": "--user"}
+FLAGS: dict[str, dict[str, str]] = {
+    "list": {
+        **_NAMESPACE,
+        "sessionId": "--session",
+        "scope": "--scope",
+        "since": "--since",
+        "until": "--until",
+        "limit": "--limit",
+        "includeSuperseded": "--superseded",
+    },
+    "get": {**_NAMESPACE, "collection": "COLLECTION", "id": "ID"},
+    "update": {**_NAMESPACE, "collection": "COLLECTION", "id": "ID", "text": "TEXT"},
+    "forget": {
+        **_NAMESPACE,
+        "messageIds": "--message",
+        "records": "--record",
+        "query": "--query",
+        "limit": "--limit",
+    },
+}
+
 
 def add_parser(sub: Any) -> None:
-    memory = sub.add_parser("memory", help="list, show, correct or forget memories")
+    memory = sub.add_parser(
+        "memory", help="list, show, correct or forget memories", epilog=EXIT_STATUS
+    )
     actions = memory.add_subparsers(dest="action", required=True)
 
     def common(cmd: Any, *, namespace_required: bool = True) -> None:
@@ -42,25 +82,38 @@ def add_parser(sub: Any) -> None:
         cmd.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
         cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    lst = actions.add_parser("list", help="records of one scope, newest first")
+    lst = actions.add_parser("list", help="records of one scope, newest first", epilog=EXIT_STATUS)
     common(lst, namespace_required=False)
     lst.add_argument("--scope", choices=SCOPES, default="durable")
-    lst.add_argument("--session", metavar="SID", help="only this session's records")
-    lst.add_argument("--since", type=int, metavar="MS", help="ts >= MS (epoch ms)")
-    lst.add_argument("--until", type=int, metavar="MS", help="ts <= MS (epoch ms)")
-    lst.add_argument("--limit", type=int, default=50, help="records per page (1..500)")
+    lst.add_argument(
+        "--session", metavar="SID", help="only this session's records (--user or --session)"
+    )
+    lst.add_argument(
+        "--since", type=since_ms, metavar="WHEN", help=f"records at or after WHEN: {_WHEN}"
+    )
+    lst.add_argument(
+        "--until",
+        type=until_ms,
+        metavar="WHEN",
+        help="records at or before WHEN (a date alone: through its end)",
+    )
+    lst.add_argument("--limit", type=int, default=50, help="records per page (1..500; 50)")
     lst.add_argument("--all", action="store_true", help="every page, not just the first")
     lst.add_argument("--superseded", action="store_true", help="include corrected versions")
-    get = actions.add_parser("get", help="one record, in full")
+    get = actions.add_parser("get", help="one record, in full", epilog=EXIT_STATUS)
     common(get)
     get.add_argument("collection")
     get.add_argument("id")
-    upd = actions.add_parser("update", help="replace a durable fact's text (old one kept)")
+    upd = actions.add_parser(
+        "update", help="replace a durable fact's text (old one kept)", epilog=EXIT_STATUS
+    )
     common(upd)
     upd.add_argument("collection", help="user:<ns> or turns:<ns>")
     upd.add_argument("id")
     upd.add_argument("text")
-    fgt = actions.add_parser("forget", help="forget messages, records or a query's matches")
+    fgt = actions.add_parser(
+        "forget", help="forget messages, records or a query's matches", epilog=EXIT_STATUS
+    )
     common(fgt)
     fgt.add_argument("--message", action="append", default=[], metavar="ID")
     fgt.add_argument("--record", action="append", default=[], metavar="COLLECTION/ID")
@@ -77,7 +130,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         ) as client:
             return _ACTIONS[args.action](client, args, out)
     except RpcError as exc:
-        print(format_rpc_error(exc), file=sys.stderr)
+        message = in_flag_terms(exc.message, FLAGS[args.action])
+        print(f"libravdb memory {args.action}: {message}", file=sys.stderr)
+        if exc.data is not None:
+            print(format_json(exc.data), file=sys.stderr)
         return EXIT_RPC_ERROR
     except (LibravdbError, ValueError) as exc:
         return connect_failure(exc, sys.stderr)
@@ -160,9 +216,30 @@ def _forget(client: Client, args: argparse.Namespace, out: TextIO) -> int:
     if args.query:
         params["query"], params["limit"] = args.query, args.limit
     res = client.call("forget", params)
+    missed = _misses(args, res)
     if args.json:
         print(format_json(res), file=out)
-        return EXIT_OK
+    else:
+        _print_forget(res, out)
+    for line in missed:
+        print(f"libravdb memory forget: {line}", file=sys.stderr)
+    return EXIT_RPC_ERROR if missed else EXIT_OK
+
+
+def _misses(args: argparse.Namespace, res: dict[str, Any]) -> list[str]:
+    """What was named and not found: a refusal of its own (exit status 1), since a script
+    that forgets a message by a mistyped id must not believe it is gone."""
+    lines = [
+        f"not found: {miss['collection'] + '/' if miss['collection'] else ''}{miss['id']}"
+        for miss in res["missing"]
+    ]
+    # (with ids too, the items do not say which came from the query: only none at all counts)
+    if args.query and not res["items"]:
+        lines.append(f"nothing clearly matches --query {args.query!r}")
+    return lines
+
+
+def _print_forget(res: dict[str, Any], out: TextIO) -> None:
     verb = "would forget" if res["dryRun"] else "forgot"
     for item in res["items"]:
         where = f"session {item['sessionId']}" if item["sessionId"] else item["collection"]
@@ -170,14 +247,8 @@ def _forget(client: Client, args: argparse.Namespace, out: TextIO) -> int:
             f"{verb} {item['id']} ({where}, {item['copies']} copies): {_clip(item['text'])}",
             file=out,
         )
-    for miss in res["missing"]:
-        print(
-            f"not found: {miss['collection'] + '/' if miss['collection'] else ''}{miss['id']}",
-            file=out,
-        )
     rebuilt = res["summariesRebuilt"]
     print(f"{res['deleted']} record(s), {rebuilt} summary(ies) rebuilt", file=out)
-    return EXIT_OK
 
 
 _ACTIONS: dict[str, Callable[[Client, argparse.Namespace, TextIO], int]] = {

@@ -10,6 +10,7 @@ import pytest
 from libravdb_client import Client
 from libravdb_client.testing import DaemonProcess
 
+from sidecar.ops.cli_terms import epoch_ms, in_flag_terms
 from tests.test_console import run
 
 pytestmark = pytest.mark.sqlite_only("the console's interface over RPCs tested on both backends")
@@ -68,6 +69,63 @@ def test_list_shows_a_table_newest_first(memory: MemoryCli) -> None:
     assert [r["id"] for r in json.loads(out)["records"]] == ["cli-1:n3", "cli-1:n2", "cli-1:n1"]
 
 
+def _history_ids(memory: MemoryCli, *args: str) -> list[str]:
+    code, out, err = memory("list", "--user", "nia", "--scope", "history", "--json", *args)
+    assert code == 0, err
+    return [r["id"] for r in json.loads(out)["records"]]
+
+
+def test_since_and_until_take_iso_8601_and_epoch_ms(memory: MemoryCli) -> None:
+    """The turns were said at 2023-11-14T22:13:20Z, 22:14:20 and 22:15:20."""
+    later = ["cli-1:n3", "cli-1:n2"]
+    assert _history_ids(memory, "--since", "2023-11-14T22:14Z") == later
+    assert _history_ids(memory, "--since", "2023-11-15T00:14:00+02:00") == later
+    assert _history_ids(memory, "--since", "2023-11-14T22:14") == later  # no offset: UTC
+    assert _history_ids(memory, "--since", "1700000060000") == later  # epoch ms as before
+    assert _history_ids(memory, "--until", "2023-11-14T22:14Z") == ["cli-1:n1"]
+    # a date alone: from its first millisecond, through its last
+    assert len(_history_ids(memory, "--since", "2023-11-14", "--until", "2023-11-14")) == 3
+    assert _history_ids(memory, "--until", "2023-11-13") == []
+    assert _history_ids(memory, "--since", "2023-11-15") == []
+    code, _, err = memory("list", "--user", "nia", "--since", "14/11/2023")
+    assert code == 2
+    assert "argument --since: '14/11/2023' is neither an ISO 8601 date or time" in err
+
+
+def test_refusals_name_the_flags_not_the_wire_fields(
+    memory: MemoryCli, daemon: DaemonProcess, env: dict[str, str]
+) -> None:
+    def refused(*args: str) -> str:
+        code, out, err = memory(*args)
+        assert (code, out) == (1, ""), err
+        return err.strip()
+
+    assert refused("list") == "libravdb memory list: --user or --session is required"
+    assert refused("list", "--user", "nia", "--limit", "1000") == (
+        "libravdb memory list: --limit must be at most 500"
+    )
+    assert refused("list", "--user", "nia", "--limit", "0") == (
+        "libravdb memory list: --limit must be at least 1"
+    )
+    assert refused("forget", "--user", "nia", "--query", "  ") == (
+        "libravdb memory forget: --query must not be blank"
+    )
+    assert refused("forget", "--user", "nia", "--query", "bike", "--limit", "51") == (
+        "libravdb memory forget: --limit must be at most 50"
+    )
+    long_ns = "n" * 300
+    assert refused("list", "--user", long_ns).startswith(
+        "libravdb memory list: --user is 300 bytes;"
+    )
+    done = run(["stats", "--namespace", long_ns, "--endpoint", daemon.endpoint], env)
+    assert done.returncode == 1
+    assert done.stderr.startswith("libravdb stats: --namespace is 300 bytes;"), done.stderr
+    # what names no wire field is the daemon's own message, unchanged
+    assert refused("get", "--user", "nia", "turns:nia", "nope") == (
+        "libravdb memory get: no record 'nope' in 'turns:nia' for this namespace"
+    )
+
+
 def test_get_and_update(memory: MemoryCli) -> None:
     code, out, err = memory("get", "--user", "nia", "turns:nia", "cli-1:n1")
     assert code == 0, err
@@ -88,11 +146,48 @@ def test_forget_dry_run_then_for_real(memory: MemoryCli) -> None:
     assert code == 0, err
     assert out.startswith("would forget n2 (session cli-1,") and "peanuts" in out
     code, out, err = memory("forget", "--user", "nia", "--message", "n2", "--message", "zz")
-    assert code == 0, err
-    assert out.startswith("forgot n2") and "not found: zz" in out
+    # what was found is forgotten; what was not is a failure a script must not miss
+    assert code == 1, err
+    assert out.startswith("forgot n2") and out.splitlines()[-1].startswith("3 record(s)")
+    assert err == "libravdb memory forget: not found: zz\n"
+    code, out, err = memory("forget", "--user", "nia", "--message", "nope", "--json")
+    assert code == 1 and json.loads(out)["missing"] == [{"collection": "", "id": "nope"}]
+    assert err == "libravdb memory forget: not found: nope\n"
+    code, out, err = memory("forget", "--user", "nia", "--query", "quantum chromodynamics")
+    assert code == 1 and out == "0 record(s), 0 summary(ies) rebuilt\n"
+    assert (
+        err == "libravdb memory forget: nothing clearly matches --query 'quantum chromodynamics'\n"
+    )
     code, out, _ = memory("list", "--user", "nia", "--scope", "history", "--json")
     assert not [r for r in json.loads(out)["records"] if "peanut" in r["text"]]
     code, _, err = memory("forget", "--user", "nia")
     assert code == 2 and "--message, --record or --query" in err
     code, _, err = memory("forget", "--user", "nia", "--record", "no-slash")
     assert code == 2 and "COLLECTION/ID" in err
+
+
+def test_wire_terms_to_flags() -> None:
+    flags = {"namespace": "--user", "userId": "--user", "sessionId": "--session", "limit": "-l"}
+    assert in_flag_terms("Object missing required field `limit`", flags) == "-l is required"
+    assert in_flag_terms(
+        "invalid params for memory.list: Expected `int`, got `str` - at `$.limit`", flags
+    ) == ("-l must be a whole number")
+    assert in_flag_terms("Expected `str` of length <= 9 - at `$.namespace`", flags) == (
+        "--user must be at most 9 characters long"
+    )
+    assert in_flag_terms("namespace or userId is required", flags) == "--user is required"
+    assert in_flag_terms("Expected `int` <= 5 - at `$.other`", flags) == (
+        "Expected `int` <= 5 - at `$.other`"
+    )
+    assert in_flag_terms("no record 'x' in 'turns:a' for this namespace", flags) == (
+        "no record 'x' in 'turns:a' for this namespace"
+    )
+
+
+def test_times_on_the_command_line() -> None:
+    day = 1_785_542_400_000  # 2026-08-01T00:00:00Z
+    assert epoch_ms("2026-08-01") == day
+    assert epoch_ms("2026-08-01", end_of_day=True) == day + 86_400_000 - 1
+    assert epoch_ms("2026-08-01T02:00+02:00") == day
+    assert epoch_ms("2026-08-01T00:00:00.250Z") == day + 250
+    assert epoch_ms(str(day)) == day

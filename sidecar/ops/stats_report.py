@@ -51,7 +51,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         resolve_auth_token,
         resolve_endpoint,
     )
-    from sidecar.console_input import format_json, format_rpc_error
+    from sidecar.console_input import format_json
+    from sidecar.ops.cli_terms import in_flag_terms
 
     out = sys.stdout if out is None else out
     params: dict[str, Any] = {"bucket": args.by}
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 )
                 return EXIT_RPC_ERROR
     except RpcError as exc:
-        print(format_rpc_error(exc), file=sys.stderr)
+        message = in_flag_terms(exc.message, {"namespace": "--namespace", "bucket": "--by"})
+        print(f"libravdb stats: {message}", file=sys.stderr)
         return EXIT_RPC_ERROR
     except (LibravdbError, ValueError) as exc:
         return connect_failure(exc, sys.stderr)
