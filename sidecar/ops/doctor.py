@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
@@ -120,7 +121,9 @@ def check_socket(settings: Settings, endpoint: str | None, where: str) -> Check:
             return fail("socket", f"cannot authenticate: {exc}", "fix the auth token file it names")
     answered, message = probe_health(endpoint, token)
     if answered:
-        return ok("socket", f"{endpoint} answers health: {message}")
+        return _same_data_dir(settings, endpoint, token) or ok(
+            "socket", f"{endpoint} answers health: {message}"
+        )
     if message.startswith("not reachable"):
         return fail(
             "socket",
@@ -139,3 +142,39 @@ def check_socket(settings: Settings, endpoint: str | None, where: str) -> Check:
         f"{endpoint} answers, unhealthy: {message}",
         "read the daemon's log (journalctl --user -u libravdbd, or its stderr)",
     )
+
+
+def _same_data_dir(settings: Settings, endpoint: str, token: str | None) -> Check | None:
+    """A failure when the daemon answering at ``endpoint`` serves another data directory
+    than the one doctor checks (``--data-dir ~/typo-data`` beside a daemon serving
+    ``~/.clawdb/data``): its health says nothing about this one. None when they agree, or
+    when the daemon does not say (``status.dataDir`` empty: an older daemon)."""
+    from libravdb_client import Client, LibravdbError
+
+    from sidecar.ops.doctor_result import fail, q
+
+    try:
+        with Client(endpoint, timeout=5.0, auth_token=token) as client:
+            served = str(client.call("status", {}).get("dataDir") or "")
+    except (LibravdbError, OSError, ValueError):
+        return None  # it answered health a moment ago; the health line stands
+    asked = settings.data_path
+    if not served or _same_path(Path(served), asked):
+        return None
+    config = f" --config {q(settings.config_file)}" if settings.config_file else ""
+    where = f" --data-dir {q(asked)}{config}"
+    return fail(
+        "socket",
+        f"{endpoint} answers health, but that daemon serves {served}, not {asked}: its "
+        f"health says nothing about {asked}",
+        f"check the daemon that runs: libravdb doctor --data-dir {q(served)}; or start one "
+        f"for this directory on a socket of its own: libravdbd serve{where} --socket PATH, "
+        f"then libravdb doctor{where} --endpoint unix:PATH",
+    )
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    try:
+        return a.expanduser().resolve() == b.expanduser().resolve()
+    except OSError:
+        return a == b

@@ -122,6 +122,35 @@ def test_healthy_installation_with_a_running_daemon(site: Path) -> None:
     assert f"user:u1 tier 384: {RECORDS} in the graph" in checks["indexes"]["detail"]
 
 
+def test_socket_of_a_daemon_serving_another_data_dir_fails(site: Path) -> None:
+    """`doctor --data-dir ~/typo-data` beside a daemon serving ~/.clawdb/data: that daemon's
+    health says nothing about the directory asked for. The same directory reached through
+    a symbolic link is the same directory."""
+    typo = site / "typo-data"
+    link = site / "data-link"
+    link.symlink_to(site / "data")
+    daemon = start_daemon(site, extra_args=args(site))
+    try:
+        conf = ("--config", str(site / "conf.toml"), "--json")
+        mistyped = findings(doctor(site / "home", "--data-dir", str(typo), *conf))["socket"]
+        linked = findings(doctor(site / "home", "--data-dir", str(link), *conf))["socket"]
+    finally:
+        assert daemon.stop() == 0
+    assert mistyped["status"] == "FAIL"
+    assert mistyped["detail"] == (
+        f"{daemon.endpoint} answers health, but that daemon serves {site / 'data'}, not "
+        f"{typo}: its health says nothing about {typo}"
+    )
+    assert mistyped["fix"].startswith(
+        f"check the daemon that runs: libravdb doctor --data-dir {site / 'data'};"
+    )
+    assert (
+        f"libravdbd serve --data-dir {typo} --config {site / 'conf.toml'} --socket PATH"
+        in (mistyped["fix"])
+    )
+    assert linked["status"] == "ok" and "answers health: ok" in linked["detail"]
+
+
 def test_world_readable_data_dir(site: Path) -> None:
     os.chmod(site / "data", 0o755)
     done = doctor(site / "home", *args(site))
