@@ -24,7 +24,11 @@ def add_parser(sub: Any) -> None:
     backup = sub.add_parser(
         "backup", help="copy the store to a new directory (works while the daemon runs)"
     )
-    backup.add_argument("path", help="the backup directory to create (must not exist)")
+    backup.add_argument(
+        "path",
+        help="the backup directory to create (must not exist; missing parent directories are "
+        "created, owner-only)",
+    )
     common(backup)
     restore = sub.add_parser(
         "restore", help="put a backup back into the data directory (daemon stopped)"

@@ -14,6 +14,7 @@ copied: they are derived from the database and rebuilt when the restored store o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -53,11 +54,14 @@ class BackupSummary:
     bytes: int
     seconds: float
     fingerprint: str
+    # Directories above ``path`` that did not exist and were made for it, outermost first.
+    created: tuple[Path, ...] = ()
 
     def line(self) -> str:
+        made = f" (created {self.created[0]})" if self.created else ""
         return (
             f"backed up {self.records} records in {self.collections} collections "
-            f"({self.bytes} bytes) to {self.path} in {self.seconds:.1f} s"
+            f"({self.bytes} bytes) to {self.path}{made} in {self.seconds:.1f} s"
         )
 
 
@@ -83,21 +87,26 @@ def make_backup(
     if os.path.lexists(dest):
         raise BackupError(f"{dest} already exists; name a new path (nothing was written)")
     parent = dest.parent
-    if not parent.is_dir():
-        raise BackupError(f"{parent} is not a directory; nothing was written")
+    created = make_parents(parent)
     tmp = parent / f".{dest.name}.partial-{os.getpid()}"
     try:
-        tmp.mkdir(mode=0o700)
-    except OSError as exc:
-        raise BackupError(f"cannot create {tmp}: {exc.strerror}; nothing was written") from exc
-    try:
-        manifest = _fill(data_dir, tmp, step_pages, progress)
-        write_manifest(tmp, manifest)
-        fsync_path(tmp)
-        os.rename(tmp, dest)
-        fsync_path(parent)
+        try:
+            tmp.mkdir(mode=0o700)
+        except OSError as exc:
+            raise BackupError(f"cannot create {tmp}: {exc.strerror}; nothing was written") from exc
+        try:
+            manifest = _fill(data_dir, tmp, step_pages, progress)
+            write_manifest(tmp, manifest)
+            fsync_path(tmp)
+            os.rename(tmp, dest)
+            fsync_path(parent)
+        except BaseException:
+            remove_tree(tmp)
+            raise
     except BaseException:
-        remove_tree(tmp)
+        for made in reversed(created):  # a failed backup leaves no trace, parents included
+            with contextlib.suppress(OSError):
+                made.rmdir()
         raise
     total = sum(f.bytes for f in manifest.files)
     return BackupSummary(
@@ -107,7 +116,36 @@ def make_backup(
         total,
         time.monotonic() - t0,
         manifest.fingerprint,
+        tuple(created),
     )
+
+
+def make_parents(parent: Path) -> list[Path]:
+    """Create the missing directories of ``parent`` (owner-only), outermost first, and
+    return them: ``libravdb backup ~/backups/memory-...`` on an account without
+    ``~/backups`` makes it. A part of the path that exists and is not a directory is
+    refused with its name."""
+    missing: list[Path] = []
+    at = parent
+    while not at.is_dir():
+        if os.path.lexists(at):
+            raise BackupError(f"{at} is not a directory; nothing was written")
+        missing.append(at)
+        at = at.parent
+    missing.reverse()
+    created: list[Path] = []
+    for directory in missing:
+        try:
+            directory.mkdir(mode=0o700)
+        except OSError as exc:
+            for made in reversed(created):
+                with contextlib.suppress(OSError):
+                    made.rmdir()
+            raise BackupError(
+                f"cannot create {directory}: {exc.strerror}; nothing was written"
+            ) from exc
+        created.append(directory)
+    return created
 
 
 def _fill(data_dir: Path, tmp: Path, step_pages: int, progress: PageProgress | None) -> Manifest:

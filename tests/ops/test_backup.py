@@ -220,6 +220,36 @@ def test_backup_refuses_an_existing_path_and_a_missing_store(
     assert not (tmp_path / "b2").exists() and not (tmp_path / "nope").exists()
 
 
+def test_backup_creates_missing_parents_and_names_a_file_in_the_way(
+    small_backup: tuple[Path, Path], tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A fresh account has no ~/backups: the backup makes it (owner-only) and says so; a
+    file where a directory should be is refused by name, and nothing is left behind."""
+    data, copy = small_backup
+    target = tmp_path / "home" / "backups" / "2026" / "memory-1"
+    done = run(["backup", str(target), "--data-dir", str(data)], env)
+    assert done.returncode == 0, done.stderr
+    assert f"to {target} (created {tmp_path / 'home' / 'backups'}) in " in done.stderr
+    assert _tree(target).keys() == _tree(copy).keys()
+    for made in (target.parent, target.parent.parent):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    (tmp_path / "afile").write_text("not a directory")
+    done = run(["backup", str(tmp_path / "afile" / "sub" / "b3"), "--data-dir", str(data)], env)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"libravdb backup: {tmp_path / 'afile'} is not a directory; nothing was written"
+    )
+    assert not (tmp_path / "afile" / "sub").exists()
+    # A backup that fails after making its parents takes them away again.
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "store.sqlite3").write_bytes(b"not a database" * 100)
+    done = run(
+        ["backup", str(tmp_path / "x" / "y" / "b4"), "--data-dir", str(tmp_path / "bad")], env
+    )
+    assert done.returncode == 1 and "nothing was written" in done.stderr, done.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_restore_refuses_while_a_daemon_holds_the_directory(
     small_backup: tuple[Path, Path], tmp_path: Path, env: dict[str, str]
 ) -> None:
