@@ -8,6 +8,11 @@ every acknowledged record must be readable, and the checker searches the v1 coll
 and the session histories (kept in HNSW graphs by a low exact threshold) for sampled
 records by their own text: each must come back first, and every hit must exist in
 SQLite (``list_collection``).
+
+Each kill waits for the round's first acknowledged ``ingest`` and ``insert_text``, then a
+random pause: a round whose kill landed before any write was acknowledged would prove
+nothing, and on a loaded machine (the first embedding of a round can take seconds) a
+fixed pause let that happen, so the run's promise depended on timing.
 """
 
 from __future__ import annotations
@@ -59,7 +64,21 @@ class Acks:
     compactions: int = 0
 
 
-def _writer(endpoint: str, kind: str, seed: int, acks: Acks, stop: threading.Event) -> None:
+# How long a round waits for its first acknowledged writes before it is failed: a bound
+# against a daemon that acknowledges nothing, far above any healthy first write.
+FIRST_ACK_TIMEOUT_S = 120.0
+# The writers whose first acknowledgement each kill waits for (the figures the smoke checks).
+AWAITED = ("ingest", "insert")
+
+
+def _writer(
+    endpoint: str,
+    kind: str,
+    seed: int,
+    acks: Acks,
+    stop: threading.Event,
+    acked: threading.Event,
+) -> None:
     rng = random.Random(seed)
     try:
         c = Client(endpoint, timeout=30)
@@ -84,22 +103,26 @@ def _writer(endpoint: str, kind: str, seed: int, acks: Acks, stop: threading.Eve
                 with acks.lock:
                     got = acks.turns.setdefault(sid, {})
                     got.update({m["id"]: m["content"] for m in msgs})
+                acked.set()
             elif kind == "insert":
                 text = _text(rng, tag)
                 c.result("insert_text", {"collection": V1, "id": tag, "text": text})
                 with acks.lock:
                     acks.v1[tag] = text
+                acked.set()
             elif kind == "compact":
                 time.sleep(0.2)
                 c.result("compact", {"sessionId": f"cs{rng.randrange(3)}", "force": True})
                 with acks.lock:
                     acks.compactions += 1
+                acked.set()
             else:
                 doc = f"notes/crash-{rng.randrange(20)}.md"
                 text = f"# {tag}\n\n- always {rng.choice(WORDS)} before {rng.choice(WORDS)}\n"
                 c.result("authored.ingest", {"sourceDoc": doc, "text": text, "core": True})
                 with acks.lock:
                     acks.docs.add(doc)
+                acked.set()
     except (OSError, ConnectionError, RuntimeError, ValueError):
         return  # the kill: whatever had no reply was never acknowledged
     finally:
@@ -150,7 +173,21 @@ def check(c: Client, acks: Acks, rng: random.Random, report: Report, round_: int
     return checked
 
 
-def run_crash(tmp: Path, kills: int = 100, seed: int = 7) -> Report:
+def _await_first_acks(acked: dict[str, threading.Event], report: Report, round_: int) -> None:
+    """Block until every awaited writer has had a write acknowledged in this round."""
+    for kind in AWAITED:
+        if not acked[kind].wait(FIRST_ACK_TIMEOUT_S):
+            report.fail(
+                f"round {round_}: no {kind} acknowledged within {FIRST_ACK_TIMEOUT_S:.0f} s "
+                "of the round's start"
+            )
+
+
+def run_crash(
+    tmp: Path, kills: int = 100, seed: int = 7, pause_s: tuple[float, float] = (0.0, 1.2)
+) -> Report:
+    """``kills`` rounds of writers and a kill -9, each kill a random ``pause_s`` after the
+    round's first acknowledged ingest and insert_text."""
     report = Report("crash")
     rng = random.Random(seed)
     config = write_config(tmp)
@@ -162,17 +199,20 @@ def run_crash(tmp: Path, kills: int = 100, seed: int = 7) -> Report:
     d = launch(tmp, data, config)
     for round_ in range(kills):
         stop = threading.Event()
+        kinds = ["ingest", "ingest", "insert", "insert", "compact", "authored"]
+        acked = {kind: threading.Event() for kind in kinds}
         writers = [
             threading.Thread(
-                target=_writer, args=(d.endpoint, kind, round_ * 10 + i, acks, stop), daemon=True
+                target=_writer,
+                args=(d.endpoint, kind, round_ * 10 + i, acks, stop, acked[kind]),
+                daemon=True,
             )
-            for i, kind in enumerate(
-                ["ingest", "ingest", "insert", "insert", "compact", "authored"]
-            )
+            for i, kind in enumerate(kinds)
         ]
         for w in writers:
             w.start()
-        time.sleep(rng.uniform(0.3, 1.5))
+        _await_first_acks(acked, report, round_)
+        time.sleep(rng.uniform(*pause_s))
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
         stop.set()
