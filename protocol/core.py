@@ -54,7 +54,8 @@ class Seq2SeqState(WireStruct):
 
 
 class ComponentState(WireStruct):
-    """Readiness of one model or service: unloaded, loading, ready, failed or disabled.
+    """Readiness of one model or service: unloaded, loading, ready, failed or disabled;
+    the store ``unavailable`` while its PostgreSQL server does not answer.
 
     ``compute`` (the embedder): how its products run, ``{matmul: "int8", matmuls,
     blockSize, probeCosine}`` or ``{matmul: "float32", reason}`` (docs/engines.md).

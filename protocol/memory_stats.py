@@ -40,8 +40,11 @@ class NamespaceStats(WireStruct):
     """Records per ``memory.list`` scope (``durable`` without, ``superseded`` the replaced
     versions of durable facts), the sessions with stored turns or summaries, the summaries
     per DAG level and ``depth`` (the highest level, 0 without summaries), the first and
-    last ``ts`` (null when empty), and the timeline: contiguous buckets, oldest first
-    (``earlier`` counts records older than the first bucket returned)."""
+    last ``ts`` (null when empty), and the timeline: contiguous buckets, oldest first, at
+    most 260 (the newest; ``earlier`` counts records older than the first bucket returned).
+    ``outOfRange`` counts records whose ``ts`` is outside the accepted range (epoch
+    milliseconds from 1970-01-01 to 9999-12-31, stored before ingest checked it): counted in
+    their scope, left out of the timeline and of ``firstTs``/``lastTs``."""
 
     namespace: str
     records: int
@@ -58,6 +61,7 @@ class NamespaceStats(WireStruct):
     last_ts: int | None
     timeline: list[TimelineBucket]
     earlier: int
+    out_of_range: int = 0
 
 
 class AuthoredStats(WireStruct):

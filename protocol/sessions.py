@@ -11,9 +11,10 @@ from protocol.base import MethodSchema, Params, WireStruct
 
 class IngestMessage(Params):
     """One message. ``content`` is a string or a list of text parts (``{type:"text",
-    text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now);
-    ``id`` the client's stable message id (default: derived from session, position and
-    content hash)."""
+    text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now), from
+    0 (1970-01-01) to 253402300799999 (9999-12-31T23:59:59.999Z), else -32009; ``id`` the
+    client's stable message id (default: derived from session, position and content
+    hash)."""
 
     role: str
     content: Any = None

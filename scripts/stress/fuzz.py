@@ -3,7 +3,8 @@
 A grammar fuzzer of our own (seeded, so a failure replays): frames typed from each
 method's params with fields dropped, retyped and stretched, random JSON, raw byte
 mutations of valid frames, deep nesting, huge and non-finite numbers, invalid UTF-8,
-frames split across writes and batches. Promise: no internal error (-32603), no reply
+frames split across writes and batches, writes dated past the accepted range and the
+statistics over them. Promise: no internal error (-32603), no reply
 that is not JSON, no dropped connection, and ``health`` answers after every frame.
 """
 
@@ -56,6 +57,24 @@ BASE: dict[str, dict[str, Any]] = {
     "health": {},
     "initialize": {"clientInfo": {"name": "fuzz", "version": "1"}},
 }
+
+
+LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last accepted ts
+STAMPS: list[Any] = [
+    0,
+    -1,
+    LAST_MS,
+    LAST_MS + 1,
+    1_704_067_200_000_000,  # microseconds
+    1_704_067_200_000_000_000,  # nanoseconds
+    2**63,
+    2**64,
+    1e20,
+    -1e300,
+    "1704067200000000",
+    "2024-01-01",
+    1_704_067_200_000,
+]
 
 
 class Grammar:
@@ -162,9 +181,31 @@ class Grammar:
             cuts = sorted(self.rng.sample(range(1, max(2, len(data))), min(3, len(data) - 1)))
             parts = [data[i:j] for i, j in zip([0, *cuts], [*cuts, len(data)], strict=True)]
             return "split", [p for p in parts if p]
+        if r < 0.96:
+            return "timestamps", [json.dumps(self.dated()).encode() + b"\n"]
         n = self.rng.choice([0, 1, 5, 20])
         batch = [self.request() if self.rng.random() < 0.8 else self.value() for _ in range(n)]
         return "batch", [json.dumps(batch).encode() + b"\n"]
+
+    def dated(self) -> dict[str, Any]:
+        """A write dated at or past the edges of the accepted range (epoch ms, 1970-01-01
+        to 9999-12-31: a microsecond ts failed ingest with -32603, a record in the year
+        9999 every ``memory.stats``), or a ``memory.stats`` over what they stored."""
+        ts = self.rng.choice(STAMPS)
+        kind = self.rng.choice(["ingest", "insert_text", "insert_session_turn", "memory.stats"])
+        n = self.rng.randint(1, 10**6)
+        if kind == "ingest":
+            msg = {"role": "user", "content": f"dated {n}", "id": f"fz-ts{n}", "ts": ts}
+            params: dict[str, Any] = {"sessionId": "fz-ts", "namespace": "fz", "messages": [msg]}
+        elif kind == "insert_text":
+            params = {"collection": "turns:fz", "id": f"ts{n}", "text": "x", "metadata": {"ts": ts}}
+        elif kind == "insert_session_turn":
+            params = {"sessionId": "fz-ts1", "id": f"t{n}", "text": "x", "metadata": {"ts": ts}}
+        else:
+            params = {"bucket": self.rng.choice(["day", "week", "month"])}
+            if self.rng.random() < 0.5:
+                params["namespace"] = "fz"
+        return {"jsonrpc": "2.0", "id": n, "method": kind, "params": params}
 
 
 def run_fuzz(tmp: Path, frames: int = 10_000, seed: int = 1) -> Report:

@@ -45,6 +45,7 @@ def _namespace_out(ns: stats.NamespaceStats) -> NamespaceStats:
             for r in ns.timeline
         ],
         earlier=ns.earlier,
+        out_of_range=ns.out_of_range,
     )
 
 

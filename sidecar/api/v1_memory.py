@@ -39,6 +39,7 @@ from sidecar.memory.ingest.gate import REFERENCE_CONFIG, compute_gating
 from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.service import MemoryService
 from sidecar.store import errors as se
+from sidecar.store.timestamps import check_metadata_ts
 from sidecar.store.types import Put
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
         return OkResult(ok=True)
     store = _store(ctx)
     meta: dict[str, Any] = dict(params.metadata or {})
+    check_metadata_ts(meta)  # a numeric ts is the record's time: in range
     meta["text"] = params.text
     meta.setdefault("access_count", 0)
     if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):

@@ -49,6 +49,7 @@ from sidecar.store import names as N
 from sidecar.store.aio import AsyncStore
 from sidecar.store.names import in_namespace, normalized
 from sidecar.store.service import StoreService
+from sidecar.store.timestamps import check_metadata_ts
 from sidecar.store.types import Hit, Record
 
 TIER_DIRTY = "_tier_dirty"
@@ -150,6 +151,7 @@ async def insert_text(ctx: CallContext, params: InsertTextParams) -> InsertTextR
         raise InvalidInput("record id is required")
     store = _store(ctx)
     meta: dict[str, Any] = dict(params.metadata or {})
+    check_metadata_ts(meta)  # a numeric ts is the record's time: in range
     if params.text:
         meta["text"] = params.text
     meta.setdefault("access_count", 0)

@@ -2,9 +2,9 @@
 
 Text on stdout: the store's totals and size on disk, authored rules per tier, then per
 namespace its records per scope, sessions, summaries per DAG level and a chart of records
-over time (one row per month, week or day, with a bar of block characters). ``--json``
-prints the RPC result instead. Exit statuses as the console's: 0 ok, 1 refused (also: the
-namespace asked for has no records), 2 no answer.
+over time (one row per month, week or day, with a bar of block characters; at most 260
+rows, the newest). ``--json`` prints the RPC result instead. Exit statuses as the
+console's: 0 ok, 1 refused (also: the namespace asked for has no records), 2 no answer.
 """
 
 from __future__ import annotations
@@ -110,6 +110,11 @@ def format_namespace(ns: dict[str, Any], bucket: str) -> list[str]:
         f"  durable {ns['durable']}{superseded}, history {ns['history']}, summary "
         f"{ns['summary']}, elevated {ns['elevated']}, dream {ns['dream']}",
     ]
+    if ns.get("outOfRange"):
+        lines.append(
+            f"  {ns['outOfRange']} record(s) dated outside 1970-01-01 .. 9999-12-31 (stored "
+            "before ingest checked ts): counted above, not in the chart"
+        )
     if ns["summaryLevels"]:
         levels = ", ".join(f"level {lv['level']}: {lv['count']}" for lv in ns["summaryLevels"])
         lines.append(f"  summaries: depth {ns['depth']} ({levels})")

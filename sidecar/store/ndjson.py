@@ -29,6 +29,7 @@ import structlog
 
 from sidecar.store import names as N
 from sidecar.store.errors import InvalidInput
+from sidecar.store.timestamps import metadata_ts_problem, ts_problem
 from sidecar.store.types import ExportStats, ImportStats, Put
 
 if TYPE_CHECKING:
@@ -139,6 +140,19 @@ def export_ndjson(
     return ExportStats(records=done, collections=len(infos), tombstones=len(tombs))
 
 
+def _check_times(lineno: int, obj: dict[str, Any]) -> None:
+    """A record's times (``metadata.ts``, ``created_ms``) within the accepted range: an
+    export written before ingest checked them may hold one no date can show."""
+    meta = obj.get("metadata")
+    problem = metadata_ts_problem(meta) if isinstance(meta, dict) else None
+    created = obj.get("created_ms")
+    if problem is None and isinstance(created, int) and not isinstance(created, bool):
+        bad = ts_problem(created)
+        problem = None if bad is None else f"created_ms {bad}"
+    if problem is not None:
+        raise InvalidInput(f"line {lineno}: {problem}; correct or remove it and import again")
+
+
 def import_ndjson(
     store: StoreBackend,
     src: Iterable[str],
@@ -231,6 +245,7 @@ class _Importer:
         N.validate_id(obj.get("id"))
         if not isinstance(obj.get("text", ""), str):
             raise InvalidInput(f"line {lineno}: text must be a string")
+        _check_times(lineno, obj)
         if self.skip is not None and self.skip(coll, str(obj.get("id")), obj.get("metadata") or {}):
             self.skipped += 1
             return

@@ -15,7 +15,7 @@ import pytest
 from libravdb_client import Client
 from libravdb_client.testing import DaemonProcess
 
-from sidecar.ops.stats_report import BAR_WIDTH, bar, chart_rows
+from sidecar.ops.stats_report import BAR_WIDTH, bar, chart_rows, format_namespace
 from tests.support import StoreTarget
 from tests.test_console import run
 
@@ -179,3 +179,33 @@ def test_bars_scale_to_the_largest_row_in_eighths() -> None:
     assert bar(1, 16, 4) == "▎   "  # 2 of 32 eighths
     assert bar(1, 1000, 4) == "▏   "  # never invisible
     assert bar(0, 10, 4) == "    "
+
+
+@pytest.mark.sqlite_only("no store: the text alone")
+def test_records_dated_outside_the_range_are_named_apart_from_the_chart() -> None:
+    ns = {
+        "namespace": "zed",
+        "records": 3,
+        "durable": 0,
+        "superseded": 0,
+        "history": 3,
+        "summary": 0,
+        "elevated": 0,
+        "dream": 0,
+        "sessions": 1,
+        "depth": 0,
+        "summaryLevels": [],
+        "firstTs": JAN,
+        "lastTs": 253_402_300_799_999,
+        "timeline": [{"label": "9999-12", "startMs": 253_399_622_400_000, "records": 1}],
+        "earlier": 1,
+        "outOfRange": 1,
+    }
+    assert format_namespace(ns, "month") == [
+        "namespace zed: 3 records, 1 session(s), 2024-01-01 .. 9999-12-31",
+        "  durable 0, history 3, summary 0, elevated 0, dream 0",
+        "  1 record(s) dated outside 1970-01-01 .. 9999-12-31 (stored before ingest checked "
+        "ts): counted above, not in the chart",
+        "  records by month (1 earlier)",
+        f"    9999-12  {'█' * BAR_WIDTH} 1",
+    ]

@@ -14,7 +14,7 @@ import pytest
 
 from protocol.codes import ErrorCode
 from sidecar.memory.lifecycle.stats import timeline
-from tests.memory_rpc.conftest import Harness, make_harness
+from tests.memory_rpc.conftest import Harness, hash_embed, make_harness
 
 pytestmark = pytest.mark.usefixtures("store_target")  # both store backends
 
@@ -151,6 +151,7 @@ async def test_stats_match_what_the_other_methods_report(h: Harness) -> None:
         "lastTs": max(r["ts"] for r in listed),
         "timeline": dana_stats["timeline"],
         "earlier": 0,
+        "outOfRange": 0,
     }
     rows = [(b["label"], b["records"]) for b in dana_stats["timeline"]]
     assert rows == _months(listed)
@@ -190,3 +191,97 @@ def test_timeline_keeps_the_newest_buckets_and_counts_the_rest_as_earlier() -> N
     rows, earlier = timeline(stamps, "day")
     assert len(rows) == 260 and rows[-1].records == 1 and rows[0].label == "2024-02-10"
     assert earlier == 41 and sum(r.records for r in rows) + earlier == len(stamps)
+
+
+LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last accepted ts
+
+
+async def _store_bad_ts(h: Harness, ns: str, stamps: list[int]) -> None:
+    """Records dated outside the accepted range, as a store written before ingest checked
+    ts holds them (put straight into the store: every entry refuses them now)."""
+    store = h.memory.store
+    vec = (await hash_embed(["bad"], "document"))[0]
+    for i, ts in enumerate(stamps):
+        await store.put(f"turns:{ns}", f"bad{i}", text="bad", metadata={"ts": ts}, vector=vec)
+
+
+async def test_a_record_dated_9999_or_past_it_does_not_break_stats(h: Harness) -> None:
+    """One record in the year 9999 made memory.stats fail with -32603 for every namespace
+    (OverflowError): the timeline stops at the last accepted instant, and records stored
+    with a ts outside the range are counted apart, not charted."""
+    await h.call(
+        "ingest", {"sessionId": "b1", "userId": "bo", "messages": _chat("b", FACTS[:2], FEB, DAY)}
+    )
+    await h.call(
+        "ingest",
+        {
+            "sessionId": "z1",
+            "userId": "zed",
+            "messages": [
+                {"id": "z0", "role": "user", "content": FACTS[3], "ts": JAN},
+                {"id": "z1", "role": "user", "content": FACTS[4], "ts": LAST_MS},
+            ],
+        },
+    )
+    await _store_bad_ts(h, "zed", [LAST_MS + 1, 1_704_067_200_000_000, -5, 2**62])
+    listed = await _listed(h, "zed")
+    dated = Counter(r["ts"] for r in listed)
+    assert set(dated) == {JAN, LAST_MS, LAST_MS + 1, 1_704_067_200_000_000, -5, 2**62}
+    for bucket in ("month", "week", "day"):
+        out = await h.call("memory.stats", {"bucket": bucket})
+        bo, zed = out["namespaces"]
+        assert bo["outOfRange"] == 0 and bo["timeline"]
+        assert zed["records"] == len(listed) and zed["history"] == 6
+        assert zed["outOfRange"] == 4
+        assert (zed["firstTs"], zed["lastTs"]) == (JAN, LAST_MS)
+        rows = zed["timeline"]
+        assert len(rows) == 260 and rows[-1]["records"] == dated[LAST_MS]
+        assert (
+            rows[-1]["label"]
+            == {"month": "9999-12", "week": "9999-W52", "day": "9999-12-31"}[bucket]
+        )
+        assert zed["earlier"] == dated[JAN] and sum(r["records"] for r in rows) == dated[LAST_MS]
+
+
+async def test_a_day_timeline_over_eight_thousand_years_keeps_260_rows(h: Harness) -> None:
+    """A day bucket over a wide range built one row per day of the span before keeping 260
+    (16 s and +430 MB from 1970 to 9999): now only the rows kept are built."""
+    await h.call(
+        "ingest",
+        {
+            "sessionId": "w1",
+            "userId": "wide",
+            "messages": [
+                {"id": "w0", "role": "user", "content": FACTS[0], "ts": 0},
+                {"id": "w1", "role": "user", "content": FACTS[1], "ts": LAST_MS},
+            ],
+        },
+    )
+    dated = Counter(r["ts"] for r in await _listed(h, "wide"))
+    assert set(dated) == {0, LAST_MS}
+    out = await h.call("memory.stats", {"namespace": "wide", "bucket": "day"})
+    (ns,) = out["namespaces"]
+    rows = ns["timeline"]
+    assert len(rows) == 260 and ns["earlier"] == dated[0] and ns["outOfRange"] == 0
+    assert [r["label"] for r in rows[-4:]] == [
+        "9999-12-28",
+        "9999-12-29",
+        "9999-12-30",
+        "9999-12-31",
+    ]
+    assert [r["records"] for r in rows[-4:]] == [0, 0, 0, dated[LAST_MS]]
+    assert rows[-1]["startMs"] - rows[0]["startMs"] == 259 * DAY
+
+
+@pytest.mark.sqlite_only("no store: the timeline alone")
+def test_week_and_month_keys_start_where_the_calendar_does() -> None:
+    epoch_week, _ = timeline([0, 4 * DAY - 1], "week")  # Thursday 1970-01-01 .. Sunday
+    assert [(r.label, r.start_ms, r.records) for r in epoch_week] == [("1970-W01", -3 * DAY, 2)]
+    months, _ = timeline([JAN, FEB - 1, FEB, MAR + 40 * DAY], "month")
+    assert [(r.label, r.start_ms, r.records) for r in months] == [
+        ("2024-01", JAN, 2),
+        ("2024-02", FEB, 1),
+        ("2024-03", MAR, 0),
+        ("2024-04", MAR + 31 * DAY, 1),
+    ]
+    assert timeline([-1, LAST_MS + 1], "day") == ([], 0)

@@ -52,6 +52,7 @@ from sidecar.memory.ingest.changes import is_change, superseded, superseded_mark
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
 from sidecar.store.interface import StoreBackend
 from sidecar.store.names import metadata_matches, validate_name_part
+from sidecar.store.timestamps import ts_problem
 from sidecar.store.types import Patch, Put
 
 if TYPE_CHECKING:
@@ -98,7 +99,6 @@ _INDEX_KEYS = (
 )
 MAX_BATCH = 10_000
 CHANGE_K = 8  # earlier user turns a change is matched against
-_TS_MAX = 2**63 - 1
 
 
 class IngestError(MemoryInputError):
@@ -223,10 +223,8 @@ def _validate(
             if len(mid.encode("utf-8", "surrogatepass")) > 512 or "\x00" in mid:
                 raise IngestError(f"messages[{i}].id is too long or contains NUL")
         ts = m.ts
-        if ts is not None and (
-            isinstance(ts, bool) or not isinstance(ts, int) or not 0 <= ts <= _TS_MAX
-        ):
-            raise IngestError(f"messages[{i}].ts must be epoch milliseconds (>= 0)")
+        if ts is not None and (bad_ts := ts_problem(ts)) is not None:
+            raise IngestError(f"messages[{i}].ts {bad_ts}")
         out.append((role, text, mid, ts))
     return out
 

@@ -38,6 +38,7 @@ import numpy as np
 from sidecar.memory.core import layout as collections
 from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.lifecycle.dream import DreamEntry, RejectedEntry, dream_entry_id, gate_entries
+from sidecar.store.timestamps import metadata_ts_problem
 from sidecar.store.types import Delete, Put
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class DreamService:
             raise DreamInputError("userId is required")
         if not sd:
             raise DreamInputError("sourceDoc is required")
+        for i, e in enumerate(entries):
+            problem = metadata_ts_problem(e.metadata)  # a numeric ts is the record's time
+            if problem is not None:
+                raise DreamInputError(f"entries[{i}].{problem}")
         prov = provenance or DreamProvenance()
         coll = dream_collection(ns)
         gated = gate_entries(entries)

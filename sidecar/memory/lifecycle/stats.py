@@ -5,37 +5,33 @@ counted apart), ``history`` (``turns:<ns>``, both roles), ``summary`` (the summa
 namespace's sessions, by DAG level: 1 = summaries of turns, n = summaries of level n - 1),
 ``elevated`` (``elevated:user:<ns>`` and the sessions' guidance shards), ``dream``. The
 timeline counts those records by their ``ts`` per calendar bucket (UTC), contiguous from
-the first bucket to the last so that gaps show. Authored rules are global (per tier). The
-size on disk is the data directory's files. Nothing is embedded and no vector is read.
+the first bucket to the last so that gaps show (``timeline.py``: at most 260 buckets, the
+newest; records dated outside the accepted range are counted apart). Authored rules are
+global (per tier). The size on disk is the data directory's files. Nothing is embedded and
+no vector is read.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.memory.lifecycle.listing import record_ts
+from sidecar.memory.lifecycle.timeline import (
+    MAX_BUCKETS,
+    Bucket,
+    TimelineRow,
+    split_stamps,
+    timeline,
+)
 from sidecar.store.aio import AsyncStore
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Record
 
-Bucket = Literal["day", "week", "month"]
-# A timeline longer than this keeps its newest buckets; older records are counted in
-# ``earlier`` (ten years of months, five of weeks, eight months of days).
-MAX_BUCKETS = 260
+__all__ = ["MAX_BUCKETS", "Bucket", "TimelineRow", "memory_stats", "timeline"]
 _NAMESPACE_PREFIXES = (C.TURNS_PREFIX, C.USER_PREFIX, C.ELEVATED_USER_PREFIX, C.DREAM_PREFIX)
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineRow:
-    label: str  # 2026-11 (month), 2026-W48 (ISO week), 2026-11-25 (day)
-    start_ms: int
-    records: int
 
 
 @dataclass(slots=True)
@@ -53,6 +49,7 @@ class NamespaceStats:
     last_ts: int | None = None
     timeline: list[TimelineRow] = field(default_factory=list)
     earlier: int = 0
+    out_of_range: int = 0  # records whose ts is outside the accepted range: not charted
 
     @property
     def depth(self) -> int:
@@ -109,50 +106,6 @@ def stats_namespaces(store: StoreBackend) -> list[str]:
     return sorted(found)
 
 
-def bucket_start(ts_ms: int, bucket: Bucket) -> dt.datetime:
-    day = dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).replace(
-        hour=0, minute=0, second=0, microsecond=0
-    )
-    if bucket == "day":
-        return day
-    if bucket == "week":
-        return day - dt.timedelta(days=day.weekday())
-    return day.replace(day=1)
-
-
-def _next_bucket(start: dt.datetime, bucket: Bucket) -> dt.datetime:
-    if bucket == "day":
-        return start + dt.timedelta(days=1)
-    if bucket == "week":
-        return start + dt.timedelta(days=7)
-    return (start + dt.timedelta(days=32)).replace(day=1)
-
-
-def bucket_label(start: dt.datetime, bucket: Bucket) -> str:
-    if bucket == "day":
-        return start.strftime("%Y-%m-%d")
-    if bucket == "week":
-        year, week, _ = start.isocalendar()
-        return f"{year}-W{week:02d}"
-    return start.strftime("%Y-%m")
-
-
-def timeline(stamps: Iterable[int], bucket: Bucket) -> tuple[list[TimelineRow], int]:
-    """(contiguous rows from the first bucket to the last, records before the rows kept)."""
-    counts = Counter(bucket_start(ts, bucket) for ts in stamps)
-    if not counts:
-        return [], 0
-    rows: list[TimelineRow] = []
-    at, last = min(counts), max(counts)
-    while at <= last:
-        rows.append(
-            TimelineRow(bucket_label(at, bucket), int(at.timestamp() * 1000), counts.get(at, 0))
-        )
-        at = _next_bucket(at, bucket)
-    kept = rows[-MAX_BUCKETS:]
-    return kept, sum(r.records for r in rows[: len(rows) - len(kept)])
-
-
 def _records(store: StoreBackend, name: str) -> list[Record]:
     if store.collection(name) is None:
         return []
@@ -189,9 +142,10 @@ def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> Name
     out.elevated = len(elevated)
     stamps += [record_ts(r) for r in elevated]
     out.summary_levels = dict(sorted(levels.items()))
-    if stamps:
-        out.first_ts, out.last_ts = min(stamps), max(stamps)
-    out.timeline, out.earlier = timeline(stamps, bucket)
+    dated, out.out_of_range = split_stamps(stamps)
+    if dated:
+        out.first_ts, out.last_ts = min(dated), max(dated)
+    out.timeline, out.earlier = timeline(dated, bucket)
     return out
 
 

@@ -215,7 +215,8 @@ export interface CompactSessionResult {
 }
 
 /**
- * Readiness of one model or service: unloaded, loading, ready, failed or disabled.
+ * Readiness of one model or service: unloaded, loading, ready, failed or disabled;
+ * the store ``unavailable`` while its PostgreSQL server does not answer.
  *
  * ``compute`` (the embedder): how its products run, ``{matmul: "int8", matmuls,
  * blockSize, probeCosine}`` or ``{matmul: "float32", reason}`` (docs/engines.md).
@@ -396,9 +397,11 @@ export type FlushParams = Record<string, unknown>;
  * Without ``messageIds``, ``records`` or ``query``: the whole namespace (its sessions
  * too with ``includeSessions``). With any of them: just those things, completely: a
  * turn goes from every collection that holds a copy and every summary covering it is
- * rebuilt without it. ``query`` forgets the ``limit`` best matches among the
- * namespace's turns and durable memories. ``dryRun`` lists what would go and changes
- * nothing.
+ * rebuilt without it, and every ``memory.update`` version of it goes too. ``query``
+ * forgets the namespace's memories that clearly match it (a strict bar, not a search's
+ * best hits): none when nothing clearly matches, and none (-32009) when more than
+ * ``limit`` do. ``dryRun`` lists what would go and changes nothing. Shared ``global``
+ * records are never forgotten by a namespace (-32009).
  */
 export interface ForgetParams {
   namespace?: string | null;
@@ -506,9 +509,10 @@ export interface IngestMarkdownDocumentParams {
 
 /**
  * One message. ``content`` is a string or a list of text parts (``{type:"text",
- * text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now);
- * ``id`` the client's stable message id (default: derived from session, position and
- * content hash).
+ * text}`` or strings); ``ts`` is the event time in epoch milliseconds (default now), from
+ * 0 (1970-01-01) to 253402300799999 (9999-12-31T23:59:59.999Z), else -32009; ``id`` the
+ * client's stable message id (default: derived from session, position and content
+ * hash).
  */
 export interface IngestMessage {
   role: string;
@@ -592,6 +596,18 @@ export interface InsertTextParams {
   id?: string;
   text?: string;
   metadata?: Record<string, unknown> | null;
+}
+
+/**
+ * ``{ok: true}`` as the reference answers; when the record was forgotten (a
+ * ``forget`` tombstoned it) nothing is stored and the reply says so with ``stored:
+ * false`` and ``reason: "forgotten"``: a host re-sending a forgotten copy gets no error,
+ * and a caller that meant to write it learns that it was not written.
+ */
+export interface InsertTextResult {
+  ok?: boolean;
+  stored?: boolean;
+  reason?: string;
 }
 
 export interface JournalEntry {
@@ -796,8 +812,11 @@ export interface NamespaceParams {
  * Records per ``memory.list`` scope (``durable`` without, ``superseded`` the replaced
  * versions of durable facts), the sessions with stored turns or summaries, the summaries
  * per DAG level and ``depth`` (the highest level, 0 without summaries), the first and
- * last ``ts`` (null when empty), and the timeline: contiguous buckets, oldest first
- * (``earlier`` counts records older than the first bucket returned).
+ * last ``ts`` (null when empty), and the timeline: contiguous buckets, oldest first, at
+ * most 260 (the newest; ``earlier`` counts records older than the first bucket returned).
+ * ``outOfRange`` counts records whose ``ts`` is outside the accepted range (epoch
+ * milliseconds from 1970-01-01 to 9999-12-31, stored before ingest checked it): counted in
+ * their scope, left out of the timeline and of ``firstTs``/``lastTs``.
  */
 export interface NamespaceStats {
   namespace: string;
@@ -815,6 +834,7 @@ export interface NamespaceStats {
   lastTs: number | null;
   timeline: TimelineBucket[];
   earlier: number;
+  outOfRange?: number;
 }
 
 export interface OkResult {
@@ -1220,7 +1240,7 @@ export interface Methods {
    */
   "flush_namespace": { params: NamespaceParams; result: OkResult };
   /**
-   * forget a whole namespace (and its sessions when asked), or chosen messages, records or the best matches of a query completely (summaries rebuilt without them); tombstones keep them from coming back; dryRun lists what would go
+   * forget a whole namespace (and its sessions when asked), or chosen messages, records or the memories that clearly match a query, completely (summaries rebuilt without them, versions with them); tombstones keep them from coming back; dryRun lists what would go
    */
   "forget": { params: ForgetParams; result: ForgetResult };
   /**
@@ -1248,9 +1268,9 @@ export interface Methods {
    */
   "insert_session_turn": { params: InsertSessionTurnParams; result: OkResult };
   /**
-   * v1: embed a document and upsert it (version +1 on repeat)
+   * v1: embed a document and upsert it (version +1 on repeat); a forgotten record is not written back (stored: false)
    */
-  "insert_text": { params: InsertTextParams; result: OkResult };
+  "insert_text": { params: InsertTextParams; result: InsertTextResult };
   /**
    * Append a host lifecycle hook to the journal (retention: journal.max_entries)
    */
