@@ -20,6 +20,7 @@ from scripts.stress.common import Report
 from scripts.stress.crash import run_crash
 from scripts.stress.faults import run_faults
 from scripts.stress.fuzz import run_fuzz
+from scripts.stress.pg_kill import run_pg_kill
 from scripts.stress.soak import run_soak
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,6 +33,7 @@ def _parts(args: argparse.Namespace) -> dict[str, Callable[[Path], Report]]:
         "crash": lambda t: run_crash(t, kills=args.kills, seed=args.seed),
         "soak": lambda t: run_soak(t, clients=args.clients, seconds=args.seconds),
         "faults": run_faults,
+        "pgkill": lambda t: run_pg_kill(t, kills=args.pg_kills, seed=args.seed),
     }
 
 
@@ -62,9 +64,10 @@ def render(reports: list[Report], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scripts.stress", description=__doc__)
-    ap.add_argument("--only", default="fuzz,crash,soak,faults")
+    ap.add_argument("--only", default="fuzz,crash,soak,faults,pgkill")
     ap.add_argument("--frames", type=int, default=10_000)
     ap.add_argument("--kills", type=int, default=100)
+    ap.add_argument("--pg-kills", type=int, default=20, help="pgkill: daemons killed")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--seed", type=int, default=1)

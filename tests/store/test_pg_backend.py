@@ -207,6 +207,43 @@ def test_session_lock_excludes_another_process_until_it_dies(
             assert time.monotonic() - started < 10
 
 
+def test_a_session_lock_waits_for_the_writes_made_under_it_by_its_last_holder(
+    pg_url: str,
+) -> None:
+    """The write fence: a write made under a session lock may still be committing when the
+    lock is gone (its holder died with the COMMIT sent). The next holder waits for it, and
+    ``try_session_lock`` answers busy meanwhile; before the fence both got the lock at once
+    and read the state the write was replacing."""
+    gate = (0x7E57, 2)
+    with _open(pg_url) as a, _open(pg_url) as b, psycopg.connect(pg_url, autocommit=True) as t:
+        a.put("session_state:s1", "state", metadata={"n": 0})
+        t.execute("SELECT pg_advisory_lock(%s, %s)", gate)
+        lease = a.acquire_session_lock("ingest:s1")
+        in_flight = threading.Event()
+
+        def write_held_at_commit(conn: Any) -> None:
+            conn.execute(
+                "UPDATE records SET version = version + 1 WHERE id = 'state'"
+            )  # the write under the lock, then its COMMIT waits behind the test's lock
+            in_flight.set()
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", gate)
+
+        writer = threading.Thread(target=a.db.transact, args=(write_held_at_commit,))
+        writer.start()
+        assert in_flight.wait(30)
+        lease.release()  # the lock is free, its holder's write is not done
+        assert b.try_session_lock("ingest:s1") is None
+        with pytest.raises(SessionLocked), b.session_lock("ingest:s1", timeout=0.3):
+            pass
+        t.execute("SELECT pg_advisory_unlock(%s, %s)", gate)
+        writer.join(30)
+        with b.session_lock("ingest:s1", timeout=30):
+            assert b.get("session_state:s1", "state").version == 2  # type: ignore[union-attr]
+        again = b.try_session_lock("ingest:s1")
+        assert again is not None
+        again.release()
+
+
 def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) -> None:
     def embed(texts: list[str]) -> np.ndarray[Any, Any]:
         return np.ones((len(texts), 4), dtype=np.float32)

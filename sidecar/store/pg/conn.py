@@ -38,6 +38,10 @@ LOCK_MIGRATE = 0x6C76_0001  # schema migrations and the first fingerprint write
 LOCK_PRESENCE = 0x6C76_0002  # shared by every open store; exclusive for `libravdb reembed`
 LOCK_INDEX = 0x6C76_0003  # one ANN index build per collection at a time
 LOCK_SESSION = 0x6C76_0004  # Store.session_lock(key): second key hashtext(key)
+# The write fence of a session lock (locks.py): shared by every write transaction of a
+# daemon that holds the session lock, taken exclusively (and at once let go) by the next
+# holder before it reads anything, so that it waits for the writes of a holder that died.
+LOCK_FENCE = 0x6C76_0005
 # Deadlocks, serialization failures and a collection dropped under a concurrent write
 # (its records' foreign key) are retried with the whole transaction, this many times.
 MAX_ATTEMPTS = 6
@@ -150,6 +154,25 @@ class Db:
         self._check_lock = threading.Lock()
         self._pool_size = max(2, pool_size)
         self.pool = self._new_pool()
+        self._held: dict[str, int] = {}  # session lock keys this process holds (fences)
+        self._held_lock = threading.Lock()
+
+    def hold(self, key: str) -> None:
+        """``key``'s session lock is held here: write transactions fence it (locks.py)."""
+        with self._held_lock:
+            self._held[key] = self._held.get(key, 0) + 1
+
+    def unhold(self, key: str) -> None:
+        with self._held_lock:
+            left = self._held.get(key, 0) - 1
+            if left > 0:
+                self._held[key] = left
+            else:
+                self._held.pop(key, None)
+
+    def _fences(self) -> list[str]:
+        with self._held_lock:
+            return sorted(self._held)
 
     def _new_pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
         pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
@@ -289,7 +312,17 @@ class Db:
 
     def _attempt(self, fn: Callable[[psycopg.Connection[Any]], T], state: dict[str, Any]) -> T:
         with self.pool.connection() as conn, conn.transaction():
-            row = conn.execute("SELECT pg_current_xact_id()::text").fetchone()
+            fences = self._fences()
+            if fences:
+                # in the same round trip, before anything is written: the fences of the
+                # session locks held, which the next holder of one waits for (locks.py)
+                row = conn.execute(
+                    "SELECT pg_current_xact_id()::text, (SELECT count("
+                    "pg_advisory_xact_lock_shared(%s, hashtext(k))) FROM unnest(%s::text[]) k)",
+                    (LOCK_FENCE, fences),
+                ).fetchone()
+            else:
+                row = conn.execute("SELECT pg_current_xact_id()::text").fetchone()
             state["xid"] = None if row is None else row[0]
             result = fn(conn)
             state["committing"] = True

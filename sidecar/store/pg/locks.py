@@ -4,6 +4,19 @@
   on a connection of the lock's own, held until released. Closing that connection is the
   release, so a daemon that dies (``kill -9`` included) frees its locks at once: the server
   ends its sessions. Locks are scoped to the database, which is exactly "one memory".
+* **Write fences**: the lock and the writes made under it are on different connections,
+  so a holder that dies leaves a window: the server ends the lock's session at once, but a
+  write whose COMMIT was sent before the death may still be running (flushing its WAL,
+  waiting for a row lock). The next holder would read the state that write replaces, and
+  its compare-and-swap would lose to the commit landing a moment later ("version conflict
+  on session_state ...: expected version 50, record is at version 51", seen once in six
+  ``kill -9`` runs of two daemons). So every write transaction of a process takes, first,
+  ``pg_advisory_xact_lock_shared(<fence>, hashtext(key))`` for each session lock the
+  process holds (in the round trip that reads its transaction id: nothing more to pay),
+  and whoever takes a session lock then takes its fence exclusively, which waits until
+  those transactions have committed or rolled back, and lets it go at once. Shared, the
+  holder's own writes never wait for each other; taken by transaction, a fence is
+  released by the server at the commit, dead client or not.
 * **Presence**: every open store holds the presence lock in shared mode; ``libravdb
   reembed`` takes it exclusively, so it never rewrites vectors under a serving daemon, and
   a daemon does not start in the middle of a re-embed.
@@ -21,7 +34,7 @@ import psycopg
 from psycopg import errors as pge
 
 from sidecar.store.errors import SessionLocked, StoreError, StoreLocked
-from sidecar.store.pg.conn import LOCK_PRESENCE, LOCK_SESSION, map_pg_error
+from sidecar.store.pg.conn import LOCK_FENCE, LOCK_PRESENCE, LOCK_SESSION, map_pg_error
 
 if TYPE_CHECKING:
     from sidecar.store.pg.conn import Db
@@ -35,14 +48,17 @@ def _text(key: str) -> str:
 class PgLease:
     """A held session lock: its connection (closing it releases the lock)."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], db: Db, key: str) -> None:
         self._conn: psycopg.Connection[Any] | None = conn
         self._mutex = threading.Lock()
+        self._db, self._key = db, key
+        db.hold(key)
 
     def release(self) -> None:
         with self._mutex:
             conn, self._conn = self._conn, None
         if conn is not None:
+            self._db.unhold(self._key)
             release_all(conn)
 
 
@@ -56,17 +72,31 @@ def release_all(conn: psycopg.Connection[Any]) -> None:
         conn.close()
 
 
+def _fence(conn: psycopg.Connection[Any], key: str, *, wait: bool = True) -> bool:
+    """The session lock ``key`` is ours: let the writes of its last holder end first (its
+    fence, taken and let go in one statement). ``wait=False``: False when one still runs."""
+    fn = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    row = conn.execute(f"SELECT {fn}(%s, hashtext(%s))", (LOCK_FENCE, key)).fetchone()
+    return wait or bool(row and row[0])
+
+
 def try_session_lock(db: Db, key: str) -> PgLease | None:
     conn = db.connect()
     try:
         row = conn.execute(
             "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key))
         ).fetchone()
+        if row and row[0]:
+            if _fence(conn, _text(key), wait=False):
+                return PgLease(conn, db, _text(key))
+            release_all(conn)  # its last holder's write is still committing: busy
+            return None
     except psycopg.Error as exc:
         conn.close()
         raise map_pg_error(exc, "lock", db.where) from exc
-    if row and row[0]:
-        return PgLease(conn)
+    except BaseException:
+        conn.close()
+        raise
     conn.close()
     return None
 
@@ -80,6 +110,7 @@ def acquire_session_lock(db: Db, key: str, timeout: float | None) -> PgLease:
             ms = max(1, int(timeout * 1000))
             conn.execute(f"SET lock_timeout = {ms}")  # an int
         conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key)))
+        _fence(conn, _text(key))  # within the same lock_timeout
         if timeout is not None:
             conn.execute("SET lock_timeout = 0")
     except pge.LockNotAvailable as exc:
@@ -91,7 +122,7 @@ def acquire_session_lock(db: Db, key: str, timeout: float | None) -> PgLease:
     except BaseException:
         conn.close()
         raise
-    return PgLease(conn)
+    return PgLease(conn, db, _text(key))
 
 
 @contextlib.contextmanager
