@@ -37,6 +37,14 @@ class Component(Protocol):
     async def counts(self) -> dict[str, int]: ...
 
 
+@runtime_checkable
+class Probed(Protocol):
+    """A component whose state depends on something outside the daemon (a database
+    server): asked before ``health`` and ``status`` report it."""
+
+    async def probe(self) -> None: ...
+
+
 class ServiceUnavailable(RpcError):
     pass
 
@@ -116,6 +124,12 @@ class App:
         for component in self._components:
             states.update(component.states())
         return states
+
+    async def probe(self) -> None:
+        """Refresh the states that depend on the world outside (each probe is bounded)."""
+        for component in self._components:
+            if isinstance(component, Probed):
+                await component.probe()
 
     async def record_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

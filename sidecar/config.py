@@ -14,7 +14,6 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
@@ -347,48 +346,132 @@ def is_postgres_url(location: object) -> bool:
 
 
 _SECRET_KEYS = frozenset({"password", "sslpassword"})
-_QUERY_SECRET = re.compile(r"(?i)([?&](?:ssl)?password=)[^&]*")
+_QUERY_SECRET = re.compile(r"(?i)((?:^|[?&\s])(?:ssl)?password=)[^&\s]*")
+# Characters that end a password where libpq or a URL parser may read the URL otherwise
+# (an unescaped one cuts the password, and the piece after it lands in a host or a path).
+_CUTS = re.compile(r"[@/:?#]")
+_ENCODE_HINT = "percent-encode them: @ as %40, / as %2F, : as %3A, ? as %3F, # as %23"
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """(scheme://, user name and password, the rest) of a URL, or None without an ``@``.
+
+    The user name and password end at the **last** ``@``: a password may hold an
+    unescaped ``@``, ``/``, ``?`` or ``#`` (libpq then reads the URL differently, but no
+    reading of it may show the password). A URL with an ``@`` only in its query string
+    (``?application_name=a@b``) is over-masked rather than risk a password."""
+    scheme, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at < 0:
+        return None
+    return scheme + sep, rest[:at], rest[at + 1 :]
 
 
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for logs and error messages): the
-    ``user:password@`` part and ``password=``/``sslpassword=`` query parameters."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    whole password of the user name part (everything from the first ``:`` to the last
+    ``@``) and ``password=``/``sslpassword=`` parameters."""
+    parts = _userinfo(url)
+    if parts is None:
         return _QUERY_SECRET.sub(r"\1***", url)
-    netloc, slash, tail = rest.partition("/")
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        user, colon, _password = userinfo.partition(":")
-        netloc = f"{user}{':***' if colon else ''}@{hosts}"
-    tail = _QUERY_SECRET.sub(r"\1***", tail)
-    return f"{scheme}://{netloc}{slash}{tail}"
+    head, userinfo, rest = parts
+    user, colon, _password = userinfo.partition(":")
+    rest = _QUERY_SECRET.sub(r"\1***", rest)
+    return f"{head}{user}{':***' if colon else ''}@{rest}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every string of ``url`` that is, or may be read as, a password (longest first): the
+    password up to the last ``@``, libpq's reading of it and the ``password=``
+    parameters, each as written and percent-decoded. When libpq reads the password
+    otherwise (an unescaped ``@`` or ``/`` in it), also the pieces an ``@``, ``/``, ``:``,
+    ``?`` or ``#`` cuts it into: a driver's message may quote any of them as a host or a
+    path. For redacting what a message may quote."""
+    from urllib.parse import unquote
+
+    found = _libpq_passwords(url)
+    parts = _userinfo(url)
+    if parts is not None and ":" in parts[1]:
+        whole = parts[1].partition(":")[2]
+        if unquote(whole) not in found:  # libpq reads it otherwise: its pieces too
+            found += _CUTS.split(whole)
+        found.append(whole)
+    found += [m.group(0).partition("=")[2] for m in _QUERY_SECRET.finditer(url)]
+    found += [unquote(v) for v in found]
+    return sorted({v for v in found if v}, key=len, reverse=True)
+
+
+def _libpq_passwords(url: str) -> list[str]:
+    try:
+        from psycopg import conninfo  # lazy: only a PostgreSQL store needs the driver
+
+        parsed = conninfo.conninfo_to_dict(url)
+    except Exception:  # not a URL libpq reads (or no driver): nothing it would quote
+        return []
+    return [str(parsed[k]) for k in _SECRET_KEYS if parsed.get(k)]
+
+
+def scrub(text: str, url: str, min_len: int = 4) -> str:
+    """``text`` (a driver's message about ``url``) with the URL masked and every string of
+    ``min_len`` characters or more that may be its password replaced by ``***`` (shorter
+    pieces would garble the message: :func:`quotes_secret` tells whether to show it)."""
+    text = text.replace(url, mask_url(url))
+    for secret in url_secrets(url):
+        if len(secret) >= min_len:
+            text = text.replace(secret, "***")
+    return mask_url(text)
+
+
+def quotes_secret(text: str, url: str) -> bool:
+    """Whether ``text`` holds any piece of two characters or more of ``url``'s password."""
+    return any(len(s) >= 2 and s in text for s in url_secrets(url))
+
+
+def _ambiguous_at(url: str) -> bool:
+    """Whether libpq would read an ``@`` of ``url`` as part of a host or the database name:
+    the mark of an unescaped ``@`` or ``/`` in a password (libpq ends the user name and
+    password at the first ``@``, and takes none when a ``/`` comes first)."""
+    rest = url.partition("://")[2]
+    slash, first = rest.find("/"), rest.find("@")
+    start = first + 1 if first >= 0 and (slash < 0 or first < slash) else 0
+    query = rest.find("?", start)
+    return "@" in rest[start : len(rest) if query < 0 else query]
 
 
 def check_store_url(url: str) -> None:
-    """Refuse a URL libpq could not parse (ConfigError naming it, password masked)."""
+    """Refuse a URL libpq could not read, or would read otherwise than it looks (an
+    unescaped ``@`` or ``/`` in the password): ConfigError naming it, password masked and
+    no piece of it quoted. A failover list (``h1:5432,h2:5433``) is libpq's to read."""
+    shown = mask_url(url)
     if not is_postgres_url(url):
         raise ConfigError(
-            f"store.url {mask_url(url)!r} is not a postgresql:// or postgres:// URL "
+            f"store.url {shown!r} is not a postgresql:// or postgres:// URL "
             "(or sqlite:DIR for a SQLite data directory)"
         )
-    try:
-        parts = urlsplit(url)
-        if "," not in parts.netloc:  # libpq takes host lists; a single port must be a number
-            _port = parts.port
-        query = parse_qsl(parts.query, strict_parsing=bool(parts.query))
-    except ValueError as exc:
-        raise ConfigError(f"store.url {mask_url(url)!r} is malformed: {exc}") from None
+    if _ambiguous_at(url):
+        raise ConfigError(
+            f"store.url {shown!r} is malformed: an '@' or '/' in the user name or password "
+            f"is read as part of the host or database name; {_ENCODE_HINT}"
+        )
     from psycopg import conninfo  # lazy: only a PostgreSQL store needs the driver
 
     try:
-        conninfo.conninfo_to_dict(url)
+        parsed = conninfo.conninfo_to_dict(url)
     except Exception as exc:  # psycopg.ProgrammingError: libpq's own parser refused it
-        detail = mask_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
-        for key, value in query:
-            if key.lower() in _SECRET_KEYS and value:
-                detail = detail.replace(value, "***")
-        raise ConfigError(f"store.url {mask_url(url)!r} is malformed: {detail}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if quotes_secret(first, url):  # libpq quoted what it took for a host or a parameter
+            first = (
+                f"libpq cannot read it (if the password holds special characters, {_ENCODE_HINT})"
+            )
+        raise ConfigError(f"store.url {shown!r} is malformed: {scrub(first, url)}") from None
+    for port in str(parsed.get("port") or "").split(","):
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            # a non-number may be a piece of a password cut by an unescaped character
+            what = f"port {port!r}" if "@" not in url else "a port"
+            raise ConfigError(
+                f"store.url {shown!r} is malformed: {what} is not a number from 1 to 65535 "
+                f"(if the password holds special characters, {_ENCODE_HINT})"
+            )
 
 
 def _store_location(settings: Settings) -> None:

@@ -57,7 +57,8 @@ def background_of(app: App) -> BackgroundActivity:
 
 
 def health_of(app: App) -> HealthResult:
-    """Healthy unless a required component failed. Models still loading are reported, not
+    """Healthy unless a required component failed or its server is unavailable (the store's
+    PostgreSQL, probed first by the handlers). Models still loading are reported, not
     fatal; a component working in a lesser mode (another embedding profile than configured,
     summaries without the seq2seq model) keeps health ok and the message says so."""
     states = app.component_states()
@@ -67,6 +68,10 @@ def health_of(app: App) -> HealthResult:
     if failed:
         name, state = next(iter(failed.items()))
         return HealthResult(ok=False, message=f"{name} failed: {state.reason}", models=states)
+    away = {name: s for name, s in states.items() if s.state == "unavailable"}
+    if away:  # a store whose server stopped answering: writes fail with -32005 meanwhile
+        name, state = next(iter(away.items()))
+        return HealthResult(ok=False, message=f"{name} unavailable: {state.reason}", models=states)
     degraded = [f"{name}: {s.reason}" for name, s in states.items() if s.state == "degraded"]
     if degraded:
         return HealthResult(ok=True, message="degraded: " + "; ".join(degraded), models=states)
@@ -96,12 +101,14 @@ async def initialize(ctx: CallContext, params: InitializeParams) -> InitializeRe
 
 @methods.method("health")
 async def health(ctx: CallContext, params: Empty) -> HealthResult:
+    await ctx.app.probe()
     return health_of(ctx.app)
 
 
 @methods.method("status")
 async def status(ctx: CallContext, params: Empty) -> StatusResult:
     app = ctx.app
+    await app.probe()
     base = health_of(app)
     counts = await app.record_counts()
     states: dict[str, ComponentState] = base.models

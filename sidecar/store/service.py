@@ -24,11 +24,13 @@ import numpy.typing as npt
 import structlog
 
 from protocol.core import ComponentState
+from sidecar.config import scrub, url_secrets
 from sidecar.errors import StartupError
 from sidecar.logging_setup import redact_in_logs
 from sidecar.store.aio import AsyncStore
 from sidecar.store.errors import StoreError
 from sidecar.store.interface import StoreBackend
+from sidecar.store.probe import StoreProbe
 
 if TYPE_CHECKING:
     from sidecar.config import Settings
@@ -74,6 +76,8 @@ class StoreService:
         self._store_kwargs = store_kwargs or {}
         self._store: AsyncStore | None = None
         self._error = ""
+        self._probe = StoreProbe(settings.store_display)
+        self._last_counts: dict[str, int] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -100,7 +104,7 @@ class StoreService:
         location = self.settings.store_location
         extra: dict[str, Any] = {}
         if self.settings.store_url:
-            redact_in_logs(*_secrets(self.settings.store_url))
+            redact_in_logs(*url_secrets(self.settings.store_url))
             extra["pool_size"] = self.settings.store.pool_size
         try:
             self._store = await AsyncStore.open(
@@ -132,10 +136,7 @@ class StoreService:
         if not url:
             return text
         text = " ".join(text.replace("\\n", " ").replace("\\t", " ").split())
-        text = text.replace(url, self.settings.store_display)
-        for secret in _secrets(url):
-            text = text.replace(secret, "***")
-        return text
+        return scrub(text, url, min_len=1)
 
     @property
     def backend(self) -> str:
@@ -170,12 +171,21 @@ class StoreService:
 
     # ---- reporting ---------------------------------------------------------------------
 
+    async def probe(self) -> None:
+        """Ask a PostgreSQL server whether it answers (``probe.py``: cached, bounded), so
+        that ``health`` and ``status`` report the store ``unavailable`` while it does not."""
+        ping = getattr(self._store.store, "ping", None) if self._store is not None else None
+        if callable(ping):  # only a store with a server to lose has one (PgStore)
+            await self._probe.check(ping)
+
     def states(self) -> dict[str, ComponentState]:
         if self._store is not None:
             s = self._store.store
+            down = self._probe.down
             return {
                 "store": ComponentState(
-                    state="ready",
+                    state="ready" if down is None else "unavailable",
+                    reason=down or "",
                     profile="postgresql+pgvector"
                     if self.backend == "postgresql"
                     else "sqlite+hnsw",
@@ -191,8 +201,11 @@ class StoreService:
         """Status counts (raw collection-name prefixes) plus the total."""
         if self._store is None:
             return {}
+        if self._probe.down is not None:  # the server is away: the counts it last gave
+            return dict(self._last_counts)
         # in the read pool: on a PostgreSQL store each count is a round trip to the server
-        return await self._store.call(_counts, self._store.store)
+        self._last_counts = await self._store.call(_counts, self._store.store)
+        return dict(self._last_counts)
 
 
 def _counts(s: StoreBackend) -> dict[str, int]:
@@ -205,19 +218,3 @@ def _counts(s: StoreBackend) -> dict[str, int]:
         # damaged records skipped since start (each logged once as store.bad_record)
         "badRecords": len(s.bad_records),
     }
-
-
-def _secrets(url: str) -> list[str]:
-    """The password a PostgreSQL URL carries, as written and percent-decoded (none: [])."""
-    from urllib.parse import parse_qsl, unquote, urlsplit
-
-    try:
-        parts = urlsplit(url)
-        query = parse_qsl(parts.query)
-    except ValueError:
-        return []
-    userinfo = parts.netloc.rpartition("@")[0]
-    found = [userinfo.partition(":")[2]] if ":" in userinfo else []
-    found += [v for k, v in query if k.lower() in ("password", "sslpassword")]
-    found += [unquote(v) for v in found]
-    return sorted({v for v in found if v}, key=len, reverse=True)

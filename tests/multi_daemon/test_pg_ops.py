@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 from libravdb_client import Client
 from libravdb_client.testing import DaemonProcess
@@ -104,7 +105,11 @@ def test_doctor_reports_the_backend_and_its_problems(tmp_path: Path, pg_server: 
     try:
         with Client(daemon.endpoint, timeout=120) as client:
             client.ingest("s", [{"role": "user", "content": "I keep bees."}], user_id="u")
-        found = _doctor(tmp_path / "home", "--store", url, "--endpoint", daemon.endpoint)
+        found = _doctor(
+            tmp_path / "home",
+            *("--store", url, "--endpoint", daemon.endpoint),
+            *("--data-dir", str(tmp_path / "data")),  # the daemon's, which doctor checks
+        )
     finally:
         daemon.close()
     assert all(c["status"] == "ok" for c in found.values()), found
@@ -123,3 +128,45 @@ def test_doctor_reports_the_backend_and_its_problems(tmp_path: Path, pg_server: 
     )
     assert bare["store"]["status"] == "warn"
     assert "CREATE EXTENSION vector" in bare["store"]["fix"]
+
+
+def _socket(pg_server: Any) -> tuple[str, str]:
+    """The test server's socket directory and port (it listens on a Unix socket only)."""
+    host = parse_qs(urlsplit(pg_server.url()).query)["host"][0]
+    with pg_server.admin() as conn:
+        row = conn.execute("SHOW port").fetchone()
+    return host, str(row[0])
+
+
+def test_a_failover_url_with_a_password_serves(tmp_path: Path, pg_server: Any) -> None:
+    """``h1:port,h2:port`` with a password refused to start ("Port could not be cast"):
+    libpq reads the list, the first host is down, the daemon serves through the second."""
+    dbname = urlsplit(pg_server.new_database()).path.lstrip("/")
+    sock, port = _socket(pg_server)
+    hosts = f"{quote('/nonexistent-libravdb', safe='')}:{port},{quote(sock, safe='')}:{port}"
+    url = f"postgresql://postgres:{quote('Qx7@Zr9/Wv2:Ty4', safe='')}@{hosts}/{dbname}"
+    daemon = DaemonProcess.start(
+        "tcp", data_dir=tmp_path / "data", home=tmp_path / "home", args=["--store", url]
+    )
+    try:
+        with Client(daemon.endpoint, timeout=120) as client:
+            assert client.health().ok
+            client.ingest("s", [{"role": "user", "content": "I keep bees."}], user_id="u")
+            assert client.search("bees", user_id="u").hits
+        daemon.stop()
+        logs = daemon.stderr_text()
+    finally:
+        daemon.close()
+    assert not [t for t in ("Qx7", "Zr9", "Wv2", "Ty4") if t in logs]
+
+
+def test_an_unescaped_at_in_the_password_is_refused_and_not_shown(tmp_path: Path) -> None:
+    """libpq ends the password at the first '@' and took the rest for a host, which the
+    start-up error quoted ("could not translate host name "Zr9@127.0.0.1""): refused now
+    before connecting, naming the fix, with no piece of the password."""
+    for password in ("Qx7@Zr9", "Qx7/Zr9", "Qx7@Zr9/Wv2:Ty4"):
+        done = _serve(tmp_path, f"postgresql://bob:{password}@127.0.0.1:1,127.0.0.1:2/memory")
+        assert done.returncode == 1
+        line = _last_line(done)
+        assert line.startswith("libravdbd: ") and "%40" in line
+        assert not [t for t in ("Qx7", "Zr9", "Wv2", "Ty4") if t in done.stderr + done.stdout]

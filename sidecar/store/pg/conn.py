@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -24,6 +23,7 @@ from psycopg import errors as pge
 from psycopg.adapt import Buffer, Dumper, Loader
 from psycopg.pq import Format
 
+from sidecar.config import mask_url
 from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
 
 log = structlog.get_logger(__name__)
@@ -52,15 +52,10 @@ def is_pg_url(location: object) -> bool:
 
 
 def redact(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL without its password (for messages and logs): ``config.mask_url``, which
+    reads a failover list (``h1:5432,h2:5433``) and a password holding ``@``, ``/`` or
+    ``:`` without parsing ports (urllib refused such a list: "Port could not be cast")."""
+    return mask_url(url)
 
 
 # ---- pgvector's binary wire format -------------------------------------------------------
@@ -211,6 +206,22 @@ class Db:
     def close(self) -> None:
         self._closed = True
         self.pool.close()
+
+    def ping(self, timeout: float) -> str | None:
+        """None when the server takes a new connection and answers on it; else why not,
+        on one line. A connection of its own, not the pool's: a busy pool is not an
+        outage, and a pooled connection to a server that stopped answering (a network
+        that drops packets) could block for minutes where ``connect_timeout`` (libpq
+        counts whole seconds, at least 2) bounds a new one."""
+        try:
+            with psycopg.connect(
+                self.url, autocommit=True, connect_timeout=max(2, round(timeout))
+            ) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            text = str(exc).strip()
+            return text.splitlines()[0][:300] if text else type(exc).__name__
+        return None
 
     def _guard(self) -> None:
         if self._closed:

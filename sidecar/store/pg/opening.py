@@ -11,6 +11,7 @@ import psycopg
 import structlog
 from psycopg import sql
 
+from sidecar.config import scrub
 from sidecar.store.common import meta_writes
 from sidecar.store.errors import FingerprintMismatch, StorageUnavailable, UnfinishedReembed
 from sidecar.store.pg.conn import SCHEMA, Db, map_pg_error
@@ -37,7 +38,7 @@ def open_db(store: PgStore, url: str, *, pool_size: int, timeout: float) -> Db:
         err = map_pg_error(exc, "open", where)
         if isinstance(err, StorageUnavailable):
             raise StorageUnavailable(
-                f"cannot open the store database {where}: {str(exc).strip() or exc!r}",
+                f"cannot open the store database {where}: {scrub(str(exc).strip(), url) or exc!r}",
                 postgres=err.data.get("postgres"),
             ) from exc
         raise err from exc

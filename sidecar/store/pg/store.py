@@ -22,7 +22,7 @@ from typing import Any, TextIO, TypeVar
 import psycopg
 import structlog
 
-from sidecar.config import StoreSettings
+from sidecar.config import StoreSettings, scrub
 from sidecar.store import ndjson
 from sidecar.store.errors import InvalidInput, StoreClosed, StoreError
 from sidecar.store.index import AnnParams
@@ -512,6 +512,11 @@ class PgStore:
             failed = False
         finally:
             self._bulk.exit(failed)
+
+    def ping(self, timeout: float = 2.0) -> str | None:
+        """Whether the server answers (None) or why not (masked): ``health``'s probe."""
+        problem = self.db.ping(timeout)
+        return None if problem is None else scrub(problem, self.url)
 
     def storage_bytes(self) -> StorageBytes:
         rows = self.db.read(
