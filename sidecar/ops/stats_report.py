@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> None:
         "--by",
         choices=["month", "week", "day"],
         default="month",
-        help="the chart's rows: calendar months (default), ISO weeks or days (UTC)",
+        help="the chart's rows: calendar months (default), ISO weeks or days (UTC); at most "
+        "260 rows, the newest (older records are counted as 'earlier')",
     )
     stats.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
     stats.add_argument("--json", action="store_true", help="print the result as JSON")
