@@ -215,3 +215,49 @@ def test_novelty_counts_in_proportion_to_content() -> None:
     some = compute_gating("Maybe Monday works.", config=DEFAULT_CONFIG)
     assert 0 < some.d < 0.3
     assert some.gconv == pytest.approx(0.35 * some.d / 0.3 + 0.25 * some.d)
+
+
+def test_facts_in_the_third_person_are_durable() -> None:
+    """Regression (issue 34): "The user prefers tea over coffee." and "Bob likes jazz."
+    scored 0.000 and were not durable: only a statement in the first person counted as
+    stating something, and a name starting the sentence was not counted as a name. So was
+    every fact a model remembers the way the MCP tool asks ("The user's daughter is
+    called Mia")."""
+    for fact in (
+        "The user prefers tea over coffee.",
+        "Bob likes jazz.",
+        "The user's daughter is called Mia",
+        "He turns 40 this year.",
+        "User is a backend developer at a logistics startup.",
+        "Prefers low-carb breakfasts.",
+    ):
+        s = compute_gating(fact, config=DEFAULT_CONFIG)
+        assert s.d >= 0.3 and s.admitted, (fact, s.g)
+    # what was said or asked, reactions and interjections state nothing about anyone
+    for log in (
+        "User asked for a joke.",
+        "The user thanked me for the story.",
+        "User asked why their test was failing.",
+        "Ok will do.",
+        "Looks good.",
+        "Works for me.",
+        "This is great.",
+        "That helps.",
+    ):
+        assert content(log) == 0.0, log
+
+
+def test_repetition_counts_in_proportion_to_content() -> None:
+    """Regression (issue 34): "Thanks, that helps." said a fourth time was durable on
+    repetition alone (0.4 x 0.6 = 0.24 >= 0.21): 43 of one user's 61 durable "facts" were
+    requests and thanks."""
+    for filler in ("Thanks, that helps.", "Can you make it shorter?"):
+        s = compute_gating(filler, [0.97] * 5, config=DEFAULT_CONFIG)
+        assert s.r == 1.0 and not s.admitted, (filler, s.g)
+    fact = compute_gating("My budget is about 80 euros a week.", [0.9] * 3, [0.2])
+    assert fact.d >= 0.3  # a fact said again counts its repetition in full
+    assert fact.gconv == pytest.approx(0.35 * fact.h + 0.40 * fact.r + 0.25 * fact.d)
+    some = compute_gating("Maybe Monday works.", [0.9] * 5)
+    assert 0 < some.d < 0.3
+    share = some.d / 0.3
+    assert some.gconv == pytest.approx(0.35 * share + 0.40 * some.r * share + 0.25 * some.d)

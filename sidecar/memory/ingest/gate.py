@@ -2,7 +2,11 @@
 
 ``G = (1 - T) * Gconv + T * Gtech`` where ``Gconv = w1c*H + w2c*R + w3c*D`` and
 ``Gtech = w1t*P + w2t*A + w3t*Dtech``. A turn is admitted to durable memory when
-``G >= threshold`` (default 0.35).
+``G >= threshold`` (0.35 in the reference). The default model ("conversation") scores
+``D`` by what the turn states about someone, the user in the first person or anyone in
+the third (:func:`content`), and counts ``H`` and ``R`` in proportion to it, so neither a
+first "Hi!" nor a fourth "Thanks!" is kept; its threshold (0.21) was chosen on labelled
+turns (docs/memory.md, "The admission gate").
 
 Inputs are *scores*, not a store: ``turn_scores`` are the cosine similarities of the
 new turn to its nearest raw turns of the namespace, ``memory_scores`` to its nearest
@@ -122,6 +126,50 @@ SELF_STATEMENT = re.compile(
     r"|\b(?:my|our) (?:[a-z]+ )?[a-z]+(?:'s)? (?:is|are|was|were|has|have|meets|works|lives"
     r"|expires|starts|ends|owns|prefers|needs|wants|shares|gets|costs|comes|goes)\b"
     r"|(?:^|[.!]\s*)(?:she|he|they|it)(?:'s| is| are| has| was)\b",
+    _A,
+)
+# Someone else, or the user as a model writes about them: a pronoun, "the user", a
+# capitalised name (one or two words, "Bob", "Grandma Jean", "Anna and Bob") that is not a
+# function word. Only at the start of a sentence or clause, where a subject stands (the
+# first-person patterns above are anchored alike); names are matched with the times taken
+# out ("Monday works for me" names no one).
+_NOT_NAMES = (
+    "It|This|That|These|Those|There|Here|What|Which|Who|Whom|Whose|Where|When|Why|How"
+    "|Everything|Everyone|Everybody|Nothing|Nobody|Something|Someone|Somebody|Anything"
+    "|Anyone|Anybody|All|Both|Each|Either|Neither|None|One|Some|Any|Another|Such|If|And"
+    "|But|So|Or|Yes|No|Not|Maybe|Please|Just|Also|Then|Now|Well|Oh|Ah"
+)
+_NAME = rf"(?!(?:{_NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?"
+_PERSON = rf"(?:[Tt]he [Uu]ser|[Uu]ser|[Hh]e|[Ss]he|[Tt]hey|{_NAME}(?: and {_NAME})?)"
+_CLAUSE = r"(?:^|[.!;]\s*|,\s*(?:and |but |so )?|\b(?:and|but|so)\s+)"
+# A stated fact takes a present, perfect or future verb. Past tense and the verbs of the
+# conversation itself ("User asked for a joke.", "The user thanked me", "He says hi")
+# are a log of what was said, not a fact to keep.
+_SPEECH = "says|asks|thanks|replies|requests|greets|acknowledges|was"
+_VERB_S = rf"(?!(?:{_SPEECH})\b)[a-z]{{2,}}s\b"
+_FACT_VERB = (
+    r"(?:is|are|has|have|'s|'re|'ve|will|'ll|does not|doesn'?t|do not|don'?t|can'?t|cannot"
+    rf"|never|always|usually|often|only|also|still|really)\b|{_VERB_S}"
+)
+OTHER_STATEMENT = re.compile(
+    rf"{_CLAUSE}{_PERSON} (?:{_FACT_VERB})"
+    # a person's or the user's things: "Bob's birthday is ...", "the user's partner, Alex,"
+    rf"|\b(?:[Hh]is|[Hh]er|[Tt]heir|(?:[Tt]he )?[Uu]ser's|{_NAME}'s) (?:[a-z]+ ){{0,2}}"
+    rf"[a-z]+,? (?:is|are|has|have|{_VERB_S})",
+    _A,
+)
+# A model's note leaves the subject out: "Prefers low-carb breakfasts.", "Lives alone
+# with two cats." Not the verbs of a reaction, whose subject is an implied "it" ("Looks
+# good.", "Makes sense.", "Sounds lovely.", "Works for me.").
+NOTE_STATEMENT = re.compile(
+    r"^\W*(?!(?:Looks|Sounds|Seems|Feels|Makes|Thanks|Cheers|Works (?:for|now|fine|well"
+    rf"|great|perfectly)|{_NOT_NAMES}|{_SPEECH.title()})\b)[A-Z][a-z]*[a-rt-z]s\b",
+    _A,
+)
+OTHER_LIKES = re.compile(
+    rf"{_CLAUSE}{_PERSON} (?:also |really |still |much )?"
+    r"(?:prefers|likes|loves|enjoys|hates|dislikes|adores|(?:doesn'?t|does not) (?:like|want"
+    r"|eat|drink|enjoy))\b|^\W*(?:Prefers|Likes|Loves|Enjoys|Hates|Dislikes)\b",
     _A,
 )
 WHEN = re.compile(
@@ -339,8 +387,8 @@ def content(text: str) -> float:
         return 0.0
     score = 0.0
     score += 0.5 if _has(CONSTRAINT, text) else 0.0
-    score += 0.4 if _has(LIKES, text) else 0.0
-    score += 0.3 if _has(SELF_STATEMENT, text) else 0.0
+    score += 0.4 if _has(LIKES, text) or _has(OTHER_LIKES, text) else 0.0
+    score += 0.3 if _has(SELF_STATEMENT, text) or _states_about_others(text) else 0.0
     score += 0.2 if _has(WHEN, text) or _has(DATE, text) else 0.0
     score += 0.2 if _has(QUANTITY, text) else 0.0
     score += 0.2 if _has(PROPER_NAME, WHEN.sub("", text)) or _has(HUMAN_NAME, text) else 0.0
@@ -349,6 +397,15 @@ def content(text: str) -> float:
     if text.endswith("?") or (_has(REQUEST, text) and not _has(CONSTRAINT, text)):
         score *= QUESTION_FACTOR
     return min(score, 1.0)
+
+
+def _states_about_others(text: str) -> bool:
+    """A statement about someone other than the speaker, or about the user in the third
+    person, as a model writes it ("Bob likes jazz.", "The user's daughter is called Mia",
+    "Prefers low-carb breakfasts.")."""
+    # an opening interjection is no subject: "Ok will do." names no one called Ok
+    rest = GREETING.sub("", text, count=1)
+    return _has(OTHER_STATEMENT, WHEN.sub("", rest)) or _has(NOTE_STATEMENT, rest)
 
 
 def specificity(text: str) -> float:
@@ -422,10 +479,11 @@ def compute_gating(
         d = structure(text)
         gconv = config.w1c * h + config.w2c * r + config.w3c * d
     else:
-        # Novelty alone admitted every first "Hi!" of a namespace: here it counts in
-        # proportion to what the turn states.
+        # Novelty alone admitted every first "Hi!" of a namespace, and repetition alone
+        # every "Thanks!" said four times: both count in proportion to what the turn states.
         d = content(text)
-        gconv = config.w1c * h * min(1.0, d / CONTENT_REF) + config.w2c * r + config.w3c * d
+        share = min(1.0, d / CONTENT_REF)
+        gconv = config.w1c * h * share + config.w2c * r * share + config.w3c * d
     gtech = config.w1t * p + config.w2t * a + config.w3t * dtech
     g = (1.0 - t) * gconv + t * gtech
     return GatingSignals(
