@@ -20,6 +20,10 @@ class IngestMessage(Params):
     content: Any = None
     id: str | None = None
     ts: int | None = None
+    # The caller says the message is a fact to keep (a memory tool's "remember this"): it
+    # is admitted to durable memory whatever the admission gate scores, and its records
+    # carry ``stated_fact: true``.
+    durable: bool = False
 
 
 class IngestParams(Params):

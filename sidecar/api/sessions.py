@@ -65,7 +65,12 @@ async def ingest(ctx: CallContext, params: IngestParams) -> IngestResult:
         ids=out.ids,
         empty=out.empty,
         duplicate=out.duplicate if params.advancement_key is not None else msgspec.UNSET,
-        messages=ingested_messages(out, [m.role for m in params.messages], out.duplicate)
+        messages=ingested_messages(
+            out,
+            [m.role for m in params.messages],
+            out.duplicate,
+            [m.durable for m in params.messages],
+        )
         if params.explain
         else msgspec.UNSET,
     )

@@ -149,9 +149,10 @@ def memory_record_out(record: Record) -> MemoryRecord:
 
 
 def ingested_messages(
-    out: IngestOutcome, roles: Sequence[str], duplicate: bool
+    out: IngestOutcome, roles: Sequence[str], duplicate: bool, stated: Sequence[bool] = ()
 ) -> list[IngestedMessage]:
-    """``ingest`` ``explain``: what became of each message of the request, in order."""
+    """``ingest`` ``explain``: what became of each message of the request, in order
+    (``stated[i]``: message i came with ``durable: true``)."""
     result: list[IngestedMessage] = []
     admitted = set(out.admitted)
     for i, (mid, role) in enumerate(zip(out.ids, roles, strict=True)):
@@ -164,6 +165,8 @@ def ingested_messages(
             why = f"not stored: {out.skips[i]}"
         elif sig is None:
             why = "stored"
+        elif mid in admitted and i < len(stated) and stated[i]:
+            why = f"durable: stated as a fact (gate score {sig.g:.3f})"
         elif mid in admitted:
             why = f"durable: gate score {sig.g:.3f} >= {sig.threshold:.3f}"
         elif role.strip().lower() != "user":

@@ -44,8 +44,8 @@ NO_MATCH = (
 # all of them (its dry run deletes nothing) and lists the first `limit`.
 DAEMON_LIMIT = 50
 DRY_RUN = (
-    "Nothing was deleted (dry_run). Call forget again with the same records or message_ids "
-    "and dry_run false to delete them."
+    "Nothing was deleted (dry_run): {memories} would be forgotten. Call forget again with "
+    "the same records or message_ids and dry_run false to delete them."
 )
 
 
@@ -123,7 +123,7 @@ def _candidates(out: dict[str, Any], limit: int) -> ForgetOutput:
     ]
     return ForgetOutput(
         dry_run=True,
-        deleted=0,
+        forgotten=0,
         items=[],
         candidates=found,
         missing=[],
@@ -134,23 +134,32 @@ def _candidates(out: dict[str, Any], limit: int) -> ForgetOutput:
 
 
 def _forgotten(out: dict[str, Any]) -> ForgetOutput:
+    # The daemon's ``deleted`` counts records: one remembered message is its raw record and
+    # its copies (3 or more), which a model reads as that many memories. The tool counts
+    # memories, and each item says how many copies it had.
+    items = [
+        ForgottenThing(
+            collection=i["collection"],
+            id=i["id"],
+            text=i["text"],
+            session_id=i["sessionId"],
+            copies=i["copies"],
+        )
+        for i in out["items"]
+    ]
+    dry_run = bool(out["dryRun"])
     return ForgetOutput(
-        dry_run=bool(out["dryRun"]),
-        deleted=int(out["deleted"]),
-        items=[
-            ForgottenThing(
-                collection=i["collection"],
-                id=i["id"],
-                text=i["text"],
-                session_id=i["sessionId"],
-                copies=i["copies"],
-            )
-            for i in out["items"]
-        ],
+        dry_run=dry_run,
+        forgotten=len(items),
+        items=items,
         missing=[
             f"{m['collection']}/{m['id']}" if m["collection"] else m["id"] for m in out["missing"]
         ],
         summaries_rebuilt=int(out["summariesRebuilt"]),
         summaries_removed=int(out["summariesRemoved"]),
-        next_step=DRY_RUN if out["dryRun"] and out["items"] else "",
+        next_step=DRY_RUN.format(memories=_memories(len(items))) if dry_run and items else "",
     )
+
+
+def _memories(n: int) -> str:
+    return "1 memory" if n == 1 else f"{n} memories"

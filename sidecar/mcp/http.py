@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -131,8 +130,9 @@ async def serve_http(server: MemoryServer, options: HttpOptions, log_level: str)
         log_level=log_level,
         access_log=False,
         lifespan="on",
+        # uvicorn's own logging config installs plain-text handlers ("INFO:     Started
+        # server process") on its loggers; without it they reach the root logger, whose
+        # handler writes the same JSON lines as the rest of the server (logging_setup).
+        log_config=None,
     )
-    # stderr, not stdout: the same rule as the stdio transport, so a host that captures
-    # stdout never sees a log line.
-    print(f"libravdb mcp: serving MCP at {address.url}", file=sys.stderr, flush=True)
     await Uvicorn(config).serve()

@@ -32,17 +32,23 @@ class RememberOutput(BaseModel):
     namespace: str
     stored: bool = Field(description="false when it was already stored or was forgotten before")
     durable: bool = Field(
-        description="true when it was also kept as a durable fact (only user messages can be)"
+        description="true when it was also kept as a durable fact (always for kind 'fact'; "
+        "for a message, when the admission gate keeps it)"
     )
-    reason: str = Field(description="why, in words (the daemon's gate decision)")
+    reason: str = Field(description="why, in words (a fact, or the gate's decision)")
 
 
 class ForgottenThing(BaseModel):
+    """One memory: a message or a stored record, however many copies of it were kept."""
+
     collection: str
     id: str
     text: str
     session_id: str
-    copies: int = Field(description="stored copies removed with it")
+    copies: int = Field(
+        description="records that held this one memory (raw history, the history index, "
+        "durable memory, ...), all removed with it"
+    )
 
 
 class ForgetCandidate(BaseModel):
@@ -56,12 +62,12 @@ class ForgetCandidate(BaseModel):
 
 class ForgetOutput(BaseModel):
     dry_run: bool = Field(description="true: nothing was changed")
-    deleted: int = Field(
-        description="records deleted; in a dry run of records or message_ids, that would be; "
-        "0 for a query, which deletes nothing"
+    forgotten: int = Field(
+        description="memories forgotten (in a dry run: that would be), each counted once "
+        "however many copies it had; 0 for a query, which deletes nothing"
     )
     items: list[ForgottenThing] = Field(
-        description="what was (or, in a dry run, would be) forgotten"
+        description="the memories that were (or, in a dry run, would be) forgotten"
     )
     candidates: list[ForgetCandidate] = Field(
         default_factory=list,

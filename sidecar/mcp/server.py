@@ -5,22 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
+from mcp.types import CallToolResult, InputRequiredResult
 from mcp.types import Resource as MCPResource
+from pydantic import ValidationError
 
 import sidecar
 from sidecar.mcp import resources as R
+from sidecar.mcp.arg_errors import argument_error
 from sidecar.mcp.bridge import DaemonBridge
 from sidecar.mcp.tools import MemoryScope, register_tools
 
 INSTRUCTIONS = """\
 Long-term memory for this assistant, kept by the local libravdb daemon across
 conversations. Use search_memory or recall_context before answering anything that may
-depend on what was said or decided earlier; use remember for facts, preferences and
-decisions worth keeping. forget takes two steps: with a query it only lists candidates;
-then forget with the records of the ones to delete removes them everywhere.
-list_sessions shows the stored conversations. The authored rules (libravdb://authored)
-are standing instructions written by the user."""
+depend on what was said or decided earlier; use remember with kind "fact" for facts,
+preferences and decisions worth keeping (one self-contained sentence each). forget takes
+two steps: with a query it only lists candidates; then forget with the records of the
+ones to delete removes them everywhere. list_sessions shows the stored conversations.
+The authored rules (libravdb://authored) are standing instructions written by the user."""
 
 
 class MemoryServer(MCPServer[Any]):
@@ -30,6 +34,18 @@ class MemoryServer(MCPServer[Any]):
     def __init__(self, bridge: DaemonBridge, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bridge = bridge
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # the cause stays the ValidationError: the SDK logs its field names only
+            raise ToolError(argument_error(name, cause)) from cause
 
     async def list_resources(self) -> list[MCPResource]:
         listed = await super().list_resources()

@@ -199,11 +199,14 @@ def _register_writes(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope
         name="remember",
         title="Remember",
         description=(
-            "Store something in long-term memory: a fact, a preference, a decision, or a "
-            "message of the conversation. Write it as a self-contained sentence (\"The user's "
-            "daughter is called Mia\"). role 'user' is for what the user said or a fact about "
-            "them (such messages can become durable facts); 'assistant' for what the assistant "
-            "said. Storing the same message_id twice stores it once."
+            "Store something in long-term memory. kind 'fact' is for a fact, preference or "
+            "decision worth keeping (about the user, their people, places, plans or work): "
+            'write it as a self-contained sentence ("The user\'s daughter is called Mia") '
+            "and it is always kept as a durable fact. kind 'message' (the default) stores a "
+            "message of the conversation as it was said; the memory's admission gate decides "
+            "whether it also becomes a durable fact (thanks and one-off requests do not). "
+            "role: 'user' for what the user said or a fact about them, 'assistant' for what "
+            "the assistant said. Storing the same message_id twice stores it once."
         ),
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, idempotent_hint=False
@@ -211,6 +214,13 @@ def _register_writes(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope
     )
     async def remember(
         text: Annotated[str, Field(min_length=1, description="what to remember, in full")],
+        kind: Annotated[
+            Literal["message", "fact"],
+            Field(
+                description="'fact': keep it as a durable fact whatever the admission gate "
+                "says; 'message': a conversation message, durable only when the gate keeps it"
+            ),
+        ] = "message",
         role: Annotated[Literal["user", "assistant"], Field(description="who said it")] = "user",
         session_id: SessionArg = None,
         message_id: Annotated[
@@ -220,7 +230,10 @@ def _register_writes(server: MCPServer, bridge: DaemonBridge, scope: MemoryScope
     ) -> RememberOutput:
         sid = session_of(session_id)
         mid = message_id.strip() if message_id else f"mcp-{uuid.uuid4().hex}"
-        message = {"id": mid, "role": role, "content": text}
+        message: dict[str, Any] = {"id": mid, "role": role, "content": text}
+        if kind == "fact":
+            # the daemon admits it to durable memory whatever its gate scores
+            message["durable"] = True
         params = {"sessionId": sid, "namespace": ns, "messages": [message], "explain": True}
         result = await bridge.call("remember", lambda c: c.call("ingest", params))
         entry = result["messages"][0]

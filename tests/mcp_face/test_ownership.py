@@ -78,7 +78,7 @@ async def test_bob_cannot_recall_or_remember_into_alices_session(
         listed = structured(await client.call_tool("list_sessions", {}))
         assert sid not in {s["session_id"] for s in listed["sessions"]}
         gone = structured(await client.call_tool("forget", {"message_ids": ["p1", f"{sid}:t1"]}))
-        assert gone["deleted"] == 0 and gone["items"] == []
+        assert gone["forgotten"] == 0 and gone["items"] == []
         # bob's own session keeps working
         own = structured(await client.call_tool("remember", {"text": "bob likes tea"}))
         assert own["stored"] is True and own["namespace"] == "bob"

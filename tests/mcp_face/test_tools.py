@@ -35,6 +35,7 @@ async def test_tools_are_listed_with_precise_schemas(mcp_client: McpClient) -> N
     remember = tools["remember"].input_schema
     assert remember["required"] == ["text"]
     assert remember["properties"]["role"]["enum"] == ["user", "assistant"]
+    assert remember["properties"]["kind"]["enum"] == ["message", "fact"]
     forget = tools["forget"]
     assert forget.annotations is not None and forget.annotations.destructive_hint is True
     # honest: a retry deletes nothing more (a query never deletes, ids are gone once)
@@ -80,13 +81,14 @@ async def test_remember_search_recall_forget(mcp_client: McpClient) -> None:
         assert "marine biologist" in text_of(recalled)
 
         dry = structured(await client.call_tool("forget", {"message_ids": [mid], "dry_run": True}))
-        assert dry["dry_run"] is True and dry["deleted"] >= 2  # raw turn + namespace index
+        assert dry["dry_run"] is True and dry["forgotten"] == 1  # one memory...
         assert [i["id"] for i in dry["items"]] == [mid]
+        assert dry["items"][0]["copies"] >= 2  # ...kept as the raw turn and its index copy
         still = structured(await client.call_tool("search_memory", {"query": "Ingrid Trondheim"}))
         _hit_with(still["hits"], "Trondheim")  # a dry run changes nothing
 
         gone = structured(await client.call_tool("forget", {"message_ids": [mid]}))
-        assert gone["dry_run"] is False and gone["deleted"] == dry["deleted"]
+        assert gone["dry_run"] is False and gone["forgotten"] == dry["forgotten"]
         after = structured(await client.call_tool("search_memory", {"query": "Ingrid Trondheim"}))
         assert not [h for h in after["hits"] if "Trondheim" in h["text"]]
         recalled = await client.call_tool(
@@ -94,7 +96,7 @@ async def test_remember_search_recall_forget(mcp_client: McpClient) -> None:
         )
         assert "marine biologist" not in text_of(recalled)
         missing = structured(await client.call_tool("forget", {"message_ids": [mid]}))
-        assert missing["deleted"] == 0 and missing["missing"] == [mid]
+        assert missing["forgotten"] == 0 and missing["missing"] == [mid]
 
 
 async def test_forget_by_query_deletes_nothing_and_lists_candidates(
@@ -108,7 +110,7 @@ async def test_forget_by_query_deletes_nothing_and_lists_candidates(
         first = structured(await client.call_tool("forget", query))
         again = structured(await client.call_tool("forget", query))
         for out in (first, again):
-            assert (out["dry_run"], out["deleted"], out["items"]) == (True, 0, [])
+            assert (out["dry_run"], out["forgotten"], out["items"]) == (True, 0, [])
             assert "records" in out["next_step"] and "Nothing was deleted" in out["next_step"]
         assert first["candidates"] == again["candidates"]
         wifi = _hit_with(first["candidates"], "fjord42")
@@ -124,10 +126,10 @@ async def test_forget_by_query_deletes_nothing_and_lists_candidates(
         # deletes nothing more
         chosen = {"records": [{"collection": wifi["collection"], "id": wifi["id"]}]}
         gone = structured(await client.call_tool("forget", chosen))
-        assert gone["dry_run"] is False and gone["deleted"] >= 1
+        assert gone["dry_run"] is False and gone["forgotten"] == 1
         assert [i["id"] for i in gone["items"]] == [wifi["id"]]
         retried = structured(await client.call_tool("forget", chosen))
-        assert retried["deleted"] == 0 and retried["missing"] == [
+        assert retried["forgotten"] == 0 and retried["missing"] == [
             f"{wifi['collection']}/{wifi['id']}"
         ]
         found = structured(await client.call_tool("search_memory", {"query": "dentist Friday"}))

@@ -144,7 +144,13 @@ async def test_streamable_http_on_loopback(
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0
     assert out == ""  # nothing on stdout, in HTTP mode either
-    assert f"serving MCP at http://127.0.0.1:{port}/mcp" in (tmp_path / "http.log").read_text()
+    # Regression (issue 34): uvicorn wrote its own plain-text "INFO:     Started server
+    # process" lines and the server a plain "serving MCP at" line. Every line is JSON.
+    events = [json.loads(line) for line in (tmp_path / "http.log").read_text().splitlines()]
+    serving = [e for e in events if e["event"] == "mcp_serving"]
+    assert [e["transport"] for e in serving] == [f"http://127.0.0.1:{port}/mcp"]
+    uvicorn = [e for e in events if str(e.get("logger", "")).startswith("uvicorn")]
+    assert uvicorn and all(e["level"] in ("info", "warning", "error") for e in uvicorn)
 
 
 def _post_naming_host(port: int, host: str) -> int:

@@ -99,6 +99,7 @@ _INDEX_KEYS = (
 )
 MAX_BATCH = 10_000
 CHANGE_K = 8  # earlier user turns a change is matched against
+STATED_FACT = "stated_fact"  # metadata: the caller said the message is a fact to keep
 
 
 class IngestError(MemoryInputError):
@@ -111,6 +112,7 @@ class MessageIn:
     content: Any = None
     id: str | None = None
     ts: int | None = None
+    durable: bool = False  # the caller says it is a fact: durable whatever the gate says
 
 
 @dataclass(slots=True)
@@ -140,6 +142,7 @@ class _Prepared:
     text: str
     ts: int
     position: int
+    durable: bool = False
 
 
 def named_namespace(namespace: str | None, user_id: str | None) -> str | None:
@@ -270,6 +273,8 @@ def _turn_metadata(p: _Prepared, session_id: str, ns: str, gating: GatingSignals
     mentions = mentioned_windows(p.text, p.ts)
     if mentions:
         meta["mentions"] = mentions
+    if p.durable:
+        meta[STATED_FACT] = True
     return meta
 
 
@@ -364,7 +369,7 @@ def _gate_batch(
         turn_scores = stored_turns[i] + [float(sims[i, j]) for j in user_rows]
         mem_scores = stored_mems[i] + [float(sims[i, j]) for j in mem_rows]
         sig = compute_gating(p.text, turn_scores, mem_scores, cfg)
-        ok = p.role == "user" and sig.admitted and bool(p.text.strip())
+        ok = (p.durable or (p.role == "user" and sig.admitted)) and bool(p.text.strip())
         signals.append(sig)
         admitted.append(ok)
         if p.role == "user":
@@ -512,7 +517,8 @@ async def ingest(
                 ids.append("")
                 continue
             tid = mid if mid is not None else derive_turn_id(session_id, pos, role, text)
-            prepared.append(_Prepared(i, tid, role, text, now if ts is None else ts, pos))
+            stated = messages[i].durable is True
+            prepared.append(_Prepared(i, tid, role, text, now if ts is None else ts, pos, stated))
             ids.append(tid)
         empty = len(checked) - len(prepared)
         existing = {r.id for r in await store.get_many(raw_coll, ids)}
@@ -577,7 +583,15 @@ def messages_from_wire(items: Sequence[Mapping[str, Any] | Any]) -> list[Message
     out: list[MessageIn] = []
     for m in items:
         if isinstance(m, Mapping):
-            out.append(MessageIn(m.get("role", ""), m.get("content"), m.get("id"), m.get("ts")))
+            out.append(
+                MessageIn(
+                    m.get("role", ""),
+                    m.get("content"),
+                    m.get("id"),
+                    m.get("ts"),
+                    m.get("durable") is True,
+                )
+            )
         else:
-            out.append(MessageIn(m.role, m.content, m.id, m.ts))
+            out.append(MessageIn(m.role, m.content, m.id, m.ts, m.durable))
     return out

@@ -519,6 +519,7 @@ export interface IngestMessage {
   content?: unknown;
   id?: string | null;
   ts?: number | null;
+  durable?: boolean;
 }
 
 /**
