@@ -30,6 +30,16 @@ Three styles (:data:`RenderStyle`); the sections and their order are the same in
   daemon: evidence recall 0.843 -> 0.863, docs/memory.md). A line break inside a memory
   is followed by two spaces, so no line of it passes for an entry or a day line.
 
+**A statement that was replaced is marked as earlier.** A record whose metadata has
+``superseded_by`` (``memory.update`` set it on the old version ``<id>~v<n>`` and on the raw
+copies of the corrected turn; ingest sets it on an earlier statement that a later turn says
+has changed) is followed by a note in every style: ``(corrected on 2023-05-08)``, the day of
+the correction, when the mark names the record's own turn (a ``memory.update``), else
+``(earlier; since changed)`` (the later statement has its own day; the mark's time is when
+it was ingested, not when it was said). The entry stays, so a history question ("where
+did I live before?") still sees it, and nothing reads it as current
+(:func:`supersession`).
+
 ``TEXT`` escapes ``& < >``; the role attribute also escapes ``"``. Authored rules are
 written by the project and rendered raw, as the reference does. Guidance shards are not:
 compaction promotes them from conversation turns, and the reference's raw rendering let a
@@ -54,9 +64,11 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sidecar.memory.core.layout import SUPERSEDED_AT, SUPERSEDED_BY
 from sidecar.memory.core.tokens import count_message_tokens, estimate_tokens
 
 Placement = Literal["prompt", "messages"]
@@ -112,6 +124,44 @@ class Renderable(Protocol):
     def ts(self) -> int | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """A record replaced by a later statement: ``corrected`` by ``memory.update`` (``at``:
+    when, epoch ms), or a statement a later turn said has changed."""
+
+    corrected: bool
+    at: int | None = None
+
+
+def supersession(
+    record_id: str, session_id: str, metadata: Mapping[str, Any]
+) -> Supersession | None:
+    """How the record was replaced, None while it is current (module doc)."""
+    by = metadata.get(SUPERSEDED_BY)
+    if not isinstance(by, str) or not by:
+        return None  # current (forget clears a mark to null: current again)
+    # memory.update names the corrected record itself: its id without the version suffix
+    # (``<id>~v<n>``), or the namespace id ``<sid>:<turnId>`` of a raw copy's turn
+    base, sep, rev = record_id.rpartition("~v")
+    own = base if sep and rev.isdigit() else record_id
+    corrected = by in (own, f"{session_id}:{record_id}")
+    at = metadata.get(SUPERSEDED_AT)
+    when = at if corrected and isinstance(at, int) and not isinstance(at, bool) else None
+    return Supersession(corrected, when)
+
+
+def supersession_note(item: object) -> str:
+    """`` (corrected on DAY)`` or `` (earlier; since changed)`` after the entry of an item
+    that was replaced, "" otherwise."""
+    mark = getattr(item, "superseded", None)
+    if not isinstance(mark, Supersession):
+        return ""
+    if not mark.corrected:
+        return " (earlier; since changed)"
+    day = entry_date(mark.at)
+    return f" (corrected on {day})" if day else " (since corrected)"
+
+
 def escape_text(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -152,7 +202,8 @@ def render_entry(item: Renderable, source: Literal["session", "recalled"]) -> st
             f"{escape_text(item.text)}</entry>"
         )
     role = escape_attribute(infer_role(item, source))
-    return f'<entry role="{role}" source="{source}">{escape_text(item.text)}</entry>'
+    text = escape_text(item.text)
+    return f'<entry role="{role}" source="{source}">{text}</entry>{supersession_note(item)}'
 
 
 def compact_entry(item: Renderable, source: Literal["session", "recalled"]) -> str:
@@ -166,6 +217,7 @@ def compact_entry(item: Renderable, source: Literal["session", "recalled"]) -> s
     if source == "recalled" and doc:
         return f"authored ({' '.join(escape_text(doc).split())}): {text}"
     role = infer_role(item, source)
+    text += supersession_note(item)
     return text if role == "unknown" else f"{role}: {text}"
 
 

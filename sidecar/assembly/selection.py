@@ -10,7 +10,7 @@ from typing import Any
 
 from sidecar.assembly.budget import BudgetConfig, BudgetPartition, Part
 from sidecar.assembly.candidates import Candidate, features
-from sidecar.assembly.render import Placement, RenderStyle
+from sidecar.assembly.render import Placement, RenderStyle, Supersession, supersession
 from sidecar.assembly.scoring import DEFAULT_SCORING, Scored, ScoringConfig
 from sidecar.memory.core.temporal import TemporalPlan
 from sidecar.memory.core.tokens import estimate_tokens
@@ -55,6 +55,8 @@ class SelectedItem:
     reason: str = ""
     scope: str = ""
     source: str = ""  # an authored node's document
+    # set when a later statement replaced this one: rendered as earlier (render module doc)
+    superseded: Supersession | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,7 @@ def candidate_item(
         reason=reason,
         scope=c.scope,
         source=source_doc(c),
+        superseded=supersession(c.id, c.session_id, c.metadata),
     )
 
 
