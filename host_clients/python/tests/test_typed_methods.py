@@ -9,7 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from libravdb_client import AsyncClient, Client, InvalidParams, NotFound, ProgressParams
+from libravdb_client import (
+    AsyncClient,
+    Client,
+    InvalidInput,
+    InvalidParams,
+    NotFound,
+    ProgressParams,
+)
 from libravdb_client.testing import DaemonProcess
 
 from protocol.assemble import AssembleResult, SearchFilters
@@ -91,8 +98,11 @@ def test_sync_typed_methods(unix_daemon: DaemonProcess) -> None:
             "turns:typed", page.records[0].id, "Lena studies in Dundee.", user_id="typed"
         )
         assert fixed.record.collection == "user:typed" and fixed.record.text.endswith("Dundee.")
-        dry = c.forget(user_id="typed", query="boat trip", limit=2, dry_run=True)
-        assert dry.dry_run and len(dry.items) == 2 and dry.items[0].session_id
+        # 30 turns clearly match: a query forget takes them all or none (limit)
+        with pytest.raises(InvalidInput, match="30 memories clearly match"):
+            c.forget(user_id="typed", query="boat trip", limit=2, dry_run=True)
+        dry = c.forget(user_id="typed", query="boat trip", limit=50, dry_run=True)
+        assert dry.dry_run and len(dry.items) == 30 and dry.items[0].session_id
         one = c.forget(user_id="typed", message_ids=[dry.items[0].id])
         assert [i.id for i in one.items] == [dry.items[0].id] and one.deleted >= 2
         by_record = c.forget(user_id="typed", records=[(hits.hits[0].collection, hits.hits[0].id)])
