@@ -29,6 +29,7 @@ from sidecar.mcp.results import (
     SessionEntry,
     SessionsOutput,
 )
+from sidecar.store.timestamps import in_range
 
 Scope = Literal[
     "history", "session", "durable", "summary", "global", "authored", "dream", "elevated"
@@ -58,7 +59,9 @@ class MemoryScope:
 
 
 def iso_date(ts: int | None) -> str | None:
-    if ts is None:
+    """The ISO 8601 time of an epoch-ms ``ts``; None without one, or for a record stored
+    before the daemon refused times outside its range (a year past 9999 has no date)."""
+    if ts is None or not in_range(ts):
         return None
     return datetime.fromtimestamp(ts / 1000, UTC).isoformat(timespec="seconds")
 
