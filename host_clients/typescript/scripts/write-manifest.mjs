@@ -15,6 +15,7 @@ export async function buildManifest() {
   const { ENGINE_ID, ENGINE_NAME, ENGINE_VERSION } = await load("engine.js");
   const { PLUGIN_DESCRIPTION } = await load("entry.js");
   const { SEARCH_TOOL, GET_TOOL } = await load("memory.js");
+  const { CLI_DESCRIPTOR } = await load("cli.js");
   return {
     id: ENGINE_ID,
     name: ENGINE_NAME,
@@ -22,7 +23,10 @@ export async function buildManifest() {
     version: ENGINE_VERSION,
     kind: ["memory", "context-engine"],
     categories: ["memory", "context"],
-    activation: { onStartup: true, onCommands: ["memory"] },
+    activation: { onStartup: true, onCommands: [CLI_DESCRIPTOR.name] },
+    // A root command of its own: OpenClaw lists it in help and loads the plugin for it
+    // without running the plugin's code first.
+    cliCommands: [CLI_DESCRIPTOR],
     contracts: { tools: [SEARCH_TOOL, GET_TOOL] },
     configSchema: CONFIG_JSON_SCHEMA,
   };

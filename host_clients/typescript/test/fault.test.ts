@@ -7,10 +7,29 @@ import { test } from "node:test";
 
 import { LibravdbClient } from "../src/client/client.js";
 import type { AgentMessage } from "../src/plugin/host-types.js";
-import { closeAll, engine, register } from "./host.js";
+import { closeAll, engine, register, type Registered } from "./host.js";
 import { daemonCommand, removeDir, startDaemon, tempDir, waitFor } from "./support.js";
 
 const KEY = "agent:main:main";
+
+/**
+ * One turn as OpenClaw runs it: an engine for the turn, bootstrap, assemble twice (the
+ * overflow precheck and the model call), the commit, then maintenance. Returns how long
+ * it took and the warnings it printed.
+ */
+async function hostTurn(reg: Registered, sessionId: string, text: string, ts: number): Promise<{ ms: number; warnings: string[] }> {
+  const before = reg.log.lines.length;
+  const t0 = Date.now();
+  const e = await engine(reg);
+  await e.bootstrap({ sessionId, sessionKey: KEY });
+  const messages = turn(text, ts);
+  await e.assemble({ sessionId, sessionKey: KEY, messages, prompt: text, tokenBudget: 4000 });
+  await e.assemble({ sessionId, sessionKey: KEY, messages, prompt: text, tokenBudget: 4000 });
+  await e.commitTurn({ advancementKey: `${sessionId}-${ts}`, sessionId, sessionKey: KEY, messages });
+  await e.maintain({ sessionId, sessionKey: KEY });
+  const warnings = reg.log.lines.slice(before).filter((l) => l.level === "warn").map((l) => l.message);
+  return { ms: Date.now() - t0, warnings };
+}
 
 function turn(user: string, ts: number): AgentMessage[] {
   return [
@@ -103,7 +122,7 @@ test("no daemon running: the plugin starts one at its socket and uses it", async
     await e.commitTurn({ advancementKey: "a", sessionId: "p1", sessionKey: KEY, messages: turn("I play the cello on Sundays.", 10) });
     const out = await e.assemble({ sessionId: "p2", sessionKey: KEY, messages: [], prompt: "Which instrument do I play?", tokenBudget: 4000 });
     assert.match(out.systemPromptAddition ?? "", /cello/);
-    assert.equal(reg.log.count("info", /starting/), 1);
+    assert.equal(reg.log.count("info", /started .* serve --socket/), 1);
     assert.ok(existsSync(join(dir, "daemon.log")));
   } finally {
     await closeAll();
@@ -111,6 +130,78 @@ test("no daemon running: the plugin starts one at its socket and uses it", async
     await client?.call("shutdown", {}).catch(() => undefined);
     await client?.close();
     await waitFor(() => !existsSync(socket), 20_000, "the started daemon to stop");
+    removeDir(dir);
+  }
+});
+
+test("daemon down: each turn prints one warning, which says where its turn waits", async () => {
+  const dir = tempDir();
+  const outbox = join(dir, "outbox");
+  const config = { endpoint: `unix:${join(dir, "nobody.sock")}`, spawnDaemon: false, outboxDir: outbox };
+  try {
+    // `openclaw agent` runs each turn in a new process: a new plugin state each time.
+    for (const [i, session] of ["d1", "d2"].entries()) {
+      const { warnings } = await hostTurn(register(config), session, `turn ${i}`, 10 + i);
+      assert.equal(warnings.length, 1, JSON.stringify(warnings));
+      assert.match(warnings[0]!, new RegExp(`daemon unavailable .*turns go on without memory \\(committed turns wait in ${outbox}`));
+      await closeAll();
+    }
+    assert.equal(outboxFiles(outbox).length, 2, "both turns wait on disk");
+    // A gateway runs many turns in one process: one warning for the whole outage.
+    const reg = register(config);
+    for (let i = 0; i < 3; i++) await hostTurn(reg, `g${i}`, `gateway turn ${i}`, 20 + i);
+    assert.equal(reg.log.count("warn", /./), 1, JSON.stringify(reg.log.lines));
+    assert.equal(outboxFiles(outbox).length, 5);
+  } finally {
+    await closeAll();
+    removeDir(dir);
+  }
+});
+
+test("a stopped daemon: a turn costs at most the assemble deadline, connecting included, and one warning", async (t) => {
+  const dir = tempDir();
+  const daemon = await startDaemon({ dir });
+  // A call deadline far above the assemble one: a turn that waited on it would show.
+  const config = { endpoint: daemon.endpoint, spawnDaemon: false, outboxDir: join(dir, "outbox"), assembleTimeoutMs: 3000, callTimeoutMs: 60_000, connectTimeoutMs: 500 };
+  try {
+    daemon.proc.kill("SIGSTOP");
+    // A new process: the socket accepts (the kernel queues it) but nothing answers.
+    const fresh = await hostTurn(register(config), "h-new", "anyone there?", 30);
+    t.diagnostic(`new process, stopped daemon: the turn's plugin calls took ${fresh.ms} ms`);
+    assert.ok(fresh.ms < config.assembleTimeoutMs, `a turn took ${fresh.ms} ms with the daemon stopped`);
+    assert.equal(fresh.warnings.length, 1, JSON.stringify(fresh.warnings));
+    assert.match(fresh.warnings[0]!, /accepted the connection but did not answer within 500 ms/);
+    await closeAll();
+    // A gateway whose connection was up: the assemble on it times out, the rest is quick.
+    daemon.proc.kill("SIGCONT");
+    const reg = register(config);
+    await (await engine(reg)).assemble({ sessionId: "h-warm", sessionKey: KEY, messages: [], prompt: "warm up", tokenBudget: 4000 });
+    daemon.proc.kill("SIGSTOP");
+    const warm = await hostTurn(reg, "h-warm", "still there?", 31);
+    t.diagnostic(`connected gateway, stopped daemon: the turn's plugin calls took ${warm.ms} ms`);
+    assert.ok(warm.ms < 2 * config.assembleTimeoutMs, `a turn took ${warm.ms} ms with the daemon stopped`);
+    assert.equal(warm.warnings.length, 1, JSON.stringify(warm.warnings));
+  } finally {
+    daemon.proc.kill("SIGCONT");
+    await closeAll();
+    await daemon.stop();
+    removeDir(dir);
+  }
+});
+
+test("libravdbd not on PATH: the warning says so and how to point the plugin at it", async () => {
+  const dir = tempDir();
+  const base = { endpoint: `unix:${join(dir, "run", "d.sock")}`, outboxDir: join(dir, "outbox"), daemonLogFile: join(dir, "daemon.log") };
+  try {
+    const missing = await hostTurn(register({ ...base, daemonCommand: ["libravdbd-not-installed"] }), "p1", "hello", 40);
+    assert.equal(missing.warnings.length, 1, JSON.stringify(missing.warnings));
+    assert.match(missing.warnings[0]!, /libravdbd-not-installed not found on PATH; set the plugin's daemonCommand to libravdbd's absolute path: openclaw config set plugins\.entries\.libravdb-memory\.config\.daemonCommand/);
+    assert.doesNotMatch(missing.warnings[0]!, /exited|daemon\.log/); // nothing ran, there is no log to read
+    await closeAll();
+    const wrongPath = await hostTurn(register({ ...base, daemonCommand: [join(dir, "venv", "bin", "libravdbd")] }), "p2", "hello", 41);
+    assert.match(wrongPath.warnings[0]!, /venv\/bin\/libravdbd does not exist; set the plugin's daemonCommand/);
+  } finally {
+    await closeAll();
     removeDir(dir);
   }
 });

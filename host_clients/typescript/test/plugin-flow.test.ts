@@ -1,17 +1,17 @@
 // The plugin's engine, tools, memory runtime and CLI driven through a whole host flow
 // against the real daemon, over a Unix socket and over TCP.
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { runForget, runStatus, type CliIo } from "../src/plugin/cli.js";
+import { EXPORT_SCOPES, runExport, runForget, runStatus, type CliIo } from "../src/plugin/cli.js";
 import { pluginState } from "../src/plugin/entry.js";
 import { resolveConfig } from "../src/plugin/config.js";
 import type { AgentMessage } from "../src/plugin/host-types.js";
 import { LibravdbClient } from "../src/client/client.js";
 import { closeAll, engine, register, tools } from "./host.js";
-import { RecordingLogger, removeDir, startDaemon, type Daemon } from "./support.js";
+import { RecordingLogger, removeDir, startDaemon, tempDir, type Daemon } from "./support.js";
 
 const KEY = "agent:main:main";
 const FACT = "My sister Ines lives in Porto and teaches physics.";
@@ -51,7 +51,9 @@ for (const transport of ["unix", "tcp"] as const) {
       const connections = (await stats.status()).connections;
       const meta = register(config, "cli-metadata");
       assert.equal(meta.engines.size, 0);
-      assert.deepEqual(meta.cliOptions, [{ parentPath: ["memory"], commands: ["libravdb"], descriptors: [{ name: "libravdb", description: "LibraVDB memory: status, search, forget, compact, export", hasSubcommands: true }] }]);
+      // A root command: `openclaw libravdb ...` exists whether memory-core is enabled or not.
+      assert.deepEqual(meta.cliOptions, [{ commands: ["libravdb"], descriptors: [{ name: "libravdb", description: "LibraVDB memory: status, search, forget, compact, export", hasSubcommands: true }] }]);
+      assert.equal(meta.cli.length, 1);
       const reg = register(config, "discovery");
       assert.ok(reg.engines.has("libravdb-memory") && reg.capability?.runtime);
       assert.equal((await stats.status()).connections, connections);
@@ -110,19 +112,37 @@ for (const transport of ["unix", "tcp"] as const) {
       assert.deepEqual([none.ok, none.compacted], [true, false]);
     });
 
-    test("a forked subagent shares its parent's memory; an isolated one does not", async () => {
-      const reg = register(config);
+    test("v1 rule: a forked subagent shares its parent's memory; an isolated one does not", async () => {
+      const reg = register({ ...config, namespaceRule: "v1" });
       const e = await engine(reg);
+      await e.commitTurn({ advancementKey: "v1-parent", sessionId: "v1-parent", sessionKey: KEY, messages: turn("My brother Tiago lives in Faro.", "Noted.", 1_700_000_300_000) });
       const child = "agent:main:subagent:fork-1";
       const prep = await e.prepareSubagentSpawn({ parentSessionKey: KEY, childSessionKey: child, contextMode: "fork" });
       assert.ok(prep);
-      const inFork = await (await engine(reg)).assemble({ sessionId: "fork-1", sessionKey: child, messages: [], prompt: "Where does my sister live?", tokenBudget: 8000 });
-      assert.match(inFork.systemPromptAddition ?? "", /Porto/);
+      const inFork = await (await engine(reg)).assemble({ sessionId: "fork-1", sessionKey: child, messages: [], prompt: "Where does my brother live?", tokenBudget: 8000 });
+      assert.match(inFork.systemPromptAddition ?? "", /Faro/);
       await prep.rollback();
       assert.equal(await e.prepareSubagentSpawn({ parentSessionKey: KEY, childSessionKey: "agent:main:subagent:iso", contextMode: "isolated" }), undefined);
-      const isolated = await e.assemble({ sessionId: "iso-1", sessionKey: "agent:main:subagent:iso", messages: [], prompt: "Where does my sister live?", tokenBudget: 8000 });
-      assert.doesNotMatch(isolated.systemPromptAddition ?? "", /Porto/);
+      const isolated = await e.assemble({ sessionId: "iso-1", sessionKey: "agent:main:subagent:iso", messages: [], prompt: "Where does my brother live?", tokenBudget: 8000 });
+      assert.doesNotMatch(isolated.systemPromptAddition ?? "", /Faro/);
       await e.onSubagentEnded({ childSessionKey: child, reason: "completed" });
+    });
+
+    test("one memory per agent by default: two channels of one agent meet; v1 keeps them apart", async () => {
+      const commitFact = async (cfg: Record<string, unknown>, sessionKey: string, session: string, fact: string) =>
+        (await engine(register(cfg))).commitTurn({ advancementKey: `ag-${session}`, sessionId: session, sessionKey, messages: turn(fact, "Noted.", 1_700_000_200_000) });
+      const recall = async (cfg: Record<string, unknown>, sessionKey: string, session: string, prompt: string) =>
+        (await (await engine(register(cfg))).assemble({ sessionId: session, sessionKey, messages: [], prompt, tokenBudget: 8000 })).systemPromptAddition ?? "";
+      // Told through Telegram, asked in the main session of the same agent: one memory.
+      await commitFact(config, "agent:main:telegram:direct:42", "ag-tg", "My bicycle is a green Brompton.");
+      assert.match(await recall(config, "agent:main:main", "ag-main", "What bicycle do I ride?"), /Brompton/);
+      // Another agent does not see it.
+      assert.doesNotMatch(await recall(config, "agent:work:main", "ag-work", "What bicycle do I ride?"), /Brompton/);
+      // The v1 rule keys by session key: the two channels keep two memories that never meet.
+      const v1 = { ...config, namespaceRule: "v1" };
+      await commitFact(v1, "agent:main:telegram:direct:43", "v1-tg", "My kayak is a red Prijon.");
+      assert.doesNotMatch(await recall(v1, "agent:main:main", "v1-main", "What kayak do I paddle?"), /Prijon/);
+      assert.match(await recall(v1, "agent:main:telegram:direct:43", "v1-tg2", "What kayak do I paddle?"), /Prijon/);
     });
 
     test("memory_search and memory_get tools, within the caller's namespace", async () => {
@@ -130,7 +150,7 @@ for (const transport of ["unix", "tcp"] as const) {
       const t = tools(reg, { sessionKey: KEY });
       const found = await t.get("memory_search")!.execute("call-1", { query: "Where does Ines live?" });
       const text = found.content[0]!.text;
-      assert.match(text, /Porto/, JSON.stringify(await stats.search({ query: "Where does Ines live?", namespace: `session-key:${KEY}` })));
+      assert.match(text, /Porto/, JSON.stringify(await stats.search({ query: "Where does Ines live?", namespace: "agent:main" })));
       const lines = text.split("\n");
       const path = /path: (libravdb:\S+)/.exec(lines[lines.findIndex((l) => l.includes(FACT)) + 1] ?? "")?.[1];
       assert.ok(path, text);
@@ -154,7 +174,31 @@ for (const transport of ["unix", "tcp"] as const) {
       const theirs = await runtime.authorizeSearchHits!({ agentId: "main", requesterSessionKey: "agent:other:main", sandboxed: false, hits });
       assert.equal(theirs.length, 0);
       assert.deepEqual(reg.capability!.promptBuilder!({ availableTools: new Set(["memory_search", "memory_get"]) }).slice(0, 1), ["## Memory"]);
+      // The host's provenance question is answered (it warns on every turn when it is not).
+      assert.equal(runtime.supportsWorkspaceMemoryReadSources, true);
+      assert.deepEqual(await runtime.classifyWorkspaceMemoryPaths!({ agentId: "main", workspaceDir: daemon.dir, relativePaths: ["MEMORY.md"] }), [{ relativePath: "MEMORY.md", originClass: "untrusted" }]);
       assert.deepEqual(reg.capability!.promptBuilder!({ availableTools: new Set() }), []);
+    });
+
+    test("CLI export: the namespace's whole memory, every record memory.stats counts", async () => {
+      const deps = pluginState(resolveConfig(config), new RecordingLogger());
+      const io = captureIo();
+      const errors: string[] = [];
+      io.err = (t: string) => void errors.push(t);
+      await runExport(deps, io, { agent: "main" });
+      assert.equal(io.code, 0, errors.join("\n"));
+      const records = io.lines.map((l) => JSON.parse(l) as { namespace: string; scope: string; collection: string; role: string; text: string });
+      const counted = (await stats.call("memory.stats", { namespace: "agent:main" })).namespaces[0]!;
+      const byScope = (scope: string) => records.filter((r) => r.scope === scope).length;
+      assert.equal(byScope("durable"), counted.durable + counted.superseded);
+      assert.equal(byScope("history"), counted.history);
+      assert.equal(byScope("summary"), counted.summary);
+      assert.equal(records.length, counted.records);
+      // The conversation is there, both roles, not only the facts kept from it.
+      assert.ok(records.some((r) => r.scope === "history" && r.role === "assistant"), JSON.stringify(records.map((r) => [r.scope, r.role])));
+      assert.ok(records.some((r) => r.scope === "history" && r.text === FACT));
+      assert.ok(records.every((r) => r.namespace === "agent:main" && EXPORT_SCOPES.includes(r.scope as never)));
+      assert.match(errors.join("\n"), new RegExp(`exported ${records.length} record\\(s\\) of "agent:main": durable \\d+, history \\d+`));
     });
 
     test("CLI: status, then forget a session key's memory", async () => {
@@ -162,6 +206,7 @@ for (const transport of ["unix", "tcp"] as const) {
       const status = captureIo();
       await runStatus(deps, status, false);
       assert.match(status.lines.join("\n"), /daemon\s+running/);
+      assert.match(status.lines.join("\n"), /namespaces\s+agent: one memory per agent/);
       const refused = captureIo();
       await runForget(deps, refused, { sessionKey: KEY });
       assert.equal(refused.code, 1);
@@ -176,7 +221,30 @@ for (const transport of ["unix", "tcp"] as const) {
   });
 }
 
-test("a bad config is refused at load, naming the key", () => {
-  assert.throws(() => register({ endpoint: "unix:/tmp/x", assembleTimeoutMs: "5s" }), /libravdb-memory config: assembleTimeoutMs must be an integer/);
-  assert.throws(() => register({ endpiont: "auto" }), /unknown config key "endpiont"/);
+test("a misspelled key turns memory off with one warning a turn; the turn goes on", async () => {
+  const dir = tempDir();
+  try {
+    const reg = register({ namepsace: "dana", outboxDir: join(dir, "outbox") });
+    const e = await engine(reg);
+    const messages = turn("hello", "hi", 1);
+    // The host calls assemble twice a turn, then commits.
+    assert.equal((await e.assemble({ sessionId: "bad-1", sessionKey: KEY, messages, prompt: "hello" })).messages, messages);
+    await e.assemble({ sessionId: "bad-1", sessionKey: KEY, messages, prompt: "hello" });
+    assert.equal((await e.commitTurn({ advancementKey: "b1", sessionId: "bad-1", sessionKey: KEY, messages })).status, "committed");
+    assert.equal(e.info.ownsCompaction, false); // the host's own compaction stays on
+    const warnings = reg.log.lines.filter((l) => l.level === "warn");
+    assert.equal(warnings.length, 1, JSON.stringify(reg.log.lines));
+    assert.match(warnings[0]!.message, /memory is off.*unknown config key "namepsace"; did you mean "namespace"\?.*neither recalled nor stored/);
+    // The next turn (a new engine) says it again; nothing was parked or sent.
+    await (await engine(reg)).assemble({ sessionId: "bad-2", sessionKey: KEY, messages: [], prompt: "x" });
+    assert.equal(reg.log.count("warn", /memory is off/), 2);
+    assert.equal(existsSync(join(dir, "outbox")), false);
+    const search = await tools(reg, { sessionKey: KEY }).get("memory_search")!.execute("c1", { query: "x" });
+    assert.match(search.content[0]!.text, /Memory is off.*namepsace/);
+    const runtime = reg.capability!.runtime!;
+    assert.deepEqual(await runtime.getMemorySearchManager({ agentId: "main" }), { manager: null, error: 'memory is off: unknown config key "namepsace"; did you mean "namespace"?' });
+  } finally {
+    await closeAll();
+    removeDir(dir);
+  }
 });

@@ -39,7 +39,7 @@ import type {
 
 export const PROTOCOL_VERSION = "2.0";
 export const CLIENT_NAME = "libravdb-ts";
-export const CLIENT_VERSION = "0.1.0";
+export const CLIENT_VERSION = "0.2.0";
 const DEFAULT_MAX_FRAME = 64 * 1024 * 1024;
 
 export interface ClientOptions {

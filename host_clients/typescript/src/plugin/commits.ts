@@ -4,7 +4,9 @@
 // sent in commit order: on every new connection, after every successful call, on a retry
 // timer (the link's backoff), and before any later commit, which queues behind them. Only
 // a definitive refusal of the turn itself sets it aside, with a warning; every other error
-// keeps it queued, because the daemon, not the turn, is what failed.
+// keeps it queued, because the daemon, not the turn, is what failed. While the daemon link
+// is down (it has warned once for the outage, naming the outbox) a commit is parked at
+// once, without waiting on the link, and without a warning of its own.
 import { ErrorCode, RpcError } from "../client/errors.js";
 import type { IngestParams, IngestResult } from "../generated/protocol.js";
 import type { PluginLogger } from "./host-types.js";
@@ -54,6 +56,8 @@ export class TurnCommits {
     private readonly send: SendTurn,
     private readonly log: PluginLogger,
     private readonly retry: RetryDelays,
+    /** Whether the daemon link is down and has reported it (DaemonLink.degradedReason). */
+    private readonly linkDown: () => boolean = () => false,
   ) {
     this.delayMs = retry.initialMs;
   }
@@ -74,6 +78,12 @@ export class TurnCommits {
   }
 
   private async commitNow(request: IngestParams): Promise<"committed" | "duplicate"> {
+    if (this.linkDown()) {
+      // The turn must not wait on a link that failed: on disk it is committed, and the
+      // retry timer (or the next connection) sends it.
+      await this.park(request, "the daemon is unavailable");
+      return "committed";
+    }
     // A drain under way sends older turns: they go first (it never rejects).
     if (this.running) await this.running;
     const waiting = (await this.outbox.pending()).length;
@@ -98,7 +108,7 @@ export class TurnCommits {
   private async park(request: IngestParams, why: string): Promise<void> {
     await this.outbox.put(request);
     this.mayHavePending = true;
-    this.log.warn(`libravdb: turn of session ${request.sessionId} kept in ${this.outbox.dir} until the daemon takes it (${why})`);
+    this.notice(`libravdb: turn of session ${request.sessionId} kept in ${this.outbox.dir} until the daemon takes it (${why})`);
     this.schedule();
   }
 
@@ -161,10 +171,18 @@ export class TurnCommits {
     this.delayMs = this.retry.initialMs;
   }
 
+  /** A warning, unless the link is down: its one outage warning already says where turns wait. */
+  private notice(message: string): void {
+    if (this.linkDown()) this.log.debug?.(message);
+    else this.log.warn(message);
+  }
+
   private stillQueued(err: unknown, reason: string): void {
     this.mayHavePending = true;
     const delay = this.delayMs;
-    if (kindOf(err) !== this.queuedKind) {
+    if (this.linkDown()) {
+      this.log.debug?.(`libravdb: turns still queued in ${this.outbox.dir} (${reason})`);
+    } else if (kindOf(err) !== this.queuedKind) {
       this.queuedKind = kindOf(err);
       this.log.warn(`libravdb: turns still queued in ${this.outbox.dir} (${reason}); they are retried in the background, oldest first`);
     }

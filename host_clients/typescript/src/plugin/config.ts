@@ -17,8 +17,22 @@ export interface PluginConfig {
   daemonLogFile: string;
   /** File holding the daemon's auth token ("" = none). */
   authTokenFile: string;
-  /** Fixed durable namespace for every session ("" = derive: userId, session key, session). */
+  /** Fixed durable namespace for every session ("" = derive it by `namespaceRule`). */
   namespace: string;
+  /**
+   * How a session's durable namespace is derived when `namespace` is empty: `agent`, one
+   * memory per OpenClaw agent (`agent:<agentId>`); `v1`, the rule of the reference plugin
+   * and of this plugin before 0.2 (`userId`, else `session-key:<sessionKey>`, else
+   * `session:<sessionId>`), for installs that upgrade with memories stored under it.
+   */
+  namespaceRule: NamespaceRule;
+  /**
+   * Whether the workspace's MEMORY.md and USER.md may enter the automatic context:
+   * `exclude` classifies them untrusted (the plugin cannot see who wrote them), `include`
+   * classifies them as the agent's own, as OpenClaw's memory-core does for files it has
+   * no write record of.
+   */
+  workspaceMemoryFiles: WorkspaceMemoryFiles;
   connectTimeoutMs: number;
   spawnTimeoutMs: number;
   /** Deadline of assemble: past it the turn goes on with the host's own messages. */
@@ -39,6 +53,11 @@ export interface PluginConfig {
   outboxDir: string;
 }
 
+export type NamespaceRule = "agent" | "v1";
+export const NAMESPACE_RULES: readonly NamespaceRule[] = ["agent", "v1"];
+export type WorkspaceMemoryFiles = "exclude" | "include";
+export const WORKSPACE_MEMORY_FILES: readonly WorkspaceMemoryFiles[] = ["exclude", "include"];
+
 export const DEFAULT_CONFIG: Readonly<PluginConfig> = Object.freeze({
   endpoint: "auto",
   spawnDaemon: true,
@@ -47,6 +66,8 @@ export const DEFAULT_CONFIG: Readonly<PluginConfig> = Object.freeze({
   daemonLogFile: "",
   authTokenFile: "",
   namespace: "",
+  namespaceRule: "agent",
+  workspaceMemoryFiles: "exclude",
   connectTimeoutMs: 1_000,
   spawnTimeoutMs: 30_000,
   assembleTimeoutMs: 5_000,
@@ -106,6 +127,12 @@ const argv: Rule = (v, key) => {
   }
   return [...(v as string[])];
 };
+const oneOf =
+  (values: readonly string[]): Rule =>
+  (v, key) => {
+    if (typeof v !== "string" || !values.includes(v)) throw new ConfigError(`${key} must be one of ${values.map((x) => JSON.stringify(x)).join(", ")}, got ${JSON.stringify(v)}`);
+    return v;
+  };
 const endpoint: Rule = (v, key) => {
   const text = (str(v, key) as string).trim();
   if (text !== "auto" && !text.startsWith("unix:") && !text.startsWith("tcp:")) {
@@ -122,6 +149,8 @@ export const RULES: Readonly<Record<keyof PluginConfig, Rule>> = {
   daemonLogFile: pathRule,
   authTokenFile: pathRule,
   namespace: str,
+  namespaceRule: oneOf(NAMESPACE_RULES),
+  workspaceMemoryFiles: oneOf(WORKSPACE_MEMORY_FILES),
   connectTimeoutMs: ms(50, 60_000),
   spawnTimeoutMs: ms(1_000, 600_000),
   assembleTimeoutMs: ms(100, 120_000),
@@ -135,6 +164,34 @@ export const RULES: Readonly<Record<keyof PluginConfig, Rule>> = {
   outboxDir: pathRule,
 };
 
+/** Edit distance (insertions, deletions, substitutions), for "did you mean". */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length] ?? 0;
+}
+
+/** The known key an unknown one most likely misspells (a third of its letters or fewer differ). */
+export function closestKey(key: string): string | null {
+  let best: string | null = null;
+  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
+  for (const known of Object.keys(RULES)) {
+    const d = distance(key.toLowerCase(), known.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [known, d];
+  }
+  return best;
+}
+
+function unknownKeyError(key: string): ConfigError {
+  const guess = closestKey(key);
+  const hint = guess ? `did you mean ${JSON.stringify(guess)}?` : `known keys: ${Object.keys(RULES).join(", ")}`;
+  return new ConfigError(`unknown config key ${JSON.stringify(key)}; ${hint}`);
+}
+
 /** The config with defaults filled in; a ConfigError names the first bad key. */
 export function resolveConfig(raw: unknown): PluginConfig {
   if (raw === undefined || raw === null) return { ...DEFAULT_CONFIG, daemonCommand: [...DEFAULT_CONFIG.daemonCommand] };
@@ -142,10 +199,7 @@ export function resolveConfig(raw: unknown): PluginConfig {
   const out: Record<string, unknown> = { ...DEFAULT_CONFIG, daemonCommand: [...DEFAULT_CONFIG.daemonCommand] };
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     const rule = (RULES as Record<string, Rule | undefined>)[key];
-    if (!rule) {
-      const known = Object.keys(RULES).join(", ");
-      throw new ConfigError(`unknown config key ${JSON.stringify(key)}; known keys: ${known}`);
-    }
+    if (!rule) throw unknownKeyError(key);
     if (value !== undefined) out[key] = rule(value, key);
   }
   const cfg = out as unknown as PluginConfig;
@@ -153,4 +207,14 @@ export function resolveConfig(raw: unknown): PluginConfig {
     throw new ConfigError(`reconnectMaxMs (${cfg.reconnectMaxMs}) must be >= reconnectInitialMs (${cfg.reconnectInitialMs})`);
   }
   return cfg;
+}
+
+/**
+ * The values of a raw config checked, its unknown keys left out: what OpenClaw may
+ * validate before the plugin loads. The plugin itself refuses unknown keys at load
+ * (resolveConfig), with a warning instead of stopping the host.
+ */
+export function checkValues(raw: unknown): PluginConfig {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return resolveConfig(raw);
+  return resolveConfig(Object.fromEntries(Object.entries(raw as Record<string, unknown>).filter(([key]) => key in RULES)));
 }

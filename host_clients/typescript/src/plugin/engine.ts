@@ -18,11 +18,17 @@ import type {
   PluginLogger,
   SessionParams,
 } from "./host-types.js";
-import { durableNamespace, estimateTokens, safeSessionId, toIngestMessages } from "./messages.js";
+import { estimateTokens, safeSessionId, toIngestMessages } from "./messages.js";
+import { durableNamespace, type SessionScope } from "./namespace.js";
 
 export const ENGINE_ID = "libravdb-memory";
 export const ENGINE_NAME = "LibraVDB Memory";
-export const ENGINE_VERSION = "0.1.0";
+export const ENGINE_VERSION = "0.2.0";
+/** The host calls assemble and commitTurn only for an engine that declares these. */
+export const TRANSCRIPT_SEMANTICS = {
+  currentTurnFence: "before-current-turn-entry-v1",
+  turnAdvancementIdempotency: "atomic-idempotent-v1",
+} as const;
 
 /** State shared by every engine instance of the plugin (the host builds one per turn). */
 export interface EngineDeps {
@@ -38,29 +44,38 @@ export interface EngineDeps {
 }
 
 /** The namespace of a session: a forked subagent shares its parent's. */
-export function namespaceOf(deps: EngineDeps, params: SessionParams): string {
+export function namespaceOf(deps: EngineDeps, params: SessionScope): string {
   const key = typeof params.sessionKey === "string" ? params.sessionKey : "";
-  return (key && deps.forks.get(key)) || durableNamespace(deps.cfg.namespace, params);
+  return (key && deps.forks.get(key)) || durableNamespace(deps.cfg, params);
 }
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message.split("\n")[0] ?? err.name : String(err);
 }
 
+/**
+ * A failure of one call: a warning, unless the link is down and has said so once for the
+ * whole outage (a turn then prints that one line, not one per call).
+ */
+export function reportFailure(deps: Pick<EngineDeps, "link" | "log">, message: string): void {
+  if (deps.link.degradedReason !== null) deps.log.debug?.(message);
+  else deps.log.warn(message);
+}
+
 export function createEngine(deps: EngineDeps): ContextEngine {
-  const { cfg, link, log } = deps;
-  // The host reads `info` when it builds the engine for a turn: own compaction only while
-  // the daemon can do it, else the host's built-in compaction stays on.
+  const { cfg, link } = deps;
+  // The host reads `info` throughout the turn: own compaction only while the daemon can
+  // do it, else the host's built-in compaction stays on. A getter, because the engine is
+  // built before the first call of the turn tells whether the daemon answers.
   const info: ContextEngineInfo = {
     id: ENGINE_ID,
     name: ENGINE_NAME,
     version: ENGINE_VERSION,
     acceptedHostParams: ["sessionKey", "prompt"],
-    transcriptSemantics: {
-      currentTurnFence: "before-current-turn-entry-v1",
-      turnAdvancementIdempotency: "atomic-idempotent-v1",
+    transcriptSemantics: TRANSCRIPT_SEMANTICS,
+    get ownsCompaction() {
+      return link.degradedReason === null;
     },
-    ownsCompaction: link.degradedReason === null,
     turnMaintenanceMode: "background",
   };
 
@@ -73,7 +88,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
       const out = await ingest({ sessionId: safeSessionId(params.sessionId), namespace: namespaceOf(deps, params), messages: items });
       return out.ingested;
     } catch (err) {
-      log.warn(`libravdb: ${what} not stored (${describe(err)})`);
+      reportFailure(deps, `libravdb: ${what} not stored (${describe(err)})`);
       return 0;
     }
   }
@@ -151,7 +166,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
           ...(out.systemPromptAddition ? { systemPromptAddition: out.systemPromptAddition } : {}),
         };
       } catch (err) {
-        log.warn(`libravdb: assemble fell back to the host's messages (${describe(err)})`);
+        reportFailure(deps, `libravdb: assemble fell back to the host's messages (${describe(err)})`);
         return { messages, estimatedTokens: estimateTokens(messages) };
       }
     },
@@ -182,7 +197,7 @@ export function createEngine(deps: EngineDeps): ContextEngine {
     async prepareSubagentSpawn(params) {
       if (params.contextMode !== "fork") return undefined;
       // A fork sees and extends its parent's memory: it shares the parent's namespace.
-      const parentNs = deps.forks.get(params.parentSessionKey) ?? durableNamespace(cfg.namespace, { sessionKey: params.parentSessionKey, sessionId: params.parentSessionId });
+      const parentNs = deps.forks.get(params.parentSessionKey) ?? durableNamespace(cfg, { sessionKey: params.parentSessionKey, sessionId: params.parentSessionId });
       deps.forks.set(params.childSessionKey, parentNs);
       return {
         rollback: () => {

@@ -1,14 +1,16 @@
 // The plugin definition: what `definePluginEntry` receives (src/index.ts). register() runs
 // several times per process in different registration modes; it opens no socket itself:
-// the daemon link connects on first use and is shared by every registration.
+// the daemon link connects on first use and is shared by every registration. A config the
+// plugin cannot use does not stop the host: memory is off, with a warning each turn.
 import { homedir } from "node:os";
 import { join } from "node:path";
 
 import type { IngestParams } from "../generated/protocol.js";
-import { CLI_COMMANDS, CLI_DESCRIPTION, CLI_GROUP, CLI_PARENT, registerMemoryCli } from "./cli.js";
-import { ConfigError, resolveConfig, type PluginConfig } from "./config.js";
+import { CLI_COMMANDS, CLI_DESCRIPTOR, CLI_GROUP, cliDeps, registerConfigErrorCli, registerMemoryCli } from "./cli.js";
+import { ConfigError, checkValues, resolveConfig, type PluginConfig } from "./config.js";
 import { TurnCommits } from "./commits.js";
 import { DaemonLink, inOwnNamespace } from "./daemon.js";
+import { createDisabledEngine, disabledCapability, disabledTools } from "./disabled.js";
 import { ENGINE_ID, ENGINE_NAME, createEngine, type EngineDeps } from "./engine.js";
 import type { CompactParams, CompactResult, PluginApi, PluginLogger } from "./host-types.js";
 import { GET_TOOL, SEARCH_TOOL, memoryCapability, memoryTools } from "./memory.js";
@@ -37,14 +39,19 @@ export function pluginState(cfg: PluginConfig, log: PluginLogger, options: Entry
   const key = JSON.stringify(cfg);
   const existing = shared.get(key);
   if (existing) return existing;
-  const link = new DaemonLink(cfg, log, options.env);
   const outbox = new Outbox(cfg.outboxDir || join(options.env?.["HOME"] ?? homedir(), ".clawdb", "outbox"));
+  // The link's one warning per outage says where turns go meanwhile, so neither the
+  // parked commits nor the failed calls of the turn warn again.
+  const link = new DaemonLink(cfg, log, options.env, ` (committed turns wait in ${outbox.dir} and are sent when it is back)`);
   // Parked turns are retried on the link's backoff: soon after a short outage, at most
   // reconnectMaxMs apart during a long one.
-  const commits = new TurnCommits(outbox, (params) => inOwnNamespace((p: IngestParams) => link.call("ingest", p, cfg.callTimeoutMs), params), log, {
-    initialMs: cfg.reconnectInitialMs,
-    maxMs: cfg.reconnectMaxMs,
-  });
+  const commits = new TurnCommits(
+    outbox,
+    (params) => inOwnNamespace((p: IngestParams) => link.call("ingest", p, cfg.callTimeoutMs), params),
+    log,
+    { initialMs: cfg.reconnectInitialMs, maxMs: cfg.reconnectMaxMs },
+    () => link.degradedReason !== null,
+  );
   const deps: EngineDeps = { cfg, link, commits, log, forks: new Map(), ...(options.delegateCompaction ? { delegateCompaction: options.delegateCompaction } : {}) };
   // A new connection sends what waits before any other call goes out on it, so the first
   // assemble after an outage already sees those turns.
@@ -77,9 +84,11 @@ export function buildPluginDefinition(options: EntryOptions = {}) {
     kind: ["memory", "context-engine"] as ("memory" | "context-engine")[],
     configSchema: {
       jsonSchema: CONFIG_JSON_SCHEMA,
+      // As the manifest's schema: values are checked, unknown keys pass (register() names them).
       safeParse(value: unknown) {
         try {
-          return { success: true, data: resolveConfig(value) };
+          checkValues(value);
+          return { success: true, data: value ?? {} };
         } catch (err) {
           return { success: false, error: { issues: [{ path: [], message: err instanceof Error ? err.message : String(err) }] } };
         }
@@ -87,27 +96,22 @@ export function buildPluginDefinition(options: EntryOptions = {}) {
     },
     register(api: PluginApi): void {
       const log = api.logger ?? consoleLogger;
+      const cliOptions = { commands: [CLI_GROUP], descriptors: [CLI_DESCRIPTOR] };
       let cfg: PluginConfig;
       try {
         cfg = resolveConfig(api.pluginConfig);
       } catch (err) {
-        if (err instanceof ConfigError) throw new ConfigError(`libravdb-memory config: ${err.message}`);
-        throw err;
-      }
-      const cliOptions = {
-        parentPath: [...CLI_PARENT],
-        commands: [CLI_GROUP],
-        descriptors: [{ name: CLI_GROUP, description: CLI_DESCRIPTION, hasSubcommands: true }],
-      };
-      if (api.registrationMode === "cli-metadata") {
-        api.registerCli?.(() => undefined, cliOptions);
+        if (!(err instanceof ConfigError)) throw err;
+        registerDisabled(api, log, err.message, cliOptions, options);
         return;
       }
-      const deps = pluginState(cfg, log, options);
+      // The registrar runs only when a `libravdb` command does: its link is made then.
+      api.registerCli?.(({ program }) => registerMemoryCli(program, cliDeps(cfg, log, options.env)), cliOptions);
+      if (api.registrationMode === "cli-metadata") return;
+      const deps = pluginState(cfg, log, options); // lazy: no socket, file or timer yet
       api.registerContextEngine(ENGINE_ID, () => createEngine(deps));
       api.registerMemoryCapability?.(memoryCapability(deps));
       api.registerTool?.((ctx) => memoryTools(deps, ctx), { names: [SEARCH_TOOL, GET_TOOL] });
-      api.registerCli?.(({ program }) => registerMemoryCli(program, deps), cliOptions);
       if (!METADATA_MODES.has(api.registrationMode ?? "full")) {
         api.on?.("gateway_stop", async () => {
           await closeState(deps);
@@ -116,6 +120,15 @@ export function buildPluginDefinition(options: EntryOptions = {}) {
       }
     },
   };
+}
+
+/** Memory off: the slots are taken, every surface says why (see disabled.ts). */
+function registerDisabled(api: PluginApi, log: PluginLogger, reason: string, cliOptions: Parameters<NonNullable<PluginApi["registerCli"]>>[1], options: EntryOptions): void {
+  api.registerCli?.(({ program }) => registerConfigErrorCli(program, `memory is off: ${reason}`), cliOptions);
+  if (api.registrationMode === "cli-metadata") return;
+  api.registerContextEngine(ENGINE_ID, () => createDisabledEngine(reason, log, options.delegateCompaction));
+  api.registerMemoryCapability?.(disabledCapability(reason));
+  api.registerTool?.(() => disabledTools(reason), { names: [SEARCH_TOOL, GET_TOOL] });
 }
 
 export { CLI_COMMANDS };

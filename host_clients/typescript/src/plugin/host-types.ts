@@ -45,11 +45,23 @@ export interface MaintenanceResult {
   reason?: string;
 }
 
+/** ContextEngineSessionTarget: the runtime session, with the agent that owns it. */
+export interface SessionTarget {
+  agentId?: string;
+  sessionId?: string;
+  sessionKey?: string;
+  [key: string]: unknown;
+}
+
 export interface SessionParams {
   sessionId: string;
   sessionKey?: string;
   /** Not in the SDK's types; some hosts and the reference's callers pass it. */
   userId?: string;
+  /** compact's caller-resolved owner agent. */
+  agentId?: string;
+  sessionTarget?: SessionTarget;
+  runtimeContext?: Record<string, unknown>;
 }
 
 export interface AssembleParams extends SessionParams {
@@ -66,7 +78,6 @@ export interface CompactParams extends SessionParams {
   compactionTarget?: "budget" | "threshold";
   customInstructions?: string;
   abortSignal?: AbortSignal;
-  runtimeContext?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -135,10 +146,30 @@ export interface MemorySearchManager {
   close?(): Promise<void>;
 }
 
+/** The SDK's MemoryOriginClass: `owner` and `agent` may enter the automatic context. */
+export type MemoryOriginClass = "owner" | "agent" | "untrusted" | "system";
+
+export interface WorkspaceMemoryClassifyParams {
+  cfg?: unknown;
+  agentId: string;
+  workspaceDir: string;
+  relativePaths: string[];
+  /** Files the host already read (a remote workspace); an absent canonical path stays untrusted. */
+  readSources?: readonly { relativePath: string; canonicalRelativePath?: string }[];
+}
+
+export interface WorkspaceMemoryClassification {
+  relativePath: string;
+  originClass: MemoryOriginClass;
+}
+
 export interface MemoryPluginRuntime {
   getMemorySearchManager(params: { cfg?: unknown; agentId: string; purpose?: string }): Promise<{ manager: MemorySearchManager | null; error?: string }>;
   resolveMemoryBackendConfig(params: { cfg?: unknown; agentId: string }): { backend: "builtin" };
   authorizeSearchHits?(params: { cfg?: unknown; agentId: string; requesterSessionKey: string | undefined; sandboxed: boolean; hits: MemorySearchResult[] }): Promise<MemorySearchResult[]>;
+  /** The runtime answers for files the host read itself (remote workspaces) too. */
+  supportsWorkspaceMemoryReadSources?: true;
+  classifyWorkspaceMemoryPaths?(params: WorkspaceMemoryClassifyParams): Promise<WorkspaceMemoryClassification[]>;
   closeAllMemorySearchManagers?(): Promise<void>;
 }
 
@@ -181,7 +212,15 @@ export interface CliCommand {
   option(flags: string, description?: string, defaultValue?: unknown): CliCommand;
   argument(name: string, description?: string): CliCommand;
   action(fn: (...args: unknown[]) => unknown): CliCommand;
+  allowUnknownOption?(allow?: boolean): CliCommand;
+  allowExcessArguments?(allow?: boolean): CliCommand;
   commands?: readonly { name(): string }[];
+}
+
+export interface CliDescriptor {
+  name: string;
+  description: string;
+  hasSubcommands: boolean;
 }
 
 export interface PluginApi {
@@ -192,6 +231,6 @@ export interface PluginApi {
   registerContextEngine(id: string, factory: (ctx?: unknown) => ContextEngine | Promise<ContextEngine>): void;
   registerMemoryCapability?(capability: MemoryPluginCapability): void;
   registerTool?(tool: AgentTool | ((ctx: ToolContext) => AgentTool | AgentTool[] | null | undefined), opts?: { name?: string; names?: string[] }): void;
-  registerCli?(registrar: (ctx: { program: CliCommand }) => void | Promise<void>, opts?: { parentPath?: string[]; commands?: string[]; descriptors?: { name: string; description: string; hasSubcommands: boolean }[] }): void;
+  registerCli?(registrar: (ctx: { program: CliCommand }) => void | Promise<void>, opts?: { parentPath?: string[]; commands?: string[]; descriptors?: CliDescriptor[] }): void;
   on?(event: string, handler: (...args: unknown[]) => unknown): void;
 }

@@ -1,10 +1,13 @@
 // The memory slot: the `memory_search` / `memory_get` tools, the memory runtime the host's
-// own memory surfaces use (status, search), and the prompt section that tells the model
-// the tools exist. All of it is daemon `search` and `memory.get`.
+// own memory surfaces use (status, search, hit authorization, workspace file provenance),
+// and the prompt section that tells the model the tools exist. The searches are daemon
+// `search` and `memory.get`.
 import { NotFound } from "../client/errors.js";
 import type { MemoryGetResult, SearchHitOut } from "../generated/protocol.js";
 import type { EngineDeps } from "./engine.js";
 import { namespaceOf } from "./engine.js";
+import { durableNamespace } from "./namespace.js";
+import { classifyWorkspaceMemoryPaths } from "./provenance.js";
 import type {
   AgentTool,
   MemoryPluginCapability,
@@ -65,8 +68,11 @@ interface Scope {
 }
 
 function scopeParams(deps: EngineDeps, scope: Scope): { namespace: string } {
+  // An agent with no session named: its main session (what the v1 rule keys by).
   const sessionKey = scope.sessionKey ?? (scope.agentId ? `agent:${scope.agentId}:main` : undefined);
-  return { namespace: namespaceOf(deps, { sessionId: scope.sessionId ?? "", ...(sessionKey ? { sessionKey } : {}) }) };
+  return {
+    namespace: namespaceOf(deps, { sessionId: scope.sessionId ?? "", ...(sessionKey ? { sessionKey } : {}), ...(scope.agentId ? { agentId: scope.agentId } : {}) }),
+  };
 }
 
 export async function searchMemory(deps: EngineDeps, query: string, scope: Scope, maxResults?: number): Promise<MemorySearchResult[]> {
@@ -170,7 +176,7 @@ export function memoryTools(deps: EngineDeps, ctx: ToolContext): AgentTool[] {
 function manager(deps: EngineDeps, agentId: string): MemorySearchManager {
   const scope: Scope = { agentId };
   return {
-    search: (query, opts) => searchMemory(deps, query, opts?.sessionKey ? { sessionKey: opts.sessionKey } : scope, opts?.maxResults),
+    search: (query, opts) => searchMemory(deps, query, opts?.sessionKey ? { sessionKey: opts.sessionKey, agentId } : scope, opts?.maxResults),
     readFile: (params) => readMemory(deps, params.relPath, scope, params.from, params.lines),
     status: () => ({
       backend: "builtin",
@@ -213,13 +219,16 @@ export function memoryCapability(deps: EngineDeps): MemoryPluginCapability {
       resolveMemoryBackendConfig: () => ({ backend: "builtin" }),
       // A requester sees the hits of its own namespace and the shared collections
       // (global, authored rules); anything else is withheld, as the host does by default.
-      authorizeSearchHits: async ({ hits, requesterSessionKey }) => {
-        const ns = namespaceOf(deps, { sessionId: "", ...(requesterSessionKey ? { sessionKey: requesterSessionKey } : {}) });
+      authorizeSearchHits: async ({ hits, requesterSessionKey, agentId }) => {
+        // The requester's own namespace: its session's (a fork's is its parent's), else the agent's.
+        const ns = requesterSessionKey ? namespaceOf(deps, { sessionId: "", sessionKey: requesterSessionKey }) : durableNamespace(deps.cfg, { agentId });
         return hits.filter((hit) => {
           const ref = parseHitPath(hit.path);
           return ref !== null && visibleTo(ns, ref.collection);
         });
       },
+      supportsWorkspaceMemoryReadSources: true,
+      classifyWorkspaceMemoryPaths: (params) => classifyWorkspaceMemoryPaths(deps.cfg.workspaceMemoryFiles, params),
       closeAllMemorySearchManagers: async () => undefined,
     },
   };

@@ -1,4 +1,4 @@
-// Host messages -> the daemon's ingest messages, and the durable namespace of a session.
+// Host messages -> the daemon's ingest messages, and names the daemon accepts.
 import { createHash } from "node:crypto";
 
 import type { IngestMessage } from "../generated/protocol.js";
@@ -52,28 +52,13 @@ export function toIngestMessages(messages: readonly AgentMessage[]): IngestMessa
 }
 
 /** The daemon's name rules (no control characters, no / or \): replaced, not refused. */
-function safeName(text: string): string {
+export function safeName(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f/\\]/g, "_").slice(0, 200);
 }
 
 /** A host session id as the daemon accepts it. */
 export function safeSessionId(sessionId: string): string {
   return safeName(sessionId.trim()) || "default";
-}
-
-/**
- * The durable namespace, as the reference plugin derives it (so existing users keep
- * their memories): the configured namespace, else `userId`, else `session-key:<key>`,
- * else `session:<sessionId>`.
- */
-export function durableNamespace(fixed: string, params: { userId?: unknown; sessionKey?: unknown; sessionId?: unknown }): string {
-  if (fixed.trim()) return safeName(fixed.trim());
-  const userId = typeof params.userId === "string" ? params.userId.trim() : "";
-  if (userId) return safeName(userId);
-  const key = typeof params.sessionKey === "string" ? params.sessionKey.trim() : "";
-  if (key) return safeName(`session-key:${key}`);
-  const sid = typeof params.sessionId === "string" ? params.sessionId.trim() : "";
-  return safeName(sid ? `session:${sid}` : "default");
 }
 
 /** Rough token count of messages the host keeps when the daemon is away (4 chars/token). */
