@@ -58,7 +58,12 @@ def traces(data_dir: Path, needles: Mapping[str, bytes], *, indexes: bool = True
     """``"<file>: <needle>"`` for every needle found in a file of ``data_dir``."""
     found = []
     for path in scanned_files(data_dir, indexes=indexes):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            # an index save renamed its temporary file away between the listing and this
+            # read: what it held is in the file it became, read under that name
+            continue
         found += [f"{path.name}: {name}" for name, b in needles.items() if b and b in data]
     return found
 

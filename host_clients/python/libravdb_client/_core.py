@@ -32,7 +32,7 @@ log = logging.getLogger("libravdb_client")
 T = TypeVar("T")
 
 CLIENT_NAME: Final = "libravdb_client"
-CLIENT_VERSION: Final = "0.1.0"
+CLIENT_VERSION: Final = "0.2.0"
 
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_CONNECT_TIMEOUT: Final = 5.0
