@@ -96,6 +96,7 @@ stress: setup
 
 eval: setup
 	$(PY) scripts/eval_locomo.py $(or $(DATA),../shared/eval/locomo_dev.json)
+	$(PY) scripts/eval_cues.py $(or $(DATA),../shared/eval/locomo_dev.json)
 	$(PY) scripts/eval_gate.py
 
 # The optional all-mpnet-base-v2 embedding profile (docs/engines.md): its five PyPI parts

@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""`make eval`: implicit recall. Does the memory a trigger assembles hold its cue?
+
+    python scripts/eval_cues.py [DATA.json] [--split S ...] [--no-daemon] [--no-loco]
+        [--endpoint E] [--overlap] [--no-write] [--no-cache] [--seed N]
+
+The set (``tests/memory/data/cue_pairs.json``, :mod:`scripts.cue_set`) holds cue /
+trigger pairs written for this project: something the user said earlier, and a later
+user message whose right answer it changes without asking for it ("I'm allergic to
+shellfish" ... "Plan me a paella night"). Its overlap is printed first: how many triggers
+share a content word with their cue (fewer than a quarter may).
+
+Each split's pairs are stitched into the LoCoMo dev conversations (DATA, default
+../shared/eval/locomo_dev.json, read at run time and never copied;
+:mod:`scripts.cue_stitch`): every cue a short session at a seeded random moment of the
+conversation, many cues per conversation, the trigger asked from a fresh session after
+the conversation ends. A trigger is **covered** when the assembled memory (1,000 memory
+tokens: ``tokenBudget`` 4,000 x the default fraction 0.25) holds a turn of its cue, by
+turn id, as ``eval_locomo`` matches evidence. Methods, over the same vectors and budget:
+
+* ``cosine``, ``bm25``, ``rrf`` (and ``bm25*``, ``rrf*`` with the project's analyzer):
+  the plain baselines of ``eval_locomo`` (:mod:`scripts.locomo_pool`), the budget filled
+  in rank order;
+* ``inprocess``: ``plan_assembly`` in-process, as ``eval_locomo --inprocess`` runs it;
+* ``loco``: the same with the ranking parameters chosen leave-one-conversation-out over
+  ``eval_locomo``'s grid, scored on the held-out conversation (what choosing the
+  existing knobs on two conversations gains on the third; nothing was tuned on this
+  set, so ``inprocess`` is the plain figure);
+* ``assemble``: the real daemon (spawned over stdio with a temporary data directory, or
+  ``--endpoint``): every session ingested in time order, then ``assemble`` per trigger.
+
+The cue turns carry the speakers' labels as the LoCoMo turns do; the baselines and the
+in-process figure are also given with bare cue turns, to show how much the form is worth.
+
+The prompts no memory bears on (``tests/memory/data/no_memory_prompts.json``) are asked
+the same way after the triggers; the memory tokens each one is given (``budget.used``)
+are reported: the right amount is none.
+
+Figures per split (dev, holdout; fresh once it is written) go to docs/benchmarks.md
+between ``<!-- bench:cues -->`` markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scripts.cue_report import CueScores, covered, render_cover, render_tokens  # noqa: E402
+from scripts.cue_set import (  # noqa: E402
+    SPLITS,
+    CuePair,
+    NoMemoryPrompt,
+    load_pairs,
+    load_prompts,
+    problems,
+    render_set,
+    shared_examples,
+)
+from scripts.cue_stitch import SEED, Stitched, stitch  # noqa: E402
+from scripts.doc_sections import write_section  # noqa: E402
+from scripts.eval_locomo import LOCO_GRID, TOKEN_BUDGET, _sc  # noqa: E402
+from scripts.locomo_data import (  # noqa: E402
+    DEFAULT_DATA,
+    Conversation,
+    EvalTurn,
+    load_conversations,
+)
+from scripts.locomo_embed import CachedEmbedder, make_embedder  # noqa: E402
+from scripts.locomo_pool import (  # noqa: E402
+    MEMORY_FRACTION,
+    ConvData,
+    baseline_rankings,
+    conversation_candidates,
+    fill_budget,
+    inprocess_plan,
+    prepare,
+)
+from scripts.locomo_report import mean  # noqa: E402
+from sidecar.assembly.selection import DEFAULT_ASSEMBLY  # noqa: E402
+
+DOC = REPO / "docs" / "benchmarks.md"
+BASELINES = ("cosine", "bm25", "rrf", "bm25*", "rrf*")
+
+
+def conv_name(st: Stitched) -> str:
+    return st.namespace.split(":", 1)[0]
+
+
+# ---------------------------------------------------------------------------- in-process
+
+
+def run_baselines(datas: Sequence[ConvData], sts: Sequence[Stitched], scores: CueScores) -> None:
+    budget = int(TOKEN_BUDGET * MEMORY_FRACTION)
+    for data, st in zip(datas, sts, strict=True):
+        for qi, ask in enumerate(st.asks):
+            for method, ranking in baseline_rankings(data, qi).items():
+                chosen = fill_budget(ranking, data.costs, budget)
+                if ask.pair is not None:
+                    ids = [data.conv.turns[i].id for i in chosen]
+                    cover = covered(ids, data.conv.questions[qi].evidence)
+                    scores.add(st.split, method, conv_name(st), ask.kind, cover)
+                elif method == "cosine":  # every baseline fills the budget; one says so
+                    scores.spent(st.split, method, ask.kind, sum(data.costs[i] for i in chosen))
+
+
+def run_inprocess(
+    datas: Sequence[ConvData], sts: Sequence[Stitched], scores: CueScores, now_ms: int
+) -> None:
+    budget = int(TOKEN_BUDGET * MEMORY_FRACTION)
+    for data, st in zip(datas, sts, strict=True):
+        cands = conversation_candidates(data)
+        for qi, ask in enumerate(st.asks):
+            plan = inprocess_plan(data, cands, qi, budget, now_ms=now_ms)
+            if ask.pair is not None:
+                ids = [t for item in plan.selected for t in item.turn_ids]
+                cover = covered(ids, data.conv.questions[qi].evidence)
+                scores.add(st.split, "inprocess", conv_name(st), ask.kind, cover)
+            else:
+                b = plan.budget
+                scores.spent(st.split, "inprocess", ask.kind, b.used, b.recovery)
+
+
+Grid = list[tuple[dict[str, float], dict[str, list[float]]]]
+
+
+def run_loco(
+    datas: Sequence[ConvData], sts: Sequence[Stitched], scores: CueScores, now_ms: int
+) -> str:
+    """Leave-one-conversation-out over ``eval_locomo``'s grid: the grid point with the most
+    triggers covered on the split's other conversations, scored on the held-out one."""
+    budget = int(TOKEN_BUDGET * MEMORY_FRACTION)
+    cands = [conversation_candidates(d) for d in datas]
+    names = list(LOCO_GRID)
+    results: Grid = []
+    for values in itertools.product(*LOCO_GRID.values()):
+        params = dict(zip(names, values, strict=True))
+        config = _sc(DEFAULT_ASSEMBLY, **params)
+        per: dict[str, list[float]] = {}
+        for data, cs, st in zip(datas, cands, sts, strict=True):
+            vals = per.setdefault(conv_name(st), [])
+            for qi in st.triggers:
+                plan = inprocess_plan(data, cs, qi, budget, config=config, now_ms=now_ms)
+                ids = [t for it in plan.selected for t in it.turn_ids]
+                vals.append(covered(ids, data.conv.questions[qi].evidence))
+        results.append((params, per))
+    split = sts[0].split
+    lines = [
+        "| held out | chosen on the others | held-out cover | defaults | best possible |",
+        "|---|---|---|---|---|",
+    ]
+    for st in sts:
+        held = conv_name(st)
+        params, per = max(results, key=functools.partial(_train_score, held=held))
+        for qi, value in zip(st.triggers, per[held], strict=True):
+            scores.add(split, "loco", held, st.asks[qi].kind, value)
+        default = scores.by_conv.get((split, "inprocess", held), [])
+        best = max(mean(p[held]) for _, p in results)
+        chosen = ", ".join(f"{k}={v:g}" for k, v in params.items())
+        lines.append(
+            f"| {split} {held} | {chosen} | {mean(per[held]):.3f} | {mean(default):.3f} | "
+            f"{best:.3f} |"
+        )
+    every = [mean([x for v in per.values() for x in v]) for _, per in results]
+    lines.append(
+        f"| **{split} overall** | grid of {len(results)} | "
+        f"**{mean(scores.overall(split, 'loco')):.3f}** | "
+        f"{mean(scores.overall(split, 'inprocess')):.3f} | in-sample best {max(every):.3f}, "
+        f"worst {min(every):.3f} |"
+    )
+    return "\n".join(lines)
+
+
+def _train_score(item: tuple[dict[str, float], dict[str, list[float]]], held: str) -> float:
+    return sum(sum(v) for k, v in item[1].items() if k != held)
+
+
+# ---------------------------------------------------------------------------- the daemon
+
+
+def _sessions(st: Stitched) -> list[list[EvalTurn]]:
+    """The conversation's sessions in the order they happened (a history grows in time)."""
+    by: dict[str, list[EvalTurn]] = {}
+    for t in st.conv.turns:
+        by.setdefault(t.session_id, []).append(t)
+    return sorted(by.values(), key=lambda ts: ts[0].ts)
+
+
+def run_assemble(stitched: Sequence[Stitched], scores: CueScores, endpoint: str | None) -> str:
+    """Through the daemon; returns a note instead of scores when it cannot run."""
+    sys.path.insert(0, str(REPO / "host_clients" / "python"))
+    from libravdb_client import Client, LibravdbError
+
+    tmp: tempfile.TemporaryDirectory[str] | None = None
+    try:
+        if endpoint:
+            client = Client(endpoint, timeout=600)
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="libravdbd-cues-")
+            client = Client.spawn(
+                data_dir=Path(tmp.name) / "data",
+                env={"HOME": tmp.name},
+                stderr=subprocess.DEVNULL,
+                timeout=600,
+            )
+        with client:
+            for st in stitched:
+                started = time.perf_counter()
+                for turns in _sessions(st):
+                    messages = [
+                        {"id": t.id, "role": t.role, "content": t.content, "ts": t.ts}
+                        for t in turns
+                    ]
+                    client.call(
+                        "ingest",
+                        {
+                            "sessionId": turns[0].session_id,
+                            "namespace": st.namespace,
+                            "messages": messages,
+                        },
+                    )
+                for qi, ask in enumerate(st.asks):
+                    result = client.call(
+                        "assemble",
+                        {
+                            "sessionId": ask.session_id,
+                            "namespace": st.namespace,
+                            "prompt": st.conv.questions[qi].text,
+                            "tokenBudget": TOKEN_BUDGET,
+                        },
+                    )
+                    selected = result.get("selected", [])
+                    if ask.pair is not None:
+                        ids = [t for item in selected for t in item.get("turnIds", [])]
+                        cover = covered(ids, st.conv.questions[qi].evidence)
+                        scores.add(st.split, "assemble", conv_name(st), ask.kind, cover)
+                    else:
+                        parts = result.get("budget", {})
+                        used, rec = int(parts.get("used", 0)), int(parts.get("recovery", 0))
+                        scores.spent(st.split, "assemble", ask.kind, used, rec)
+                print(
+                    f"assemble: {st.namespace} done in {time.perf_counter() - started:.0f}s",
+                    flush=True,
+                )
+    except (LibravdbError, OSError) as exc:
+        return f"assemble: daemon unavailable ({type(exc).__name__}: {exc}); not scored"
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return ""
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="LoCoMo JSON")
+    parser.add_argument("--split", action="append", choices=SPLITS, help="default: all")
+    parser.add_argument("--no-daemon", action="store_true", help="in-process figures only")
+    parser.add_argument("--no-loco", action="store_true", help="skip leave-one-out (slow)")
+    parser.add_argument("--endpoint", default=None, help="a running daemon's endpoint")
+    parser.add_argument("--overlap", action="store_true", help="print each pair's shared terms")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings")
+    parser.add_argument("--seed", type=int, default=SEED)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _args(argv)
+    path = Path(args.data)
+    if not path.is_file():
+        print(f"error: no data at {path}", file=sys.stderr)
+        return 2
+    pairs, prompts = load_pairs(), load_prompts()
+    bad = problems(pairs, prompts)
+    if bad:
+        print("error: the cue set is invalid:\n" + "\n".join(bad), file=sys.stderr)
+        return 2
+    set_table = render_set(pairs, prompts)
+    print(set_table, flush=True)
+    if args.overlap:
+        print(shared_examples(pairs))
+    splits = [s for s in (args.split or SPLITS) if any(p.split == s for p in pairs)]
+    convs = load_conversations(path)
+    stitched = {s: stitch(convs, pairs, prompts, s, args.seed) for s in splits}
+    embedder = CachedEmbedder(make_embedder(), enabled=not args.no_cache)
+    now = int(time.time() * 1000)
+    scores = CueScores()
+    loco: list[str] = []
+    for split in splits:
+        sts = stitched[split]
+        datas = [prepare(st.conv, embedder) for st in sts]
+        run_baselines(datas, sts, scores)
+        run_inprocess(datas, sts, scores, now)
+        if not args.no_loco:
+            loco.append(run_loco(datas, sts, scores, now))
+        print(f"{split}: in-process figures done", flush=True)
+    bare = bare_cues(convs, pairs, prompts, splits, args.seed, embedder, now, scores)
+    note = ""
+    if not args.no_daemon:
+        note = run_assemble([st for s in splits for st in stitched[s]], scores, args.endpoint)
+    methods = [*BASELINES, "inprocess", *(["loco"] if loco else [])]
+    methods += ["assemble"] if not args.no_daemon and not note else []
+    tables = [render_cover(scores, s, methods) for s in splits]
+    token_methods = [m for m in ("assemble", "inprocess", "cosine") if m in methods]
+    tokens = render_tokens(scores, splits, token_methods)
+    for text in (*tables, *loco, bare, tokens, note):
+        if text:
+            print(f"\n{text}")
+    if not args.no_write:
+        blocks = [set_table, *tables]
+        if loco:
+            blocks += ["Leave-one-conversation-out over eval_locomo's grid:", *loco]
+        blocks += [BARE_NOTE, bare, TOKENS_NOTE, tokens]
+        body = _doc_body(path, embedder.name, args, stitched, blocks)
+        write_section(DOC, "cues", body, "Implicit recall: cue triggers (`make eval`)")
+        print(f"wrote {DOC.relative_to(REPO)}")
+    if note:
+        print(f"error: {note}", file=sys.stderr)
+        return 1
+    return 0
+
+
+BARE_NOTE = (
+    "The same cues without their speaker label (a host that ingests bare user and assistant "
+    "turns next to a labelled transcript), baselines and in-process, beside the labelled "
+    "figures above: how much the cover owes to the cue turns' form rather than their content."
+)
+TOKENS_NOTE = (
+    "Memory tokens injected for prompts no memory bears on "
+    "(`tests/memory/data/no_memory_prompts.json`, asked after the triggers in the same "
+    "namespaces; `budget.used`; every baseline fills the budget whatever the prompt, "
+    "`cosine` stands for them):"
+)
+
+
+def bare_cues(
+    convs: Sequence[Conversation],
+    pairs: Sequence[CuePair],
+    prompts: Sequence[NoMemoryPrompt],
+    splits: Sequence[str],
+    seed: int,
+    embedder: CachedEmbedder,
+    now_ms: int,
+    labelled: CueScores,
+) -> str:
+    """Overall cover per split with the cue turns stitched without their speaker label,
+    beside the labelled run's figures."""
+    methods = ["cosine", "bm25", "rrf", "rrf*", "inprocess"]
+    scores = CueScores()
+    for split in splits:
+        sts = stitch(convs, pairs, prompts, split, seed, labels=False)
+        datas = [prepare(st.conv, embedder) for st in sts]
+        run_baselines(datas, sts, scores)
+        run_inprocess(datas, sts, scores, now_ms)
+    lines = ["| split | cue turns | " + " | ".join(methods) + " |", "|---|---|" + "---|" * 5]
+    for split in splits:
+        for name, got in (("labelled", labelled), ("bare", scores)):
+            cells = " | ".join(f"{mean(got.overall(split, m)):.3f}" for m in methods)
+            lines.append(f"| {split} | {name} | {cells} |")
+    return "\n".join(lines)
+
+
+def _doc_body(
+    path: Path,
+    embedder: str,
+    args: argparse.Namespace,
+    stitched: dict[str, list[Stitched]],
+    blocks: Sequence[str],
+) -> str:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    flags = " --no-daemon" if args.no_daemon else ""
+    flags += " --no-loco" if args.no_loco else ""
+    cues = {s: [len(st.cue_sessions) for st in sts] for s, sts in stitched.items()}
+    spread = "; ".join(f"{s}: {'/'.join(map(str, n))}" for s, n in cues.items())
+    head = [
+        f"Cue recall (share of triggers whose assembled memory holds a turn of their cue) at "
+        f"a {int(TOKEN_BUDGET * MEMORY_FRACTION)}-token memory budget ({TOKEN_BUDGET} x "
+        f"{MEMORY_FRACTION}), cues stitched into `{path.name}` ({stamp}, embedder "
+        f"`{embedder}`, seed {args.seed}, `python scripts/eval_cues.py{flags}`).",
+        "",
+        "* The set: `tests/memory/data/cue_pairs.json`, pairs written for this project; a "
+        "trigger shares a content word with its cue when the project's analyzer gives "
+        "them a common term (prefix-5 links: terms of 5+ letters that start alike, "
+        "which the light stemmer keeps apart).",
+        "* Stitching (`scripts/cue_stitch.py`): one namespace per conversation and split; "
+        "every cue a session of its own at a seeded random moment of the conversation, its "
+        "turns labelled with the speakers' names as the LoCoMo turns are; cues per "
+        f"conversation {spread}; each trigger asked from a fresh session after the "
+        "conversation, without being ingested.",
+        "* Methods: `cosine`, `bm25`, `rrf` (`bm25*`, `rrf*`: the project's analyzer) "
+        "are eval_locomo's baselines over the same vectors and budget; `inprocess` "
+        "is `plan_assembly` in-process; `loco` chooses eval_locomo's ranking grid on the "
+        "split's other two conversations and scores the third (nothing was tuned on "
+        "this set, so `inprocess` is the plain figure); `assemble` is the daemon.",
+    ]
+    return "\n".join([*head, *(x for b in blocks for x in ("", b))])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
