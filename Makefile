@@ -15,9 +15,27 @@ NOTE   := echo
 # `make run` shows warnings and errors only: its output is the endpoint line.
 RUN_LOG_LEVEL ?= warning
 
-.PHONY: setup run test test-py test-ts lint fmt bench bench-scale eval stress schema e2e mpnet clean
+.PHONY: setup browser run test test-py test-ts lint fmt bench bench-scale eval stress schema e2e mpnet clean
 
-setup: $(STAMP) $(TS_STAMP)
+setup: $(STAMP) $(TS_STAMP) browser
+
+# The UI's browser tests (tests/ui) drive Debian's chromium through its chromedriver;
+# nothing is downloaded when they run. Installed with apt-get when missing and make runs
+# as root (as CI does); otherwise a note says the browser tests will skip.
+BROWSER_LOG := $(VENV)/browser-install.log
+browser:
+	@if command -v chromium >/dev/null 2>&1 \
+	  && { test -x /usr/bin/chromedriver || command -v chromedriver >/dev/null 2>&1; }; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  $(NOTE) "installing chromium and chromium-driver for the UI tests (log: $(BROWSER_LOG))"; \
+	  mkdir -p $(VENV); \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	      chromium chromium-driver; } > $(BROWSER_LOG) 2>&1 \
+	    || { tail -20 $(BROWSER_LOG); exit 1; }; \
+	else \
+	  echo "note: chromium and chromium-driver are not installed (apt-get install chromium" \
+	    "chromium-driver, or make setup as root); the UI's browser tests will skip"; \
+	fi
 
 # The TypeScript client and OpenClaw plugin: dev dependencies from the committed lockfile,
 # no install scripts.
@@ -42,9 +60,10 @@ $(STAMP): pyproject.toml host_clients/python/pyproject.toml
 	@touch $(STAMP)
 
 # One line on stdout, the endpoint, as the README promises; on a fresh clone the install
-# runs first, silently (a target-specific NOTE reaches the prerequisites too).
+# runs first, silently (a target-specific NOTE reaches the prerequisites too). The daemon
+# needs no browser: only the UI's tests do.
 run: NOTE := :
-run: setup
+run: $(STAMP) $(TS_STAMP)
 	@$(VENV)/bin/libravdbd serve --log-level $(RUN_LOG_LEVEL)
 
 # Both suites run whatever the first one gives (a failed pytest must not hide the

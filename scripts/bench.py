@@ -193,6 +193,7 @@ SECTIONS: dict[str, Section] = {
     "assemble": _module_section("scripts.bench_assemble"),
     "resident": _module_section("scripts.bench_resident"),
     "typescript": _module_section("scripts.bench_typescript"),
+    "ui": _module_section("scripts.bench_ui"),
 }
 
 

@@ -127,6 +127,7 @@ _COMMAND_MODULES = (
     "sidecar.ops.backup",
     "sidecar.ops.stats_report",
     "sidecar.ops.migrate",
+    "sidecar.ui.command",
 )
 
 

@@ -40,6 +40,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "sidecar.tools",
             "sidecar.mcp",
             "sidecar.ops",
+            "sidecar.ui",
             "sidecar.__main__",
         ),
     ),
