@@ -14,9 +14,9 @@ Timed: one HTTP request per page load (the HTML page; its two static files are a
 hundred bytes served from memory), on one keep-alive connection, with the session cookie,
 once the daemon is idle, pages interleaved round by round, twice: as a person browses
 (the UI keeps the answers of whole-namespace reads for 30 s, ``sidecar/ui/cache.py``) and
-as first loads (every page with its Refresh parameter, so every read goes to the daemon;
-``memory.list``, ``sessions.list`` and ``memory.stats`` read every record of what they
-cover). The pages: the Memories list
+as first loads (every page with its Refresh parameter, so every read goes to the daemon:
+``memory.list``, ``sessions.list`` and ``memory.stats`` read the store's time indexes,
+docs/store.md "Listing by time"). The pages: the Memories list
 (first page and a later page by cursor), a search (distinct queries), a filtered list
 (scope, session, time range), one memory with its versions, the Sessions list, one session
 (timeline and DAG), a summary's expansion (the fragment ui.js loads), the Why form, a Why

@@ -42,7 +42,11 @@ from sidecar.store.types import (
     Patch,
     Put,
     Record,
+    TimeHistogram,
+    TimeKey,
+    TimeQuery,
     TimeRange,
+    TimeSpan,
 )
 
 __all__ = [
@@ -71,7 +75,11 @@ __all__ = [
     "StoreClosed",
     "StoreError",
     "StoreLocked",
+    "TimeHistogram",
+    "TimeKey",
+    "TimeQuery",
     "TimeRange",
+    "TimeSpan",
     "UnfinishedReembed",
     "VersionConflict",
     "dims_for_collection",

@@ -13,6 +13,7 @@ import structlog
 from sidecar.store import names as N
 from sidecar.store.exact import F32
 from sidecar.store.index import VectorIndex
+from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import chunks, decode_meta, json_encode
 from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import Tx
@@ -154,18 +155,28 @@ def increment_future(
             for part in chunks(ids):
                 marks = ",".join("?" * len(part))
                 rows = tx.conn.execute(
-                    f"SELECT rid, metadata FROM records WHERE cid = ? AND id IN ({marks})",
+                    f"SELECT rid, metadata, created_ms FROM records WHERE cid = ? "
+                    f"AND id IN ({marks})",
                     (info.cid, *part),
                 ).fetchall()
-                for rid, raw in rows:
+                for rid, raw, created in rows:
                     meta = decode_meta(raw)
                     old = meta.get(key)
                     if isinstance(old, bool) or not isinstance(old, (int, float)):
                         old = 0
                     meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+                    # the derived columns follow the metadata (record_keys.py)
                     tx.conn.execute(
-                        "UPDATE records SET metadata = ?, seq = ? WHERE rid = ?",
-                        (json_encode(meta).decode(), tx.next_seq(), rid),
+                        "UPDATE records SET metadata = ?, seq = ?, ts_ms = ?, session_key = ?, "
+                        "marks = ? WHERE rid = ?",
+                        (
+                            json_encode(meta).decode(),
+                            tx.next_seq(),
+                            N.ts_from_metadata(meta, created),
+                            session_key(meta),
+                            record_marks(meta),
+                            rid,
+                        ),
                     )
                     n += 1
         return n

@@ -42,7 +42,11 @@ from sidecar.store.types import (
     Record,
     ScrubReport,
     StorageBytes,
+    TimeHistogram,
+    TimeKey,
+    TimeQuery,
     TimeRange,
+    TimeSpan,
 )
 
 EmbedFn = Callable[[list[str]], Any]
@@ -205,6 +209,33 @@ class StoreBackend(Protocol):
     def total_records(self) -> int: ...
 
     def max_seq(self) -> int: ...
+
+    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
+
+    def list_by_time(
+        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
+    ) -> list[Record]:
+        """At most ``limit`` records of ``query`` (no vectors), newest first: ``ts_ms``
+        descending, then collection and id ascending (byte order), the ones after
+        ``after`` when given. Reads O(limit) rows per collection (an index range)."""
+
+    def count_by_time(self, query: TimeQuery) -> int:
+        """How many records ``list_by_time`` pages through for ``query`` (index entries)."""
+
+    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
+        """Per collection named (missing ones: an empty span): how many records, their
+        earliest and latest ``ts_ms``; one aggregate query."""
+
+    def time_histogram(
+        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
+    ) -> TimeHistogram:
+        """Records of ``collections`` per bucket ``ts_ms // width_ms`` for the times within
+        ``lo_ms..hi_ms`` (inclusive, ``0 <= lo_ms``), the number outside them, and the
+        earliest and latest time within: aggregate queries (GROUP BY buckets)."""
+
+    def session_keys(self, collection: str) -> list[str]:
+        """The distinct session keys (``record_keys.session_key``) of a collection's
+        records, sorted by bytes."""
 
     # ---- search ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from sidecar.store.errors import (
     VersionConflict,
 )
 from sidecar.store.exact import F32
+from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import Delete, DropCollection, Op, OpResult, Patch, Put
 from sidecar.store.writer import Effect, Tx
@@ -117,6 +118,8 @@ def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
             now,
             ts,
             created,
+            session_key(op.metadata),
+            record_marks(op.metadata),
             ts,
         ),
     ).fetchall()[0]
@@ -145,7 +148,7 @@ def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
     new_version = version + 1 if op.bump_version else version
     tx.conn.execute(
         "UPDATE records SET text = ?, metadata = ?, version = ?, seq = ?, updated_ms = ?, "
-        "ts_ms = ? WHERE rid = ?",
+        "ts_ms = ?, session_key = ?, marks = ? WHERE rid = ?",
         (
             text if op.text is None else op.text,
             json_encode(meta).decode(),
@@ -153,6 +156,8 @@ def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
             tx.next_seq(),
             tx.now_ms,
             N.ts_from_metadata(meta, created),
+            session_key(meta),
+            record_marks(meta),
             rid,
         ),
     )

@@ -136,7 +136,49 @@ def _v4(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4)
+def _v5(conn: sqlite3.Connection) -> None:
+    # Listing by time (docs/store.md): each record's session and marks (record_keys.py),
+    # filled from the records stored before, and the newest-first indexes that carry them.
+    from sidecar.store.record_keys import record_marks, session_key  # local: load order
+
+    _exec_script(
+        conn,
+        """
+        ALTER TABLE records ADD COLUMN session_key TEXT;
+        ALTER TABLE records ADD COLUMN marks INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT rid, metadata FROM records WHERE rid > ? ORDER BY rid LIMIT 5000", (after,)
+        ).fetchall()
+        if not rows:
+            break
+        updates = []
+        for rid, raw in rows:
+            try:
+                decoded = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                decoded = {}
+            meta = decoded if isinstance(decoded, dict) else {}
+            skey, marks = session_key(meta), record_marks(meta)
+            if skey is not None or marks:
+                updates.append((skey, marks, rid))
+        conn.executemany("UPDATE records SET session_key = ?, marks = ? WHERE rid = ?", updates)
+        after = rows[-1][0]
+    _exec_script(
+        conn,
+        """
+        DROP INDEX records_cid_ts;
+        CREATE INDEX records_cid_time ON records (cid, ts_ms DESC, id, marks);
+        CREATE INDEX records_cid_session_time ON records (cid, session_key, ts_ms DESC, id, marks)
+            WHERE session_key IS NOT NULL;
+        """,
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

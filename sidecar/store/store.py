@@ -36,6 +36,7 @@ from sidecar.store import opening as _opening
 from sidecar.store import ops as _ops
 from sidecar.store import reads as _reads
 from sidecar.store import search as _search
+from sidecar.store import time_reads as _time_reads
 from sidecar.store import tombstones as _tombstones
 from sidecar.store.errors import (
     InvalidInput,
@@ -73,7 +74,11 @@ from sidecar.store.types import (
     Record,
     ScrubReport,
     StorageBytes,
+    TimeHistogram,
+    TimeKey,
+    TimeQuery,
     TimeRange,
+    TimeSpan,
 )
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
 
@@ -518,12 +523,14 @@ class Store:
 
     _UPSERT = (
         "INSERT INTO records (cid, id, text, metadata, vector, version, seq, vseq, "
-        "created_ms, updated_ms, ts_ms) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, COALESCE(?, ?)) "
+        "created_ms, updated_ms, ts_ms, session_key, marks) "
+        "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, COALESCE(?, ?), ?, ?) "
         "ON CONFLICT (cid, id) DO UPDATE SET text = excluded.text, "
         "metadata = excluded.metadata, vector = excluded.vector, version = version + 1, "
         "seq = excluded.seq, "
         "vseq = CASE WHEN vector IS excluded.vector THEN vseq ELSE excluded.seq END, "
-        "updated_ms = excluded.updated_ms, ts_ms = COALESCE(?, created_ms) "
+        "updated_ms = excluded.updated_ms, ts_ms = COALESCE(?, created_ms), "
+        "session_key = excluded.session_key, marks = excluded.marks "
         "RETURNING rid, version, vseq"
     )
 
@@ -697,6 +704,35 @@ class Store:
 
     def max_seq(self) -> int:
         return self._applied_seq
+
+    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
+
+    def list_by_time(
+        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
+    ) -> list[Record]:
+        """At most ``limit`` records of ``query``, newest first (``ts_ms`` descending, then
+        collection and id), after ``after``; no vectors. O(limit) rows per collection."""
+        return _time_reads.list_by_time(self, query, after, limit)
+
+    def count_by_time(self, query: TimeQuery) -> int:
+        """How many records ``list_by_time`` pages through for ``query``."""
+        return _time_reads.count_by_time(self, query)
+
+    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
+        """Per collection (each one named; missing ones empty): records, first and last time."""
+        return _time_reads.time_spans(self, collections)
+
+    def time_histogram(
+        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
+    ) -> TimeHistogram:
+        """Records of ``collections`` per ``ts_ms // width_ms`` within ``lo_ms..hi_ms``
+        (inclusive), how many are outside, the first and last time within."""
+        return _time_reads.time_histogram(self, collections, width_ms, lo_ms, hi_ms)
+
+    def session_keys(self, collection: str) -> list[str]:
+        """The distinct ``metadata.sessionId`` values (as ``record_keys`` stores them) of a
+        collection's records, sorted: one index seek per session."""
+        return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
 

@@ -97,6 +97,54 @@ class TimeRange:
     end_ms: int | None = None
 
 
+# ---- listing by time (list_by_time, count_by_time, time_histogram, time_spans) ----------
+
+
+@dataclass(frozen=True, slots=True)
+class TimeKey:
+    """A record's place in newest-first order: ``ts_ms`` descending, then ``collection``
+    and ``id`` ascending (byte order). ``list_by_time(after=key)`` continues after it."""
+
+    ts_ms: int
+    collection: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimeQuery:
+    """Which records a listing by time covers: those of ``collections`` (missing ones hold
+    none) whose ``metadata.sessionId`` is ``session`` (when given), whose time is within
+    ``since_ms``..``until_ms`` (both inclusive; None leaves a side open), and that carry
+    none of the ``exclude_marks`` bits (``record_keys``: superseded, internal)."""
+
+    collections: tuple[str, ...]
+    session: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    exclude_marks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSpan:
+    """A collection's records and their earliest and latest time (None when empty)."""
+
+    count: int = 0
+    first_ms: int | None = None
+    last_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeHistogram:
+    """Records per bucket of time (``buckets``: ``ts_ms // width`` -> records) for the times
+    within the asked bounds, how many are ``outside`` them, and the earliest and latest
+    time within them (None when no record is)."""
+
+    buckets: dict[int, int] = field(default_factory=dict)
+    outside: int = 0
+    first_ms: int | None = None
+    last_ms: int | None = None
+
+
 # ---- write operations (for Store.write, executed atomically) -------------------------------
 
 

@@ -1,8 +1,8 @@
 """Recent answers of the daemon's whole-namespace reads.
 
-``memory.list``, ``sessions.list`` and ``memory.stats`` read every record of the
-collections they cover (no vectors), which on a store of 100,000 memories takes the daemon
-0.8 to 3.5 s per call whatever the page size (docs/benchmarks.md § ui). A person browsing
+``memory.list``, ``sessions.list`` and ``memory.stats`` cost the daemon tens of
+milliseconds on a store of 100,000 memories (index reads since schema 5, docs/store.md
+"Listing by time"; they used to read every record, 0.8 to 4 s a call). A person browsing
 goes back and forth between the same pages, so the UI keeps each answer for a short while
 (``TTL_S``) and serves it again, saying how old it is; a page's Refresh link reads it anew,
 and any change made through the UI (a correction, a forget) drops every kept answer at

@@ -3,6 +3,12 @@
 Pages are keyset-paged on ``(ts desc, collection, id)``: the cursor names the last record
 of a page, so records added while a client pages through never shift a page (new ones,
 being newer, come before the first page).
+
+A page is read from the store's listing by time (``StoreBackend.list_by_time``: an index
+range per collection, ``limit + 1`` rows at most, docs/store.md "Listing by time") and the
+total is a count of index entries (``count_by_time``); no call reads the whole scope. The
+records left out (a session's bookkeeping, superseded versions) are the store's
+``record_keys`` marks. The cursor is the same ``[ts, collection, id]`` as before.
 """
 
 from __future__ import annotations
@@ -14,10 +20,12 @@ from dataclasses import dataclass
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError
-from sidecar.memory.lifecycle.forget import sessions_of_namespace
+from sidecar.memory.lifecycle.session_index import namespace_sessions
 from sidecar.store.aio import AsyncStore
+from sidecar.store.interface import StoreBackend
 from sidecar.store.names import explicit_ts
-from sidecar.store.types import Record
+from sidecar.store.record_keys import MARK_INTERNAL, MARK_SUPERSEDED
+from sidecar.store.types import Record, TimeKey, TimeQuery
 
 SortKey = tuple[int, str, str]
 
@@ -74,7 +82,7 @@ async def _collections(store: AsyncStore, q: ListQuery) -> list[str]:
         return [C.turns(ns)]
     if q.scope == "dream":
         return [C.dream(ns)]
-    sessions = [q.session_id] if q.session_id else await sessions_of_namespace(store, ns)
+    sessions = [q.session_id] if q.session_id else await namespace_sessions(store, ns)
     if q.scope == "summary":
         return [C.session_summary(s) for s in sorted(sessions)]
     if q.scope == "elevated":
@@ -82,34 +90,26 @@ async def _collections(store: AsyncStore, q: ListQuery) -> list[str]:
     raise MemoryInputError(f"unknown scope {q.scope!r}")
 
 
-def _matches(rec: Record, q: ListQuery) -> bool:
-    if rec.metadata.get("type") in (C.TYPE_SESSION_STATE, C.TYPE_EDGE):
-        return False
-    if q.session_id and rec.metadata.get("sessionId") != q.session_id:
-        return False
-    if not q.include_superseded and rec.metadata.get(C.SUPERSEDED_BY):
-        return False
-    ts = record_ts(rec)
-    return (q.since is None or ts >= q.since) and (q.until is None or ts <= q.until)
+def time_query(names: Sequence[str], q: ListQuery) -> TimeQuery:
+    """What ``memory.list`` lists of ``names``: no session bookkeeping, no superseded
+    version unless asked, the session's and time range's records only."""
+    marks = MARK_INTERNAL | (0 if q.include_superseded else MARK_SUPERSEDED)
+    return TimeQuery(tuple(names), q.session_id or None, q.since, q.until, marks)
+
+
+def _page(
+    store: StoreBackend, query: TimeQuery, after: SortKey | None, limit: int
+) -> tuple[list[Record], int]:
+    key = None if after is None else TimeKey(-after[0], after[1], after[2])
+    return store.list_by_time(query, after=key, limit=limit + 1), store.count_by_time(query)
 
 
 async def list_memory(store: AsyncStore, q: ListQuery) -> ListPage:
     if q.since is not None and q.until is not None and q.since > q.until:
         raise MemoryInputError("since must be <= until")
     after = decode_cursor(q.cursor) if q.cursor else None
-    found: list[Record] = []
-    for name in await _collections(store, q):
-        if store.store.collection(name) is not None:
-            found += [r for r in await store.list_records(name) if _matches(r, q)]
-    found.sort(key=_key)
-    start = 0 if after is None else _first_after(found, after)
-    page = found[start : start + q.limit]
-    more = start + len(page) < len(found)
-    return ListPage(page, len(found), encode_cursor(_key(page[-1])) if more and page else "")
-
-
-def _first_after(ordered: Sequence[Record], after: SortKey) -> int:
-    for i, rec in enumerate(ordered):
-        if _key(rec) > after:
-            return i
-    return len(ordered)
+    query = time_query(await _collections(store, q), q)
+    found, total = await store.call(_page, store.store, query, after, q.limit)
+    page = found[: q.limit]
+    more = len(found) > len(page)
+    return ListPage(page, total, encode_cursor(_key(page[-1])) if more and page else "")

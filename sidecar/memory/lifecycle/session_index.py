@@ -6,20 +6,27 @@ the summaries are the records of ``session_summary:<sid>``. Nothing is embedded 
 vector is read. Pages are keyset-paged on ``(last turn desc, session id)``, so a session
 that becomes active while a client pages moves to the front and never shifts the pages
 still to come.
+
+Nothing here reads a record it does not show: the sessions of a namespace come from the
+sessions' states and the distinct session keys of ``turns:<ns>`` (``session_keys``, one
+index seek per session), and every session's turn count, first and last turn and summary
+count from one aggregate query (``time_spans``), so a page costs O(sessions), never
+O(records).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError
-from sidecar.memory.core.scope import sessions_of_namespace
-from sidecar.memory.lifecycle.listing import record_ts
+from sidecar.memory.core.scope import session_owner
 from sidecar.store.aio import AsyncStore
 from sidecar.store.interface import StoreBackend
+from sidecar.store.names import InvalidName
 
 SortKey = tuple[int, str]
 
@@ -60,28 +67,61 @@ def decode_cursor(cursor: str) -> SortKey:
     raise MemoryInputError("cursor is not one that sessions.list returned")
 
 
-def _summarize(store: StoreBackend, sid: str) -> SessionSummary | None:
-    raw = C.session_raw(sid)
-    turns = 0
-    first: int | None = None
-    last: int | None = None
-    if store.collection(raw) is not None:
-        for rec in store.iter_records(raw, include_vectors=False):
-            ts = record_ts(rec)
-            turns += 1
-            first = ts if first is None else min(first, ts)
-            last = ts if last is None else max(last, ts)
-    summaries = store.count(C.session_summary(sid))
-    if turns == 0 and summaries == 0:
-        # a name only (the default namespace's own session before anything was stored,
-        # or a session whose every turn was forgotten): nothing to show
-        return None
-    return SessionSummary(sid, turns, first, last, summaries)
+def _is_session_id(sid: str) -> bool:
+    try:
+        C.session_state(sid)
+    except InvalidName:
+        return False
+    return True
+
+
+def namespace_sessions_of(store: StoreBackend, namespace: str) -> list[str]:
+    """``sidecar.memory.core.scope.sessions_of_namespace``'s answer (the same sessions, in
+    no particular order), without reading the namespace's turns: their session ids are
+    the store's session keys of ``turns:<ns>``."""
+    owners: dict[str, str | None] = {}
+    for info in store.collections(prefix=C.SESSION_STATE_PREFIX):
+        sid = C.session_id_of(info.name)
+        if sid and _is_session_id(sid):
+            owners[sid] = session_owner(store, sid)
+    named: dict[str, None] = {}
+    if namespace.startswith(C.SESSION_PREFIX):
+        named[namespace[len(C.SESSION_PREFIX) :]] = None
+    for sid in store.session_keys(C.turns(namespace)):
+        if _is_session_id(sid):
+            named[sid] = None
+    found = {sid: None for sid, owner in owners.items() if owner == namespace}
+    for sid in named:
+        if sid not in owners:
+            owners[sid] = session_owner(store, sid)
+        if owners[sid] in (None, namespace):
+            found[sid] = None
+    return list(found)
+
+
+async def namespace_sessions(store: AsyncStore, namespace: str) -> list[str]:
+    return await store.call(namespace_sessions_of, store.store, namespace)
+
+
+def summarize_sessions(store: StoreBackend, sessions: Sequence[str]) -> list[SessionSummary]:
+    """Each session's turns (its raw history: count, first and last time) and summaries,
+    in one aggregate query; a session with neither (a name only: the default namespace's
+    own session before anything was stored, or one whose every turn was forgotten) is
+    left out."""
+    raws = {sid: C.session_raw(sid) for sid in sessions}
+    sums = {sid: C.session_summary(sid) for sid in sessions}
+    spans = store.time_spans([*raws.values(), *sums.values()])
+    out: list[SessionSummary] = []
+    for sid in sessions:
+        turns, summaries = spans[raws[sid]], spans[sums[sid]].count
+        if turns.count == 0 and summaries == 0:
+            continue
+        out.append(SessionSummary(sid, turns.count, turns.first_ms, turns.last_ms, summaries))
+    return out
 
 
 def _all_sessions(store: StoreBackend, namespace: str, since: int | None) -> list[SessionSummary]:
-    found = [_summarize(store, sid) for sid in sessions_of_namespace(store, namespace)]
-    kept = [s for s in found if s is not None]
+    kept = summarize_sessions(store, namespace_sessions_of(store, namespace))
     if since is not None:
         kept = [s for s in kept if s.last_ts is not None and s.last_ts >= since]
     kept.sort(key=lambda s: s.sort_key)

@@ -9,6 +9,12 @@ the first bucket to the last so that gaps show (``timeline.py``: at most 260 buc
 newest; records dated outside the accepted range are counted apart). Authored rules are
 global (per tier). The size on disk is the data directory's files. Nothing is embedded and
 no vector is read.
+
+Counted by the store, not by reading records (docs/store.md "Listing by time"): the counts
+per collection and the sessions' are one ``time_spans`` query, the durable facts not
+superseded a ``count_by_time`` (index entries), the timeline a ``time_histogram`` (GROUP
+BY day over the time index), the sessions from ``session_index.namespace_sessions_of``.
+Only the summaries are read (their DAG level is in their metadata).
 """
 
 from __future__ import annotations
@@ -17,18 +23,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.scope import sessions_of_namespace
-from sidecar.memory.lifecycle.listing import record_ts
+from sidecar.memory.lifecycle.session_index import namespace_sessions_of
 from sidecar.memory.lifecycle.timeline import (
+    DAY_MS,
     MAX_BUCKETS,
     Bucket,
     TimelineRow,
-    split_stamps,
     timeline,
+    timeline_of_days,
 )
 from sidecar.store.aio import AsyncStore
 from sidecar.store.interface import StoreBackend
-from sidecar.store.types import Record
+from sidecar.store.record_keys import MARK_SUPERSEDED
+from sidecar.store.timestamps import TS_MAX_MS, TS_MIN_MS
+from sidecar.store.types import Record, TimeQuery
 
 __all__ = ["MAX_BUCKETS", "Bucket", "TimelineRow", "memory_stats", "timeline"]
 _NAMESPACE_PREFIXES = (C.TURNS_PREFIX, C.USER_PREFIX, C.ELEVATED_USER_PREFIX, C.DREAM_PREFIX)
@@ -112,40 +120,39 @@ def _records(store: StoreBackend, name: str) -> list[Record]:
     return list(store.iter_records(name, include_vectors=False))
 
 
-def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> NamespaceStats:
-    out = NamespaceStats(namespace)
-    stamps: list[int] = []
-    for rec in _records(store, C.user(namespace)):
-        if rec.metadata.get(C.SUPERSEDED_BY):
-            out.superseded += 1
-        else:
-            out.durable += 1
-        stamps.append(record_ts(rec))
-    history = _records(store, C.turns(namespace))
-    out.history = len(history)
-    stamps += [record_ts(r) for r in history]
-    dream = _records(store, C.dream(namespace))
-    out.dream = len(dream)
-    stamps += [record_ts(r) for r in dream]
-    elevated = _records(store, C.elevated_user(namespace))
+def _levels(store: StoreBackend, names: list[str]) -> dict[int, int]:
     levels: Counter[int] = Counter()
-    for sid in sorted(sessions_of_namespace(store, namespace)):
-        summaries = _records(store, C.session_summary(sid))
-        if summaries or store.count(C.session_raw(sid)):
-            out.sessions += 1
-        for rec in summaries:
+    for name in names:
+        for rec in store.iter_records(name, include_vectors=False):
             level = rec.metadata.get("level")
             levels[level if isinstance(level, int) and level > 0 else 1] += 1
-            stamps.append(record_ts(rec))
-        out.summary += len(summaries)
-        elevated += _records(store, C.elevated_session(sid))
-    out.elevated = len(elevated)
-    stamps += [record_ts(r) for r in elevated]
-    out.summary_levels = dict(sorted(levels.items()))
-    dated, out.out_of_range = split_stamps(stamps)
-    if dated:
-        out.first_ts, out.last_ts = min(dated), max(dated)
-    out.timeline, out.earlier = timeline(dated, bucket)
+    return dict(sorted(levels.items()))
+
+
+def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> NamespaceStats:
+    out = NamespaceStats(namespace)
+    sessions = sorted(namespace_sessions_of(store, namespace))
+    own = [C.user(namespace), C.turns(namespace), C.dream(namespace), C.elevated_user(namespace)]
+    summaries = [C.session_summary(sid) for sid in sessions]
+    shards = [C.elevated_session(sid) for sid in sessions]
+    raws = [C.session_raw(sid) for sid in sessions]
+    spans = store.time_spans([*own, *summaries, *shards, *raws])
+    out.durable = store.count_by_time(TimeQuery((own[0],), exclude_marks=MARK_SUPERSEDED))
+    out.superseded = spans[own[0]].count - out.durable
+    out.history = spans[own[1]].count
+    out.dream = spans[own[2]].count
+    out.elevated = spans[own[3]].count + sum(spans[n].count for n in shards)
+    out.summary = sum(spans[n].count for n in summaries)
+    out.sessions = sum(
+        1 for s, r in zip(summaries, raws, strict=True) if spans[s].count or spans[r].count
+    )
+    out.summary_levels = _levels(store, [n for n in summaries if spans[n].count])
+    hist = store.time_histogram(
+        [*own, *summaries, *shards], width_ms=DAY_MS, lo_ms=TS_MIN_MS, hi_ms=TS_MAX_MS
+    )
+    out.out_of_range = hist.outside
+    out.first_ts, out.last_ts = hist.first_ms, hist.last_ms
+    out.timeline, out.earlier = timeline_of_days(hist.buckets, bucket)
     return out
 
 
@@ -173,7 +180,7 @@ def _collect(store: StoreBackend, namespaces: list[str] | None, bucket: Bucket) 
     return MemoryStats(
         namespaces=[namespace_stats(store, ns, bucket) for ns in names],
         authored=authored_stats(store),
-        records=sum(store.count(i.name) for i in infos),
+        records=store.total_records(),
         collections=len(infos),
         disk=disk_usage(store),
         bucket=bucket,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,7 +84,13 @@ def timeline(stamps: Iterable[int], bucket: Bucket) -> tuple[list[TimelineRow], 
     """(contiguous rows from the first bucket to the last, at most :data:`MAX_BUCKETS`, the
     newest kept; the records before the rows kept). Stamps outside the accepted range are
     ignored (:func:`split_stamps` counts them)."""
-    days = Counter(ts // DAY_MS for ts in stamps if in_range(ts))
+    return timeline_of_days(Counter(ts // DAY_MS for ts in stamps if in_range(ts)), bucket)
+
+
+def timeline_of_days(days: Mapping[int, int], bucket: Bucket) -> tuple[list[TimelineRow], int]:
+    """:func:`timeline` from the records per day (days since the epoch, within the accepted
+    range): what the store's ``time_histogram`` counts with ``DAY_MS`` buckets."""
+    days = Counter({day: n for day, n in days.items() if n})
     if not days:
         return [], 0
     counts = _keys(days, bucket)

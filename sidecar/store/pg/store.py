@@ -33,6 +33,7 @@ from sidecar.store.pg import locks as _locks
 from sidecar.store.pg import opening as _opening
 from sidecar.store.pg import reads as _reads
 from sidecar.store.pg import search as _search
+from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
 from sidecar.store.pg.conn import Db, redact
 from sidecar.store.pg.schema import SCHEMA_VERSION
@@ -52,7 +53,11 @@ from sidecar.store.types import (
     Record,
     ScrubReport,
     StorageBytes,
+    TimeHistogram,
+    TimeKey,
+    TimeQuery,
     TimeRange,
+    TimeSpan,
 )
 
 log = structlog.get_logger(__name__)
@@ -430,6 +435,35 @@ class PgStore:
 
     def max_seq(self) -> int:
         return _reads.max_seq(self)
+
+    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
+
+    def list_by_time(
+        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
+    ) -> list[Record]:
+        """At most ``limit`` records of ``query``, newest first (``ts_ms`` descending, then
+        collection and id), after ``after``; no vectors. O(limit) rows per collection."""
+        return _time_reads.list_by_time(self, query, after, limit)
+
+    def count_by_time(self, query: TimeQuery) -> int:
+        """How many records ``list_by_time`` pages through for ``query``."""
+        return _time_reads.count_by_time(self, query)
+
+    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
+        """Per collection (each one named; missing ones empty): records, first and last time."""
+        return _time_reads.time_spans(self, collections)
+
+    def time_histogram(
+        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
+    ) -> TimeHistogram:
+        """Records of ``collections`` per ``ts_ms // width_ms`` within ``lo_ms..hi_ms``
+        (inclusive), how many are outside, the first and last time within."""
+        return _time_reads.time_histogram(self, collections, width_ms, lo_ms, hi_ms)
+
+    def session_keys(self, collection: str) -> list[str]:
+        """The distinct ``metadata.sessionId`` values (as ``record_keys`` stores them) of a
+        collection's records, sorted: one index seek per session."""
+        return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
 

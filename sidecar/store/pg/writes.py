@@ -23,6 +23,7 @@ from sidecar.store.errors import InvalidInput, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
 from sidecar.store.pg.reads import COLL, info, nul, storable
+from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import CollectionInfo, Delete, DropCollection, Op, OpResult, Patch, Put
 
@@ -33,14 +34,15 @@ Conn = psycopg.Connection[Any]
 
 _INSERT = (
     "INSERT INTO records AS r (cid, id, text, text_raw, metadata, meta, embedding, version, "
-    "seq, created_ms, updated_ms, ts_ms) VALUES (%(cid)s, %(id)s, %(text)s, %(raw)s, %(md)s, "
-    "%(meta)s::jsonb, %(vec)s, 1, nextval('seq'), %(created)s, %(now)s, "
-    "coalesce(%(ts)s::bigint, %(created)s))"
+    "seq, created_ms, updated_ms, ts_ms, session_key, marks) VALUES (%(cid)s, %(id)s, "
+    "%(text)s, %(raw)s, %(md)s, %(meta)s::jsonb, %(vec)s, 1, nextval('seq'), %(created)s, "
+    "%(now)s, coalesce(%(ts)s::bigint, %(created)s), %(skey)s, %(marks)s)"
 )
 _SET = (
     "text = %(text)s, text_raw = %(raw)s, metadata = %(md)s, meta = %(meta)s::jsonb, "
     "embedding = %(vec)s, version = r.version + 1, seq = nextval('seq'), "
-    "updated_ms = %(now)s, ts_ms = coalesce(%(ts)s::bigint, r.created_ms)"
+    "updated_ms = %(now)s, ts_ms = coalesce(%(ts)s::bigint, r.created_ms), "
+    "session_key = %(skey)s, marks = %(marks)s"
 )
 # PgTx's first lookup: the collection (NULLs when missing) and the sequence's last value
 FIRST_LOOKUP = (
@@ -187,6 +189,8 @@ def _put_params(tx: PgTx, op: Put, coll: CollectionInfo) -> dict[str, Any]:
         "created": created,
         "now": tx.now_ms,
         "ts": N.explicit_ts(op.metadata),
+        "skey": session_key(op.metadata),
+        "marks": record_marks(op.metadata),
         "if_version": op.if_version,
     }
 
@@ -251,7 +255,8 @@ def _patch(tx: PgTx, op: Patch) -> OpResult:
     new_version = version + 1 if op.bump_version else version
     tx.conn.execute(
         "UPDATE records SET text = %s, text_raw = %s, metadata = %s, meta = %s::jsonb, "
-        "version = %s, seq = nextval('seq'), updated_ms = %s, ts_ms = %s WHERE rid = %s",
+        "version = %s, seq = nextval('seq'), updated_ms = %s, ts_ms = %s, session_key = %s, "
+        "marks = %s WHERE rid = %s",
         (
             new_text,
             new_raw,
@@ -260,6 +265,8 @@ def _patch(tx: PgTx, op: Patch) -> OpResult:
             new_version,
             tx.now_ms,
             N.ts_from_metadata(meta, created),
+            session_key(meta),
+            record_marks(meta),
             rid,
         ),
     )
@@ -365,24 +372,28 @@ def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) ->
         n = 0
         for name, ids in plan:
             rows = conn.execute(
-                "SELECT rid, metadata FROM records WHERE cid = (SELECT cid FROM collections "
-                "WHERE name = %s) AND id = ANY(%s) ORDER BY rid FOR UPDATE",
+                "SELECT rid, metadata, created_ms FROM records WHERE cid = "
+                "(SELECT cid FROM collections WHERE name = %s) AND id = ANY(%s) "
+                "ORDER BY rid FOR UPDATE",
                 (name, ids),
             ).fetchall()
             params = []
-            for rid, raw in rows:
+            for rid, raw, created in rows:
                 meta = decode_meta(raw)
                 old = meta.get(key)
                 if isinstance(old, bool) or not isinstance(old, (int, float)):
                     old = 0
                 meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
                 md = json_encode(meta).decode()
-                params.append((md, filter_json(md, meta), rid))
+                ts = N.ts_from_metadata(meta, created)
+                skey, marks = session_key(meta), record_marks(meta)
+                params.append((md, filter_json(md, meta), ts, skey, marks, rid))
             if params:
+                # the derived columns follow the metadata (record_keys.py)
                 with conn.cursor() as cur:
                     cur.executemany(
-                        "UPDATE records SET metadata = %s, meta = %s::jsonb, seq = nextval('seq') "
-                        "WHERE rid = %s",
+                        "UPDATE records SET metadata = %s, meta = %s::jsonb, seq = nextval('seq'), "
+                        "ts_ms = %s, session_key = %s, marks = %s WHERE rid = %s",
                         params,
                     )
             n += len(params)

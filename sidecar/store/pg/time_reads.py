@@ -1,0 +1,162 @@
+"""Listing by time on the PostgreSQL store (docs/store.md, "Listing by time").
+
+What ``sidecar.store.by_time`` plans, read from two indexes (schema 4):
+``records_cid_time (cid, ts_ms DESC, id) INCLUDE (marks)`` and
+``records_cid_session_time (cid, session_key, ts_ms DESC, id) INCLUDE (marks) WHERE
+session_key IS NOT NULL``. Each read is one statement (one snapshot): a page's ranges are
+the parts of one ``UNION ALL``, each ``LIMIT``ed, so a page reads at most ``limit`` rows per
+collection whatever its size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sidecar.store import by_time
+from sidecar.store.pg.codec import COLS, record
+from sidecar.store.pg.reads import storable
+from sidecar.store.time_reads import SKIP_SCAN
+from sidecar.store.types import Record, TimeHistogram, TimeKey, TimeQuery, TimeSpan
+
+if TYPE_CHECKING:
+    from sidecar.store.pg.store import PgStore
+
+_CID = "(SELECT cid FROM collections WHERE name = %s)"
+
+
+def _scope(session: str | None, marks: int) -> tuple[str, list[Any]]:
+    sql = ""
+    args: list[Any] = []
+    if session is not None:
+        sql += " AND r.session_key = %s"
+        args.append(session)
+    if marks:
+        sql += " AND (r.marks & %s) = 0"
+        args.append(marks)
+    return sql, args
+
+
+def _cids(store: PgStore, names: Sequence[str]) -> dict[str, int]:
+    items = storable(names)
+    if not items:
+        return {}
+    rows = store.db.read("SELECT name, cid FROM collections WHERE name = ANY(%s)", (items,))
+    return {name: int(cid) for name, cid in rows}
+
+
+def list_by_time(
+    store: PgStore, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+) -> list[Record]:
+    store._guard()
+    limit = by_time.check_limit(limit)
+    checked = by_time.check_query(query)
+    if checked is None:
+        return []
+    names = tuple(storable(checked.collections))
+    plan = by_time.plan(
+        TimeQuery(
+            names, checked.session, checked.since_ms, checked.until_ms, checked.exclude_marks
+        ),
+        after,
+        limit,
+    )
+    if plan is None or not (plan.ranges or plan.tie):
+        return []
+    where, scope_args = _scope(plan.session, plan.exclude_marks)
+    parts: list[str] = []
+    args: list[Any] = []
+    for i, r in enumerate(plan.ranges):
+        parts.append(
+            f"(SELECT {COLS}, {i} FROM records r WHERE r.cid = {_CID}{where} "
+            "AND r.ts_ms BETWEEN %s AND %s ORDER BY r.ts_ms DESC, r.id LIMIT %s)"
+        )
+        args += [r.collection, *scope_args, r.lower, r.upper, limit]
+    if plan.tie is not None:
+        t = plan.tie
+        parts.append(
+            f"(SELECT {COLS}, -1 FROM records r WHERE r.cid = {_CID}{where} "
+            "AND r.ts_ms = %s AND r.id > %s ORDER BY r.id LIMIT %s)"
+        )
+        # no id holds NUL: the ids after "a\x00..." are the ids after "a" (list_records)
+        args += [t.collection, *scope_args, t.ts_ms, t.after_id.split("\x00", 1)[0], limit]
+    rows = store.db.read(" UNION ALL ".join(parts), args, binary=True)
+    found: list[Record] = []
+    for row in rows:
+        part = int(row[10])
+        name = plan.tie.collection if part < 0 and plan.tie else plan.ranges[part].collection
+        found.append(record(name, row[:10], False))
+    return by_time.merge(found, limit)
+
+
+def count_by_time(store: PgStore, query: TimeQuery) -> int:
+    store._guard()
+    checked = by_time.check_query(query)
+    if checked is None:
+        return 0
+    cids = list(_cids(store, checked.collections).values())
+    if not cids:
+        return 0
+    where, args = _scope(checked.session, checked.exclude_marks)
+    rows = store.db.read(
+        f"SELECT count(*) FROM records r WHERE r.cid = ANY(%s){where} "
+        "AND r.ts_ms BETWEEN %s AND %s",
+        (cids, *args, checked.since_ms, checked.until_ms),
+    )
+    return int(rows[0][0])
+
+
+def time_spans(store: PgStore, collections: Sequence[str]) -> dict[str, TimeSpan]:
+    store._guard()
+    names = by_time.check_names(collections)
+    out = {name: TimeSpan() for name in names}
+    items = storable(names)
+    if not items:
+        return out
+    # counts from the collection rows (kept by every write), times from two index seeks
+    rows = store.db.read(
+        "SELECT c.name, c.n_records, "
+        "(SELECT min(r.ts_ms) FROM records r WHERE r.cid = c.cid), "
+        "(SELECT max(r.ts_ms) FROM records r WHERE r.cid = c.cid) "
+        "FROM collections c WHERE c.name = ANY(%s)",
+        (items,),
+    )
+    for name, n, first, last in rows:
+        if n and first is not None:
+            out[name] = TimeSpan(int(n), int(first), int(last))
+    return out
+
+
+def time_histogram(
+    store: PgStore, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
+) -> TimeHistogram:
+    store._guard()
+    width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
+    cids = list(_cids(store, by_time.check_names(collections)).values())
+    if not cids:
+        return TimeHistogram()
+    rows = store.db.read(
+        "SELECT r.ts_ms / %s::bigint, count(*), min(r.ts_ms), max(r.ts_ms) FROM records r "
+        "WHERE r.cid = ANY(%s) AND r.ts_ms BETWEEN %s AND %s GROUP BY 1 ORDER BY 1",
+        (width, cids, lo, hi),
+    )
+    outside = store.db.read(
+        "SELECT (SELECT count(*) FROM records r WHERE r.cid = ANY(%s) AND r.ts_ms < %s) "
+        "+ (SELECT count(*) FROM records r WHERE r.cid = ANY(%s) AND r.ts_ms > %s)",
+        (cids, lo, cids, hi),
+    )
+    buckets = {int(k): int(n) for k, n, _, _ in rows}
+    first = min((int(a) for _, _, a, _ in rows), default=None)
+    last = max((int(b) for _, _, _, b in rows), default=None)
+    return TimeHistogram(buckets, int(outside[0][0]), first, last)
+
+
+def session_keys(store: PgStore, collection: str) -> list[str]:
+    store._guard()
+    if "\x00" in collection:
+        return []
+    cids = _cids(store, [collection])
+    if not cids:
+        return []
+    cid = cids[collection]
+    return [r[0] for r in store.db.read(SKIP_SCAN, (cid, cid))]

@@ -1,0 +1,183 @@
+"""Listing by time on the SQLite store (docs/store.md, "Listing by time").
+
+What ``sidecar.store.by_time`` plans, read from two indexes (schema 5):
+``records_cid_time (cid, ts_ms DESC, id, marks)`` and ``records_cid_session_time (cid,
+session_key, ts_ms DESC, id, marks) WHERE session_key IS NOT NULL``. Both carry ``marks``,
+so the records a listing leaves out (superseded, internal) are skipped in the index, and a
+count is a scan of index entries only (no table row is read). A page reads at most
+``limit`` rows per collection, plus the continuation's tie.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sidecar.store import by_time
+from sidecar.store import reads as _reads
+from sidecar.store.rows import chunks
+from sidecar.store.types import Record, TimeHistogram, TimeKey, TimeQuery, TimeSpan
+
+if TYPE_CHECKING:
+    from sidecar.store.store import Store
+
+TIME_INDEX = "records_cid_time"
+SESSION_INDEX = "records_cid_session_time"
+_COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
+
+
+def _cids(store: Store, names: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name in names:
+        info = store._collections.get(name)
+        if info is not None:
+            out[name] = info.cid
+    return out
+
+
+def _scope(session: str | None, marks: int) -> tuple[str, list[Any], str]:
+    """(the WHERE clauses after ``cid = ?``, their parameters, the index to read)."""
+    sql = ""
+    args: list[Any] = []
+    if session is not None:
+        sql += " AND session_key = ?"
+        args.append(session)
+    if marks:
+        sql += " AND (marks & ?) = 0"
+        args.append(marks)
+    return sql, args, TIME_INDEX if session is None else SESSION_INDEX
+
+
+def list_by_time(
+    store: Store, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+) -> list[Record]:
+    store._guard()
+    limit = by_time.check_limit(limit)
+    checked = by_time.check_query(query)
+    if checked is None:
+        return []
+    cids = _cids(store, checked.collections)
+    plan = by_time.plan(
+        TimeQuery(
+            tuple(cids), checked.session, checked.since_ms, checked.until_ms, checked.exclude_marks
+        ),
+        after,
+        limit,
+    )
+    if plan is None:
+        return []
+    where, args, index = _scope(plan.session, plan.exclude_marks)
+    found: list[Record] = []
+    for r in plan.ranges:
+        rows = _reads._read(
+            store,
+            f"SELECT {_COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
+            "AND ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id LIMIT ?",
+            (cids[r.collection], *args, r.lower, r.upper, limit),
+        )
+        found += _reads._records(store, r.collection, rows, False)
+    if plan.tie is not None:
+        t = plan.tie
+        rows = _reads._read(
+            store,
+            f"SELECT {_COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
+            "AND ts_ms = ? AND id > ? ORDER BY id LIMIT ?",
+            (cids[t.collection], *args, t.ts_ms, t.after_id, limit),
+        )
+        found += _reads._records(store, t.collection, rows, False)
+    return by_time.merge(found, limit)
+
+
+def count_by_time(store: Store, query: TimeQuery) -> int:
+    store._guard()
+    checked = by_time.check_query(query)
+    if checked is None:
+        return 0
+    where, args, index = _scope(checked.session, checked.exclude_marks)
+    total = 0
+    for cid in _cids(store, checked.collections).values():
+        rows = _reads._read(
+            store,
+            f"SELECT count(*) FROM records INDEXED BY {index} WHERE cid = ?{where} "
+            "AND ts_ms BETWEEN ? AND ?",
+            (cid, *args, checked.since_ms, checked.until_ms),
+        )
+        total += int(rows[0][0])
+    return total
+
+
+def time_spans(store: Store, collections: Sequence[str]) -> dict[str, TimeSpan]:
+    """Counts from the store's per-collection counters, the first and last time from two
+    index seeks per collection (one statement): O(collections), whatever their sizes."""
+    store._guard()
+    names = by_time.check_names(collections)
+    cids = _cids(store, names)
+    by_cid = {cid: name for name, cid in cids.items()}
+    out = {name: TimeSpan() for name in names}
+    for part in chunks(list(by_cid), 5000):
+        rows = _reads._read(
+            store,
+            f"SELECT c.value, (SELECT min(ts_ms) FROM records INDEXED BY {TIME_INDEX} "
+            f"WHERE cid = c.value), (SELECT max(ts_ms) FROM records INDEXED BY {TIME_INDEX} "
+            "WHERE cid = c.value) FROM json_each(?) c",
+            (json.dumps(list(part)),),
+        )
+        for cid, first, last in rows:
+            n = store._counts.get(cid, 0)
+            if n and first is not None:
+                out[by_cid[cid]] = TimeSpan(n, first, last)
+    return out
+
+
+def time_histogram(
+    store: Store, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
+) -> TimeHistogram:
+    store._guard()
+    width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
+    cids = list(_cids(store, by_time.check_names(collections)).values())
+    buckets: dict[int, int] = {}
+    outside = 0
+    first: int | None = None
+    last: int | None = None
+    for cid in cids:
+        for key, n, a, b in _reads._read(
+            store,
+            f"SELECT ts_ms / ?, count(*), min(ts_ms), max(ts_ms) FROM records "
+            f"INDEXED BY {TIME_INDEX} WHERE cid = ? AND ts_ms BETWEEN ? AND ? GROUP BY 1",
+            (width, cid, lo, hi),
+        ):
+            buckets[int(key)] = buckets.get(int(key), 0) + int(n)
+            first = a if first is None else min(first, a)
+            last = b if last is None else max(last, b)
+        rows = _reads._read(
+            store,
+            f"SELECT (SELECT count(*) FROM records INDEXED BY {TIME_INDEX} WHERE cid = ? "
+            f"AND ts_ms < ?) + (SELECT count(*) FROM records INDEXED BY {TIME_INDEX} "
+            "WHERE cid = ? AND ts_ms > ?)",
+            (cid, lo, cid, hi),
+        )
+        outside += int(rows[0][0])
+    return TimeHistogram(dict(sorted(buckets.items())), outside, first, last)
+
+
+def session_keys(store: Store, collection: str) -> list[str]:
+    """The distinct session keys of a collection's records, sorted (byte order): one index
+    seek per session (a loose scan of ``records_cid_session_time``)."""
+    store._guard()
+    info = store._collections.get(collection)
+    if info is None:
+        return []
+    rows = _reads._read(store, _SKIP_SCAN.replace("%s", "?"), (info.cid, info.cid))
+    return [r[0] for r in rows]
+
+
+# a loose index scan: the next key after the last one, until none (both backends)
+_SKIP_SCAN = (
+    "WITH RECURSIVE s(k) AS ("
+    "SELECT (SELECT min(session_key) FROM records WHERE cid = %s AND session_key IS NOT NULL) "
+    "UNION ALL SELECT (SELECT min(session_key) FROM records WHERE cid = %s "
+    "AND session_key > s.k) FROM s WHERE s.k IS NOT NULL) "
+    "SELECT k FROM s WHERE k IS NOT NULL"
+)
+SKIP_SCAN = _SKIP_SCAN
