@@ -43,12 +43,10 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from libravdb_client import (
     Client,
-    ConnectError,
     LibravdbError,
     ProgressParams,
     RpcError,
     RpcTimeout,
-    default_endpoint,
 )
 
 from sidecar.console_input import (
@@ -68,14 +66,18 @@ from sidecar.console_input import (
     parse_line,
     parse_params,
 )
+from sidecar.endpoints import (
+    EXIT_NO_ANSWER,
+    EXIT_OK,
+    EXIT_RPC_ERROR,
+    connect_failure,
+    resolve_auth_token,
+    resolve_endpoint,
+)
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completion
     from prompt_toolkit.document import Document
-
-EXIT_OK: Final = 0
-EXIT_RPC_ERROR: Final = 1
-EXIT_NO_ANSWER: Final = 2
 
 PROMPT: Final = "libravdb> "
 HISTORY_FILE: Final = "console_history"
@@ -371,42 +373,6 @@ def _piped(console: Console, lines: Iterable[str]) -> int:
 
 
 # -- entry points (called by sidecar.cli) -------------------------------------------------
-
-
-def resolve_endpoint(endpoint: str | None) -> str:
-    """The explicit endpoint, else the one the daemon would use with this environment."""
-    if endpoint:
-        return endpoint
-    try:
-        from sidecar.config import load_settings
-
-        return load_settings().resolved_endpoint
-    except Exception:  # an unreadable config file: fall back to env / default
-        return default_endpoint()
-
-
-def resolve_auth_token() -> str | None:
-    """The daemon's auth token when one is configured (``server.auth_token_file`` /
-    ``LIBRAVDB_AUTH_TOKEN_FILE``): the console authenticates as the daemon expects."""
-    try:
-        from sidecar.config import load_settings
-
-        path = load_settings().server.auth_token_file.strip()
-    except Exception:
-        return None
-    if not path:
-        return None
-    from sidecar.server.auth import load_token
-
-    return load_token(path)
-
-
-def connect_failure(exc: Exception, err: TextIO) -> int:
-    hint = ""
-    if isinstance(exc, ConnectError):
-        hint = "\nIs the daemon running? Start it with `libravdbd serve` or pass --endpoint."
-    print(f"libravdb: {exc}{hint}", file=err, flush=True)
-    return EXIT_NO_ANSWER
 
 
 def run_console(

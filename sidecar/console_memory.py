@@ -18,14 +18,14 @@ from typing import Any, TextIO
 
 from libravdb_client import Client, LibravdbError, RpcError
 
-from sidecar.console import (
+from sidecar.console_input import format_json
+from sidecar.endpoints import (
     EXIT_OK,
     EXIT_RPC_ERROR,
     connect_failure,
     resolve_auth_token,
     resolve_endpoint,
 )
-from sidecar.console_input import format_json
 from sidecar.ops.cli_terms import in_flag_terms, since_ms, until_ms
 
 TEXT_WIDTH = 80

@@ -37,6 +37,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "sidecar.console",
             "sidecar.console_input",
             "sidecar.console_memory",
+            "sidecar.endpoints",
             "sidecar.tools",
             "sidecar.mcp",
             "sidecar.ops",

@@ -1,7 +1,7 @@
 """v2 methods ``assemble`` and ``search``.
 
-The handlers validate, resolve the namespace like ``ingest`` (``namespace``, else
-``userId``, else ``session:<sessionId>``) and delegate to
+The handlers check what the types cannot say, take the namespace from
+:mod:`sidecar.memory.core.ownership` (as every verb does) and delegate to
 :class:`sidecar.assembly.service.Retrieval`.
 """
 
@@ -23,8 +23,8 @@ from sidecar.assembly.search import SEARCH_SCOPES, SearchRequest
 from sidecar.assembly.service import Retrieval
 from sidecar.assembly.window import window_start
 from sidecar.errors import InvalidInput
+from sidecar.memory.core.ownership import request_namespace, require_addressed, session_namespace
 from sidecar.memory.core.tokens import message_text
-from sidecar.memory.ingest.sessions import named_namespace, request_namespace, session_namespace
 
 
 def _query_of(params: AssembleParams) -> str:
@@ -94,9 +94,7 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
 async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
     if not params.query.strip():
         raise InvalidInput("query is required")
-    named = named_namespace(params.namespace, params.user_id)
-    if named is None and (not params.session_id or not params.session_id.strip()):
-        raise InvalidInput("namespace, userId or sessionId is required")
+    require_addressed(params.namespace, params.user_id, params.session_id)
     scopes = params.scopes
     if scopes is not None:
         bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]

@@ -15,10 +15,9 @@ from sidecar.api.sessions import memory_service
 from sidecar.assembly.forget_query import clear_matches, too_many
 from sidecar.assembly.service import Retrieval
 from sidecar.errors import InvalidInput
-from sidecar.memory.ingest.sessions import named_namespace
+from sidecar.memory.core.ownership import required_namespace
 from sidecar.memory.lifecycle.forget import forget_namespace
 from sidecar.memory.lifecycle.forget_items import RecordRef, forget_items
-from sidecar.store.names import validate_name_part
 
 methods = MethodTable()
 
@@ -38,10 +37,7 @@ async def _query_records(ctx: CallContext, ns: str, query: str) -> list[RecordRe
 @methods.method("forget")
 async def forget(ctx: CallContext, params: ForgetParams) -> ForgetResult:
     svc = memory_service(ctx)
-    named = named_namespace(params.namespace, params.user_id)
-    if named is None:
-        raise InvalidInput("namespace or userId is required")
-    ns = validate_name_part(named, "namespace")
+    ns = required_namespace(params.namespace, params.user_id, "namespace or userId is required")
     if not _selects_items(params):
         whole = await forget_namespace(
             svc, ns, include_sessions=params.include_sessions, dry_run=params.dry_run

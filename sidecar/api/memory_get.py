@@ -14,7 +14,7 @@ from sidecar.api.registry import MethodTable
 from sidecar.api.sessions import memory_service
 from sidecar.api.wire import memory_record_out
 from sidecar.errors import InvalidInput, NotFound
-from sidecar.memory.ingest.sessions import named_namespace, request_namespace
+from sidecar.memory.core import ownership
 from sidecar.memory.lifecycle.forget_items import readable_by
 from sidecar.memory.service import MemoryService
 
@@ -24,11 +24,10 @@ methods = MethodTable()
 async def reader_namespace(
     svc: MemoryService, namespace: str | None, user_id: str | None, session_id: str | None
 ) -> str:
-    """The namespace a memory.* request works in: named, or its session's."""
+    """The namespace a memory.* request works in: named, or its session's
+    (:func:`sidecar.memory.core.ownership.reader_namespace`)."""
     sid = session_id.strip() if session_id else ""
-    if named_namespace(namespace, user_id) is None and not sid:
-        raise InvalidInput("namespace, userId or sessionId is required")
-    return await request_namespace(svc.store, sid, namespace, user_id)
+    return await ownership.reader_namespace(svc.store, sid, namespace, user_id)
 
 
 @methods.method("memory.get")

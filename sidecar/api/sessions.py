@@ -23,26 +23,14 @@ from sidecar.api.registry import MethodTable
 from sidecar.api.wire import ingested_messages
 from sidecar.errors import InvalidInput, NotFound
 from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
-from sidecar.memory.core import layout as C
-from sidecar.memory.ingest.sessions import (
-    messages_from_wire,
-)
+from sidecar.memory.core.ownership import session_exists
+from sidecar.memory.ingest.sessions import messages_from_wire
 from sidecar.memory.service import MemoryService
 from sidecar.store.names import explicit_ts
 
 
 def memory_service(ctx: CallContext) -> MemoryService:
     return ctx.app.service(MemoryService)
-
-
-async def session_exists(svc: MemoryService, session_id: str) -> bool:
-    """Whether anything was ever stored for the session (turns or state, v1 or v2)."""
-    store = svc.store
-    return bool(
-        store.count(C.session_raw(session_id))
-        or store.count(C.session(session_id))
-        or store.count(C.session_state(session_id))
-    )
 
 
 methods = MethodTable()
@@ -84,7 +72,7 @@ async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
     opts = CompactionOptions.from_settings(
         svc.settings, target_size=params.target_size or None, force=params.force
     )
-    if not await session_exists(svc, params.session_id):
+    if not session_exists(svc.store, params.session_id):
         raise NotFound(f"unknown session {params.session_id!r}: nothing was ingested for it")
     out = await svc.compact(params.session_id, opts, ctx.progress)
     return CompactResult(

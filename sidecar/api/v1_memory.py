@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -34,16 +34,13 @@ from sidecar.api.wire import gating_result
 from sidecar.errors import InvalidInput
 from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
 from sidecar.memory.core import layout as C
+from sidecar.memory.core.ownership import refuse_another_owner
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.ingest.gate import REFERENCE_CONFIG, compute_gating
-from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.service import MemoryService
 from sidecar.store import errors as se
 from sidecar.store.timestamps import check_metadata_ts
 from sidecar.store.types import Put
-
-if TYPE_CHECKING:
-    from sidecar.store.aio import AsyncStore
 
 methods = MethodTable()
 
@@ -70,21 +67,11 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
     # Under the session's ingest lock, as v2 ingest: the owner checked is the one written
     # against (a v2 ingest of another namespace cannot claim the session in between).
     async with mem.ingest_lock(sid) if mem is not None else contextlib.nullcontext():
-        await _refuse_another_owner(store, sid, meta.get("userId"))
+        await refuse_another_owner(store, sid, meta.get("userId"))
         await _write_turn(ctx, sid, params, meta)
     if mem is not None:
         mem.note_ingested(sid, estimate_tokens(params.text))
     return OkResult(ok=True)
-
-
-async def _refuse_another_owner(store: AsyncStore, sid: str, user: object) -> None:
-    """A turn that names a user (the metadata's ``userId``, as the published plugin
-    sends its namespace) goes only into a new session or one that user owns: -32012
-    otherwise, as v2 ``ingest`` answers, so a v1 write never enters or claims another
-    namespace's session. A turn naming nobody is the owner's, as a v2 request naming no
-    namespace is."""
-    if isinstance(user, str) and user.strip():
-        await session_namespace(store, sid, user, None)
 
 
 async def _write_turn(

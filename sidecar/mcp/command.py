@@ -125,7 +125,7 @@ def _default_session() -> str:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from sidecar.console import resolve_auth_token, resolve_endpoint
+    from sidecar.endpoints import resolve_auth_token, resolve_endpoint
     from sidecar.mcp.bridge import DaemonTarget
 
     if args.spawn:

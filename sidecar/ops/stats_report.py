@@ -45,14 +45,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from libravdb_client import Client, LibravdbError, RpcError
 
-    from sidecar.console import (
+    from sidecar.console_input import format_json
+    from sidecar.endpoints import (
         EXIT_OK,
         EXIT_RPC_ERROR,
         connect_failure,
         resolve_auth_token,
         resolve_endpoint,
     )
-    from sidecar.console_input import format_json
     from sidecar.ops.cli_terms import in_flag_terms
 
     out = sys.stdout if out is None else out

@@ -57,7 +57,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sidecar.console import resolve_auth_token, resolve_endpoint
+    from sidecar.endpoints import resolve_auth_token, resolve_endpoint
     from sidecar.store.names import validate_name_part
     from sidecar.ui.address import parse_address
     from sidecar.ui.server import ServeOptions, serve

@@ -42,16 +42,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.errors import MemoryInputError, SessionNamespaceError
+from sidecar.memory.core.errors import MemoryInputError
+
+# Namespace resolution lives in ownership; these names stay importable from here.
+from sidecar.memory.core.ownership import named_namespace as named_namespace
+from sidecar.memory.core.ownership import namespace_of_session, stored_owner
+from sidecar.memory.core.ownership import request_namespace as request_namespace
+from sidecar.memory.core.ownership import session_namespace as session_namespace
 from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
-from sidecar.memory.core.scope import session_owner
 from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
 from sidecar.memory.ingest.changes import is_change, superseded, superseded_marks
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
 from sidecar.store.interface import StoreBackend
-from sidecar.store.names import metadata_matches, validate_name_part
+from sidecar.store.names import metadata_matches
 from sidecar.store.timestamps import ts_problem
 from sidecar.store.types import Patch, Put
 
@@ -143,57 +148,6 @@ class _Prepared:
     ts: int
     position: int
     durable: bool = False
-
-
-def named_namespace(namespace: str | None, user_id: str | None) -> str | None:
-    """The namespace a request names: ``namespace``, else ``userId``, else none."""
-    if namespace is not None and namespace.strip():
-        return namespace
-    if user_id is not None and user_id.strip():
-        return user_id
-    return None
-
-
-async def stored_owner(store: AsyncStore, session_id: str) -> str | None:
-    """The session's owner as stored (:func:`sidecar.memory.core.scope.session_owner`:
-    its first v2 ingest's namespace, else its v1 writer's ``userId``, else its default
-    namespace when v1 stored it without a user; None for a new session)."""
-    return await store.call(session_owner, store.store, session_id)
-
-
-def namespace_of_session(
-    session_id: str, owner: str | None, namespace: str | None, user_id: str | None
-) -> str:
-    """A session belongs to the namespace that created it: a request that names none uses
-    it, a request that names another is refused (so a session's tail and summaries are
-    never read, extended or forgotten under a namespace that did not write them)."""
-    named = named_namespace(namespace, user_id)
-    if owner is None:
-        return named or C.default_namespace(session_id)
-    if named is None or named == owner:
-        return owner
-    raise SessionNamespaceError(
-        f"session {session_id[:200]!r} belongs to another namespace than {named[:200]!r}: "
-        "name the namespace it was created with (or none), or use a new session id"
-    )
-
-
-async def request_namespace(
-    store: AsyncStore, session_id: str | None, namespace: str | None, user_id: str | None
-) -> str:
-    """The namespace a read request works in: the session's (:func:`session_namespace`)
-    when it names a session, else the one it names (validated as a name part)."""
-    if session_id and session_id.strip():
-        return await session_namespace(store, session_id, namespace, user_id)
-    return validate_name_part(named_namespace(namespace, user_id), "namespace")
-
-
-async def session_namespace(
-    store: AsyncStore, session_id: str, namespace: str | None, user_id: str | None
-) -> str:
-    """:func:`namespace_of_session` with the owner read from the store."""
-    owner = await stored_owner(store, session_id)
-    return namespace_of_session(session_id, owner, namespace, user_id)
 
 
 def _validate(
