@@ -99,6 +99,7 @@ from scripts.locomo_report import (  # noqa: E402
     mean,
     render_table,
     render_timings,
+    render_token_share,
     target_verdict,
 )
 from sidecar.assembly.scoring import ScoringConfig  # noqa: E402
@@ -248,11 +249,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         notes.append("\nLeave-one-conversation-out selection over the parameter grid:\n")
         notes.append(run_loco(datas, budget))
     table = render_table(scores, methods)
+    tokens = render_token_share(scores, ["inprocess", "assemble"])
     timing = render_timings(scores)
     # The target is measured on the daemon's assemble; in-process is for reference.
     judged = next((m for m in ("assemble", "inprocess") if m in methods), "")
     verdict = target_verdict(scores, judged) if judged else ""
     print(table)
+    if tokens:
+        print()
+        print(tokens)
     if verdict:
         print()
         print(verdict)
@@ -297,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "",
                 table,
                 "",
+                *([TOKENS_NOTE, "", tokens, ""] if tokens else []),
                 *([verdict, ""] if verdict else []),
                 "Retrieval-only metrics, as other LoCoMo systems print them "
                 "(`scripts/locomo_public.py`): session-level any@5 and turn-level any@K / "
@@ -346,6 +352,12 @@ def run_inprocess(
             ids = [t for item in plan.selected for t in item.turn_ids]
             assert plan.budget.used <= budget
             scores.injected("inprocess", (item.turn_ids for item in plan.selected), q.evidence)
+            scores.spent(
+                "inprocess",
+                q.category,
+                ((item.turn_ids, item.tokens) for item in plan.selected),
+                q.evidence,
+            )
             scores.add(data.conv.sample_id, q.category, "inprocess", recall(ids, q.evidence))
     if embedder is not None:  # one bare query embedding, for scale (not cached)
         questions = [q.text for d in datas for q in d.conv.questions][:embed_samples]
@@ -424,6 +436,15 @@ def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores
                         (item.get("turnIds", []) for item in result.get("selected", [])),
                         q.evidence,
                     )
+                    scores.spent(
+                        "assemble",
+                        q.category,
+                        (
+                            (item.get("turnIds", []), int(item.get("tokens", 0)))
+                            for item in result.get("selected", [])
+                        ),
+                        q.evidence,
+                    )
     except MethodNotFound as exc:
         return f"assemble: daemon lacks ingest/assemble ({exc.message}); not scored"
     except (LibravdbError, OSError) as exc:
@@ -433,6 +454,12 @@ def run_assemble(convs: Sequence[Conversation], args: argparse.Namespace, scores
             tmp.cleanup()
     return ""
 
+
+TOKENS_NOTE = (
+    "What the recall costs, per category: the share of the injected memory tokens (each "
+    "item's charge: its text and its entry's envelope) that belong to items holding "
+    "evidence, and the memory tokens injected per question."
+)
 
 ABLATIONS: dict[str, Callable[[AssemblyConfig], AssemblyConfig]] = {
     "full ranking (default)": lambda c: c,

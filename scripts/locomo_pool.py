@@ -20,9 +20,13 @@ sys.path.insert(0, str(REPO))
 from scripts.locomo_data import Conversation  # noqa: E402
 from scripts.locomo_embed import CachedEmbedder  # noqa: E402
 from sidecar.assembly.candidates import Candidate, named_speakers, text_label  # noqa: E402
+from sidecar.assembly.density import Density  # noqa: E402
+from sidecar.assembly.duplicates import text_key  # noqa: E402
+from sidecar.assembly.implicit import ImplicitPool, top_rows  # noqa: E402
 from sidecar.assembly.plan import plan_assembly  # noqa: E402
 from sidecar.assembly.selection import DEFAULT_ASSEMBLY, AssemblyConfig, AssemblyPlan  # noqa: E402
-from sidecar.assembly.speaker_focus import speaker_label, without_labels  # noqa: E402
+from sidecar.assembly.speaker_focus import MAX_SPEAKERS, speaker_label, without_labels  # noqa: E402
+from sidecar.engines.int8scan import Scan  # noqa: E402
 from sidecar.memory.core.lexical import BM25Index  # noqa: E402
 from sidecar.memory.core.temporal import mentioned_windows, plan_temporal  # noqa: E402
 from sidecar.memory.core.tokens import estimate_tokens  # noqa: E402
@@ -76,6 +80,7 @@ class ConvData:
     adversarial_vecs: F32 | None = None  # category 5, for the retrieval-only metrics
     # the speakers' label embeddings, most frequent speaker first (the daemon's order)
     label_vecs: dict[str, F32] = field(default_factory=dict)
+    density: Density | None = None  # implicit recall's, built on first use
 
 
 def prepare(conv: Conversation, embedder: CachedEmbedder) -> ConvData:
@@ -170,6 +175,45 @@ def _mentions(text: str, ts: int) -> dict[str, object]:
     return {"mentions": mentions} if mentions else {}
 
 
+def conversation_density(data: ConvData) -> Density:
+    """The implicit channel's densities over the conversation's turns, as the daemon's
+    view of the raw history keeps them (the labels of its most frequent speakers)."""
+    if data.density is None:
+        turns = data.conv.turns
+        labels = dict(list(data.label_vecs.items())[:MAX_SPEAKERS])
+        dens = Density()
+        dens.update(
+            0,
+            data.doc_vecs,
+            lambda i: text_label(turns[i].content),
+            lambda i: turns[i].role == "user",
+            labels,
+            (),
+            lambda i: text_key(turns[i].role, turns[i].content),
+        )
+        data.density = dens
+    return data.density
+
+
+def implicit_pool(
+    data: ConvData, cands: Sequence[Candidate], qi: int, config: AssemblyConfig
+) -> ImplicitPool | None:
+    """The implicit channel's candidates for question ``qi`` (the daemon's, in-process)."""
+    if not config.implicit.enabled:
+        return None
+    qvec = data.query_vecs[qi]
+    dens = conversation_density(data)
+    if not dens.trusted:  # a small history: the hybrid ranking answers alone
+        return None
+    rows, scores, standout = top_rows(
+        dens, qvec, config.implicit.candidates, scan=Scan(data.doc_vecs, qvec, None)
+    )
+    names = bool(named_speakers(data.conv.questions[qi].text, data.label_vecs))
+    return ImplicitPool(
+        tuple(cands[i] for i in rows.tolist()), tuple(scores.tolist()), standout, names
+    )
+
+
 def inprocess_plan(
     data: ConvData,
     cands: Sequence[Candidate],
@@ -217,4 +261,5 @@ def inprocess_plan(
         terms_of=lambda c: data.bm25.doc_terms(c.id),
         neighbors=neighbors,
         config=config,
+        implicit=implicit_pool(data, cands, qi, config),
     )

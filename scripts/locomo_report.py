@@ -26,6 +26,8 @@ class Scores:
     per_cat: dict[int, dict[str, list[float]]] = field(default_factory=dict)
     timings: dict[str, list[float]] = field(default_factory=dict)
     precision: dict[str, list[int]] = field(default_factory=dict)  # [evidence items, items]
+    # (method, category) -> [tokens of items holding evidence, tokens injected, questions]
+    token_share: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
     def add(self, conv: str, cat: int, method: str, value: float) -> None:
         self.per_conv.setdefault(conv, {}).setdefault(method, []).append(value)
@@ -44,6 +46,22 @@ class Scores:
         for turn_ids in items:
             counts[1] += 1
             counts[0] += bool(wanted.intersection(turn_ids))
+
+    def spent(
+        self,
+        method: str,
+        category: int,
+        items: Iterable[tuple[Sequence[str], int]],
+        evidence: Sequence[str],
+    ) -> None:
+        """Count the memory tokens injected for one question (``(turn ids, tokens)`` per
+        item) and those of the items holding evidence, per category."""
+        wanted = set(evidence)
+        counts = self.token_share.setdefault((method, category), [0, 0, 0])
+        counts[2] += 1
+        for turn_ids, tokens in items:
+            counts[1] += tokens
+            counts[0] += tokens if wanted.intersection(turn_ids) else 0
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -85,6 +103,23 @@ def render_table(scores: Scores, methods: Sequence[str]) -> str:
         lines.append(
             f"| evidence share of injected items | {n_items} | " + " | ".join(cells) + " |"
         )
+    return "\n".join(lines)
+
+
+def render_token_share(scores: Scores, methods: Sequence[str]) -> str:
+    """Per category and method: the share of the injected memory tokens that hold
+    evidence, and the tokens injected per question (what the recall figure costs)."""
+    have = [m for m in methods if any(k[0] == m for k in scores.token_share)]
+    if not have:
+        return ""
+    head = "| category | " + " | ".join(f"{m} evidence share | {m} tokens/question" for m in have)
+    lines = [head + " |", "|---|" + "---|---|" * len(have)]
+    for cat in CATEGORIES:
+        cells = []
+        for m in have:
+            hit, total, n = scores.token_share.get((m, cat), [0, 0, 0])
+            cells.append(f"{hit / total:.3f} | {total / n:.0f}" if total and n else "- | -")
+        lines.append(f"| {cat} {CATEGORY_NAMES[cat]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

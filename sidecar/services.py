@@ -69,6 +69,8 @@ def daemon_assembly(hub: EngineHub | None) -> AssemblyConfig:
     if profile is not None and profile.forget_bar is not None:
         weight = profile.forget_weight or 0.0
         config = replace(config, forget_bar=profile.forget_bar, forget_weight=weight)
+    if profile is not None and profile.implicit_recall is False:
+        config = replace(config, implicit=replace(config.implicit, enabled=False))
     return config
 
 

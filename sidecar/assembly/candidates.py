@@ -178,6 +178,7 @@ class Features:
         "covered",
         "covers",
         "decay",
+        "dup_key",
         "is_summary",
         "key",
         "session_copy",
@@ -212,6 +213,7 @@ class Features:
         # replaced by a correction (memory.update): ranks far below the current fact
         self.superseded = bool(superseded)
         self.terms: frozenset[str] | None = None
+        self.dup_key: str | None = None  # duplicates.duplicate_key
         self.turn: Any = None
         self.session_copy: Candidate | None = None
         self.covers: tuple[tuple[Candidate, ...], frozenset[tuple[str, str]]] | None = None
@@ -286,7 +288,7 @@ def with_scope(c: Candidate, scope: str) -> Candidate:
             f.vector,
             f.superseded,
         )
-        g.terms, g.turn = f.terms, f.turn
+        g.terms, g.turn, g.dup_key = f.terms, f.turn, f.dup_key
         object.__setattr__(new, "_features", g)
     return new
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sidecar.assembly.candidates import Candidate, features
+from sidecar.assembly.implicit import ImplicitPool, Shares
 from sidecar.assembly.scoring import Ranking
 from sidecar.assembly.selection import AssemblyConfig, Chosen, ConsideredItem, SelectedItem
 
@@ -70,3 +71,43 @@ def _why(  # noqa: PLR0913 - one candidate against the finished fill
     if tokens > remaining:
         return f"did not fit: {tokens} tokens, {remaining} left"
     return "not reached: the budget went to better or less redundant items"
+
+
+def implicit_left_out(
+    pool: ImplicitPool,
+    split: Shares,
+    selected: Sequence[SelectedItem],
+    chosen: Chosen,
+    cfg: AssemblyConfig,
+    k: int = EXPLAIN_K,
+) -> tuple[ConsideredItem, ...]:
+    """The implicit channel's best candidates that were not injected, with the reason
+    (its share and how much stood out), so a statement the user made that a message
+    should have recalled can be traced."""
+    final = {(i.collection, i.id) for i in selected}
+    out: list[ConsideredItem] = []
+    icfg = cfg.implicit
+    for c, score in zip(pool.candidates, pool.scores, strict=True):
+        key = features(c).key
+        if key in final:
+            continue
+        if not chosen.sources.isdisjoint(features(c).sources) and key not in chosen.keys:
+            why = "implicit: duplicate: the turns it stands for are already in"
+        elif split.implicit <= 0 and split.mode == "implicit":
+            why = (
+                f"implicit: nothing stands out (best {pool.standout:.3f} < "
+                f"{min(icfg.low, icfg.trickle_low) if icfg.trickle_tokens else icfg.low}); "
+                "the message recalls nothing"
+            )
+        elif split.implicit <= 0:
+            why = f"implicit: off ({split.mode})"
+        else:
+            why = (
+                f"implicit: not reached: its share ({split.implicit} tokens, {split.mode}) "
+                "went to better ones"
+            )
+        reason = f"free cosine - density {score:.3f}, standout {pool.standout:.3f}"
+        out.append(ConsideredItem(c.kind, c.collection, c.id, c.text, score, c.cost, why, reason))
+        if len(out) >= k:
+            break
+    return tuple(out)

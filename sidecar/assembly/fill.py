@@ -13,7 +13,9 @@ import numpy as np
 
 from sidecar.assembly.budget import REASON_RENDERED, BudgetLedger, Part, check_partition
 from sidecar.assembly.candidates import Candidate, features
-from sidecar.assembly.render import render_output
+from sidecar.assembly.duplicates import collapse
+from sidecar.assembly.implicit import ImplicitPool
+from sidecar.assembly.render import render_output, repeats_cost
 from sidecar.assembly.scoring import Ranking
 from sidecar.assembly.selection import (
     AssemblyConfig,
@@ -66,6 +68,8 @@ def fill(  # noqa: PLR0913 - the plan's running state, shared by two fills
     alive = (scores >= cfg.min_relative_score * top) & ranked.relevant(
         cfg.relevance_floor, cfg.scoring
     )
+    scores = scores.copy()  # a group of identical texts takes its best score
+    repeats = collapse(cands, alive, scores)
     redundancy = np.zeros(n)
     penalty = cfg.diversity * top
     slot_scale = cfg.slot_bonus * top / len(slots) if slots else 0.0
@@ -99,11 +103,13 @@ def fill(  # noqa: PLR0913 - the plan's running state, shared by two fills
             k = int(costs[i])
             if chosen.blocked(c) or used + k > budget:
                 continue
-            ledger.charge(part, k)
             s = ranked.item(i)
-            chosen.add(
-                candidate_item(c, part, s.score, k, reason_text(part, s)), features(c).sources
-            )
+            item = candidate_item(c, part, s.score, k, reason_text(part, s), repeats.get(i, 1))
+            k += repeats_cost(item)
+            if used + k > budget:
+                continue
+            ledger.charge(part, k)
+            chosen.add(replace(item, tokens=k), features(c).sources)
             took = k
         used += took
         changed = True
@@ -111,6 +117,46 @@ def fill(  # noqa: PLR0913 - the plan's running state, shared by two fills
             np.maximum(redundancy, mat @ mat[i], out=redundancy)
         if slot_hits:
             covered_slots.update(slot_hits[i])
+
+
+def fill_implicit(
+    pool: ImplicitPool,
+    budget: int,
+    chosen: Chosen,
+    ledger: BudgetLedger,
+    cost: Callable[[Candidate], int],
+    depth: float = math.inf,
+) -> None:
+    """Implicit recall's candidates, best first, within ``budget``: one that is already
+    injected (or whose turns are) or does not fit is skipped and the fill goes on, and
+    identical texts are injected once (:mod:`sidecar.assembly.duplicates`); nothing more
+    than ``depth`` below the best score (the standout) is taken. No relevance
+    floor: the channel's share already says how much stands out
+    (:func:`sidecar.assembly.implicit.shares`), and a statement's cosine with a message it
+    bears on is often below the hybrid ranking's floor."""
+    cands = pool.candidates
+    scores = np.asarray(pool.scores, dtype=np.float64)
+    alive = np.ones(len(cands), dtype=bool)
+    repeats = collapse(cands, alive, scores)
+    used = 0
+    bottom = pool.standout - depth
+    for i in np.argsort(-scores, kind="stable").tolist():
+        c = cands[i]
+        if used >= budget or scores[i] < bottom:
+            break
+        if not alive[i] or chosen.blocked(c):
+            continue
+        score = float(pool.scores[i])
+        reason = (
+            f"{IMPLICIT_REASON} free cosine - density {score:.3f} (standout {pool.standout:.3f})"
+        )
+        item = candidate_item(c, "retrieval", score, cost(c), reason, repeats.get(i, 1))
+        k = item.tokens + repeats_cost(item)
+        if used + k > budget:
+            continue
+        ledger.charge("retrieval", k)
+        chosen.add(replace(item, tokens=k), features(c).sources)
+        used += k
 
 
 def _vector_matrix(ranked: Ranking) -> np.ndarray[Any, np.dtype[np.float32]] | None:
@@ -173,12 +219,21 @@ def injected_tokens(addition: str, messages: Sequence[Any], original: Sequence[A
     return count_message_tokens(list(messages)[: len(messages) - len(original)])
 
 
-def _next_to_drop(items: Sequence[SelectedItem]) -> SelectedItem | None:
-    """The item that gives way first when the rendered memory is over budget."""
-    for parts in (("retrieval", "recovery"), ("elevated",)):
-        droppable = [i for i in items if i.part in parts]
-        if droppable:
-            return min(droppable, key=lambda i: (i.score, i.id))
+IMPLICIT_REASON = "implicit:"  # how an item of implicit recall's reason starts
+
+
+def _next_to_drop(items: Sequence[SelectedItem], implicit_leads: bool) -> SelectedItem | None:
+    """The item that gives way first when the rendered memory is over budget: retrieved
+    items of the channel that does not lead first (the two channels' scores are on
+    different scales), the lowest score first."""
+    retrieved = [i for i in items if i.part in ("retrieval", "recovery")]
+    if retrieved:
+        led = [i for i in retrieved if i.reason.startswith(IMPLICIT_REASON) == implicit_leads]
+        rest = [i for i in retrieved if i not in led]
+        return min(rest or led, key=lambda i: (i.score, i.id))
+    elevated = [i for i in items if i.part == "elevated"]
+    if elevated:
+        return min(elevated, key=lambda i: (i.score, i.id))
     extension = [i for i in items if i.part == "tail" and i.reason == "tail extension"]
     if extension:  # the oldest first, so the tail stays contiguous
         return min(extension, key=lambda i: (i.ts if i.ts is not None else -1, i.id))
@@ -197,6 +252,7 @@ def finish(  # noqa: PLR0913 - the plan's running state at every exit
     recovery: tuple[str, ...],
     t0: float,
     timings: Mapping[str, float] | None = None,
+    implicit_leads: bool = False,
 ) -> AssemblyPlan:
     partition = ledger.partition()
     check_partition(partition, degraded)
@@ -210,7 +266,7 @@ def finish(  # noqa: PLR0913 - the plan's running state at every exit
     # the soft prefix); when only hard rules and the tail base are left and they still do
     # not fit, that is the degraded case, reported as such.
     while not degraded and injected_tokens(addition, messages, original_messages) > ledger.total:
-        weakest = _next_to_drop(items)
+        weakest = _next_to_drop(items, implicit_leads)
         if weakest is None:
             degraded = [REASON_RENDERED]
         else:

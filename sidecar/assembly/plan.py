@@ -93,8 +93,9 @@ from sidecar.assembly.budget import (
 )
 from sidecar.assembly.candidates import Candidate, features, with_scope
 from sidecar.assembly.dream_query import is_dream_query
-from sidecar.assembly.explain import left_out
-from sidecar.assembly.fill import fill, finish
+from sidecar.assembly.explain import implicit_left_out, left_out
+from sidecar.assembly.fill import fill, fill_implicit, finish
+from sidecar.assembly.implicit import ImplicitPool, Shares, shares
 from sidecar.assembly.render import render_addition
 from sidecar.assembly.scoring import (
     F32,
@@ -322,6 +323,7 @@ def plan_assembly(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     expand: ExpandHook | None = None,
     recover: RecoverHook | None = None,
     config: AssemblyConfig = DEFAULT_ASSEMBLY,
+    implicit: ImplicitPool | None = None,
 ) -> AssemblyPlan:
     """Plan one ``assemble`` (module doc).
 
@@ -338,7 +340,8 @@ def plan_assembly(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     most once, ``expand`` once per summary it expands. ``head``: steps 1-4 computed
     ahead by :func:`plan_head` (then ``token_budget``, ``memory_fraction``,
     ``session_turns``, ``hard`` and ``soft`` are not read); without it, ``token_budget``
-    is required.
+    is required. ``implicit``: the implicit-recall channel's candidates
+    (:mod:`sidecar.assembly.implicit`); None leaves the budget to the hybrid ranking.
     """
     t0 = time.perf_counter()
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
@@ -359,7 +362,7 @@ def plan_assembly(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     else:
         tail_ms = head.elapsed_ms  # spent ahead, outside this call
     return _plan_rest(
-        _Inputs(query, query_vector, session_id, elevated, candidates, now, config),
+        _Inputs(query, query_vector, session_id, elevated, candidates, now, config, implicit),
         head,
         list(original_messages),
         _Hooks(lexical, terms_of, neighbors, hops, expand, recover),
@@ -377,6 +380,7 @@ class _Inputs:
     candidates: Sequence[Candidate]
     now: int
     config: AssemblyConfig
+    implicit: ImplicitPool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,8 +469,12 @@ def _plan_rest(
     if hooks.hops is not None and len(ranked):
         ranked = _with_hops(ranked, hooks.hops, chosen, config)
 
+    # the implicit channel's share and the hybrid ranking's (implicit module doc)
+    cosmax = float(ranked.dense.max()) if len(ranked) else -1.0
+    split = shares(config.implicit, inp.implicit, cosmax, head.total)
+
     # 7. recovery trigger and reserve
-    triggers = _recovery_triggers(ranked, len(older), config)
+    triggers = _recovery_triggers(ranked, len(older), config) if split.main != 0 else []
     recovery_pool: Ranking | None = None
     if triggers and hooks.recover is not None:
         known = {features(c).key for c in pool}
@@ -482,21 +490,10 @@ def _plan_rest(
         probe = SelectedItem(part="retrieval", kind="turn", collection="", id="", text="")
         rendered = estimate_tokens(render_addition([*chosen.items, probe], style=config.render))
         uncharged = max(0, rendered - ledger.used - overhead)
-    r_budget = max(0, ledger.remaining - reserve - uncharged)
-    fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand, terms_of)
-    if recovery_pool is not None:
-        fill(
-            recovery_pool,
-            max(0, ledger.remaining - uncharged),
-            "recovery",
-            chosen,
-            ledger,
-            cost,
-            plan,
-            config,
-            None,
-            terms_of,
-        )
+    _fill_channels(
+        split, inp.implicit, ranked, recovery_pool, reserve, uncharged, chosen, ledger, cost,
+        plan, config, hooks,
+    )  # fmt: skip
     t_end = time.perf_counter()
     timings = {
         "tailMs": tail_ms,
@@ -515,11 +512,66 @@ def _plan_rest(
         tuple(triggers) if recovery_pool else (),
         t0,
         timings,
+        implicit_leads=split.mode == "implicit",
     )
     if not config.explain:
         return done
     considered = left_out(ranked, done.selected, chosen, ledger.remaining, cost, config)
+    if inp.implicit is not None:
+        considered += implicit_left_out(inp.implicit, split, done.selected, chosen, config)
     return replace(done, considered=considered)
+
+
+def _fill_channels(  # noqa: PLR0913 - the plan's running state and both channels
+    split: Shares,
+    implicit: ImplicitPool | None,
+    ranked: Ranking,
+    recovery_pool: Ranking | None,
+    reserve: int,
+    uncharged: int,
+    chosen: Chosen,
+    ledger: BudgetLedger,
+    cost: Callable[[Candidate], int],
+    plan: TemporalPlan,
+    config: AssemblyConfig,
+    hooks: _Hooks,
+) -> None:
+    """Retrieval and recovery in their shares (:func:`~sidecar.assembly.implicit.shares`).
+    The channel that leads fills first, so an item both would take belongs to it, and the
+    end-of-plan check, which drops the other channel's items first, keeps it."""
+    leads = split.mode == "implicit"
+
+    def take_implicit() -> None:
+        if split.implicit > 0 and implicit is not None:
+            room = max(0, ledger.remaining - reserve - uncharged)
+            fill_implicit(
+                implicit, min(split.implicit, room), chosen, ledger, cost, config.implicit.depth
+            )
+
+    if leads:
+        take_implicit()
+    held = 0 if leads else split.implicit  # kept for implicit recall after the ranking
+    main_left = ledger.remaining - held if split.main is None else split.main
+    r_budget = max(0, min(main_left, ledger.remaining - held) - reserve - uncharged)
+    spent = ledger.used
+    fill(ranked, r_budget, "retrieval", chosen, ledger, cost, plan, config, hooks.expand,
+         hooks.terms_of)  # fmt: skip
+    main_left -= ledger.used - spent
+    if not leads:
+        take_implicit()
+    if recovery_pool is not None:
+        fill(
+            recovery_pool,
+            max(0, min(main_left, ledger.remaining) - uncharged),
+            "recovery",
+            chosen,
+            ledger,
+            cost,
+            plan,
+            config,
+            None,
+            hooks.terms_of,
+        )
 
 
 def _take_elevated(

@@ -162,6 +162,19 @@ def supersession_note(item: object) -> str:
     return f" (corrected on {day})" if day else " (since corrected)"
 
 
+def repeats_note(item: object) -> str:
+    """`` (said N times)`` after the entry that stands for N identical ones (the newest;
+    :mod:`sidecar.assembly.duplicates`), "" otherwise."""
+    n = getattr(item, "repeats", 1)
+    return f" (said {n} times)" if isinstance(n, int) and n > 1 else ""
+
+
+def repeats_cost(item: object) -> int:
+    """Tokens :func:`repeats_note` adds to ``item``'s entry."""
+    note = repeats_note(item)
+    return estimate_tokens(note) if note else 0
+
+
 def escape_text(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -203,7 +216,8 @@ def render_entry(item: Renderable, source: Literal["session", "recalled"]) -> st
         )
     role = escape_attribute(infer_role(item, source))
     text = escape_text(item.text)
-    return f'<entry role="{role}" source="{source}">{text}</entry>{supersession_note(item)}'
+    notes = supersession_note(item) + repeats_note(item)
+    return f'<entry role="{role}" source="{source}">{text}</entry>{notes}'
 
 
 def compact_entry(item: Renderable, source: Literal["session", "recalled"]) -> str:
@@ -217,7 +231,7 @@ def compact_entry(item: Renderable, source: Literal["session", "recalled"]) -> s
     if source == "recalled" and doc:
         return f"authored ({' '.join(escape_text(doc).split())}): {text}"
     role = infer_role(item, source)
-    text += supersession_note(item)
+    text += supersession_note(item) + repeats_note(item)
     return text if role == "unknown" else f"{role}: {text}"
 
 

@@ -120,7 +120,7 @@ class ScoringConfig:
     beta: float = 0.2  # recency
     gamma: float = 0.1  # scope weight
     delta: float = 0.5  # summary quality
-    frequency_weight: float = 0.1  # omega_f
+    frequency_weight: float = 0.0  # omega_f
     authority_weight: float = 0.2  # omega_a
     kappa: float = 0.1  # keyword coverage
     tau: float = 0.3  # temporal affinity

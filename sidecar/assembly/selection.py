@@ -10,6 +10,7 @@ from typing import Any
 
 from sidecar.assembly.budget import BudgetConfig, BudgetPartition, Part
 from sidecar.assembly.candidates import Candidate, features
+from sidecar.assembly.implicit import DEFAULT_IMPLICIT, ImplicitConfig
 from sidecar.assembly.render import Placement, RenderStyle, Supersession, supersession
 from sidecar.assembly.scoring import DEFAULT_SCORING, Scored, ScoringConfig
 from sidecar.memory.core.temporal import TemporalPlan
@@ -57,6 +58,8 @@ class SelectedItem:
     source: str = ""  # an authored node's document
     # set when a later statement replaced this one: rendered as earlier (render module doc)
     superseded: Supersession | None = None
+    # how many identical entries this one stands for (duplicates module doc)
+    repeats: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,9 @@ class AssemblyConfig:
     # coverage >= forget_bar`` (forget_match module doc; the embedder's profile sets both).
     forget_weight: float = 0.4
     forget_bar: float = 0.859
+    # the implicit-recall channel and how the budget is shared with the hybrid ranking
+    # (implicit module doc; the embedder's profile may turn it off)
+    implicit: ImplicitConfig = DEFAULT_IMPLICIT
 
 
 DEFAULT_ASSEMBLY = AssemblyConfig()
@@ -167,7 +173,7 @@ def authored_item(node: AuthoredNode, part: Part, tokens: int) -> SelectedItem:
 
 
 def candidate_item(
-    c: Candidate, part: Part, score: float, tokens: int, reason: str
+    c: Candidate, part: Part, score: float, tokens: int, reason: str, repeats: int = 1
 ) -> SelectedItem:
     return SelectedItem(
         part=part,
@@ -181,10 +187,11 @@ def candidate_item(
         ts=c.ts,
         score=score,
         tokens=tokens,
-        reason=reason,
+        reason=reason if repeats <= 1 else f"{reason} (the newest of {repeats} identical)",
         scope=c.scope,
         source=source_doc(c),
         superseded=supersession(c.id, c.session_id, c.metadata),
+        repeats=repeats,
     )
 
 

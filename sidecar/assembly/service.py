@@ -19,7 +19,7 @@
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
    the raw history);
 4. counts ``access_count`` bumps for the injected stored records, written coalesced at
-   most every :data:`BUMP_DELAY_S` (and on close).
+   most every :data:`~sidecar.assembly.access_bumps.BUMP_DELAY_S` (and on close).
 
 **Caches.** One :class:`CollectionView` per collection name, in an LRU bounded by
 :data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
@@ -57,6 +57,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from sidecar.assembly.access_bumps import AccessBumps
 from sidecar.assembly.budget import BudgetConfig
 from sidecar.assembly.cache import (
     ANN_MIN_ROWS,
@@ -69,9 +70,10 @@ from sidecar.assembly.cache import (
 )
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.heap import HeapSettler
+from sidecar.assembly.implicit_source import Densities, implicit_inputs
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.render import RenderStyle, entry_overhead
-from sidecar.assembly.scoring import F32, access_count
+from sidecar.assembly.scoring import F32
 from sidecar.assembly.search import (
     DENSE_K,
     SearchRequest,
@@ -99,7 +101,6 @@ LEXICAL_K = 50
 SIDE_K = 20  # durable, global, authored variant, summaries, dream, elevated
 RECOVER_K = 100
 EMBED_HEAD_START = 2  # event-loop iterations given to the query embedding (see assemble)
-BUMP_DELAY_S = 1.0  # access-count bumps are written at most this often
 
 #: v2 ``assemble`` writes compact entries (``[M3] user: TEXT``) under one line per day
 #: (render module doc). Each item is charged its envelope (:func:`entry_overhead`: 4
@@ -128,6 +129,10 @@ class _Prepared:
     config: AssemblyConfig = DAEMON_ASSEMBLY
     prepare_ms: float = 0.0
     speakers: Sequence[str] = ()  # the history's speakers the query names
+    # whether it names any (whatever the focus weight), and the history's most frequent
+    # speakers, whose labels implicit recall takes out of the turn vectors
+    names_speaker: bool = False
+    labels: Sequence[str] = ()
 
 
 class Retrieval:
@@ -151,13 +156,13 @@ class Retrieval:
         self.graph_params = graph_params or GraphParams()
         self.lock = asyncio.Lock()
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
-        self._bumps: dict[str, dict[str, int]] = {}  # collection -> id -> pending bumps
-        self._bump_task: asyncio.Future[None] | None = None
+        self._bumps = AccessBumps(lambda updates: self.memory.store.increment(updates))
         # stale marks from the event loop, consumed by the sync in a worker thread
         self._marks_lock = threading.Lock()
         self._dirty: set[str] = set()  # collections to reload
         self._dirty_all = False
         self._twins: dict[str, Twins] = {}
+        self._densities = Densities()  # implicit recall's, per raw history view
         self.heap = HeapSettler()  # keeps the collector's full passes off these caches
         self._ann_pool = ThreadPoolExecutor(1, thread_name_prefix="libravdb-ann")
         self._labels = LabelVectors(lambda texts: memory.embed(texts, "document"))
@@ -231,6 +236,7 @@ class Retrieval:
             name, evicted = self._colls.popitem(last=False)
             evicted.close()
             self._twins.pop(name, None)
+            self._densities.drop(name)
         return out
 
     def _graph_params(self, shared: bool) -> GraphParams | None:
@@ -337,15 +343,22 @@ class Retrieval:
                     self._config(render, explain),
                 )
                 w = prep.config.speaker_label_weight  # a named speaker's share taken out
-                qvec = await self._labels.focus(await embedding, prep.speakers, w)
+                raw = await embedding
+                qvec = await self._labels.focus(raw, prep.speakers, w)
+                labels: dict[str, F32] = {}
+                if prep.labels:  # implicit recall takes them out of the turn vectors
+                    got = await self._labels.get(prep.labels)
+                    labels = dict(zip(prep.labels, got, strict=True))
                 t_vec = time.perf_counter()
-                plan, gathered_ms = await asyncio.to_thread(self._assemble_sync, prep, qvec)
+                plan, gathered_ms = await asyncio.to_thread(
+                    self._assemble_sync, prep, qvec, raw, labels
+                )
         finally:
             if not embedding.done():
                 embedding.cancel()
             elif not embedding.cancelled():
                 embedding.exception()  # retrieved (raised above when it mattered)
-        self._bump(plan)
+        self._bumps.bump(plan, self._colls)
         t_end = time.perf_counter()
         timings = {
             "embedMs": embed_ms,
@@ -442,6 +455,7 @@ class Retrieval:
             config=config,
             prepare_ms=(time.perf_counter() - t0) * 1000,
             speakers=named_in(query, colls[C.turns(ns)].speakers, config.speaker_label_weight),
+            **implicit_inputs(config, query, colls[C.turns(ns)]),
         )
 
     def _gather(
@@ -496,10 +510,16 @@ class Retrieval:
         elevated = pick(C.elevated_user(ns), SIDE_K) + pick(C.elevated_session(sid), SIDE_K)
         return cands, elevated, tscan
 
-    def _assemble_sync(self, p: _Prepared, qvec: F32 | None) -> tuple[AssemblyPlan, float]:
+    def _assemble_sync(
+        self, p: _Prepared, qvec: F32 | None, raw: F32 | None, labels: Mapping[str, F32]
+    ) -> tuple[AssemblyPlan, float]:
         t0 = time.perf_counter()
         session_id, ns, now = p.session_id, p.ns, p.now
         candidates, elevated, tscan = self._gather(p, qvec)
+        implicit = self._densities.pool(
+            p.config.implicit, p.colls[C.turns(ns)], p.names_speaker, bool(p.labels),
+            raw, labels, tscan, raw is qvec, candidates,
+        )  # fmt: skip
         turns_coll = p.colls[C.turns(ns)]
         variant = p.colls[C.AUTHORED_VARIANT]
         gathered_ms = (time.perf_counter() - t0) * 1000
@@ -543,48 +563,13 @@ class Retrieval:
             expand=expand,
             recover=recover,
             config=p.config,
+            implicit=implicit,
         )
         return plan, gathered_ms
 
-    def _bump(self, plan: AssemblyPlan) -> None:
-        """``access_count += 1`` for the injected stored records. Bumps are coalesced and
-        written at most every :data:`BUMP_DELAY_S` (one store transaction per round of
-        repeats instead of one per call), and on :meth:`close`."""
-        for item in plan.selected:
-            if item.part == "tail" and item.collection.startswith("session:"):
-                continue
-            coll = self._colls.get(item.collection)
-            if coll is not None:
-                ids = self._bumps.setdefault(item.collection, {})
-                ids[item.id] = ids.get(item.id, 0) + 1
-                # The ranking's access-frequency term reads the cached copy, which no
-                # reload refreshes for a bump: count it there too, now.
-                j = coll.by_id.get(item.id)
-                meta = coll.cands[j].metadata if j is not None else None
-                if j is not None and isinstance(meta, dict):
-                    meta["access_count"] = access_count(coll.cands[j]) + 1
-        if self._bumps and self._bump_task is None:
-            self._bump_task = asyncio.ensure_future(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        try:
-            await asyncio.sleep(BUMP_DELAY_S)
-        finally:
-            self._bump_task = None
-        await self.flush_bumps()
-
     async def flush_bumps(self) -> None:
-        """Write the pending access-count bumps now (a failure is logged, not raised:
-        the count is bookkeeping)."""
-        pending, self._bumps = self._bumps, {}
-        rounds = max((n for ids in pending.values() for n in ids.values()), default=0)
-        for r in range(1, rounds + 1):  # the store adds 1 per distinct id and call
-            updates = {coll: [i for i, n in ids.items() if n >= r] for coll, ids in pending.items()}
-            try:
-                await self.memory.store.increment({c: i for c, i in updates.items() if i})
-            except Exception as exc:
-                log.warning("retrieval.access_bump_failed", error=str(exc))
-                return
+        """Write the pending access-count bumps now (:mod:`access_bumps`)."""
+        await self._bumps.flush()
 
     # ---- component ---------------------------------------------------------------------
 
@@ -595,10 +580,7 @@ class Retrieval:
 
     async def close(self) -> None:
         """Flush the access-count bumps and stop listening (before the store closes)."""
-        task, self._bump_task = self._bump_task, None
-        if task is not None:
-            task.cancel()
-        await self.flush_bumps()
+        await self._bumps.close()
         self._ann_pool.shutdown(wait=False)
         for view in self._colls.values():
             view.close()

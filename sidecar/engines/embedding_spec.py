@@ -56,6 +56,10 @@ class EmbeddingProfile:
     # requests; None: MiniLM's values.
     forget_weight: float | None = None
     forget_bar: float | None = None
+    # Implicit recall (sidecar/assembly/implicit.py): its thresholds are this model's
+    # cosines, chosen on the project's dev cue set; False for a model they were not
+    # chosen for (the hybrid ranking alone answers, as before); None: on.
+    implicit_recall: bool | None = None
 
 
 MINILM = EmbeddingProfile(
@@ -76,6 +80,7 @@ MPNET = EmbeddingProfile(
     relevance_floor=0.212,  # 99 of 100 labelled pairs right for 0.201-0.223
     # LoCoMo dev in-process at this floor: 0.886 without, 0.882 at 0.25, 0.869 at 0.5
     speaker_label_weight=0.0,
+    implicit_recall=False,  # its thresholds were not measured for this model
 )
 NOMIC = EmbeddingProfile(
     name="nomic-embed-text-v1.5",
@@ -87,6 +92,7 @@ NOMIC = EmbeddingProfile(
     window_tokens=512,
     window_stride=256,
     matryoshka_dims=(64, 256, 768),
+    implicit_recall=False,
 )
 PROFILES: dict[str, EmbeddingProfile] = {p.name: p for p in (MINILM, MPNET, NOMIC)}
 DEFAULT_PROFILE = MINILM.name

@@ -256,7 +256,7 @@ def test_same_source_turn_never_twice() -> None:
 
 def test_history_turns_of_the_current_session_rank_as_session() -> None:
     mine = Candidate("turn", "turns:ns", "cur-m1", "kickboxing talk", session_id="cur", vector=QV)
-    other = Candidate("turn", "turns:ns", "x-m1", "kickboxing talk", session_id="x", vector=QV)
+    other = Candidate("turn", "turns:ns", "x-m1", "more kickboxing talk", session_id="x", vector=QV)
     p = plan(candidates=[mine, other])
     scopes = {s.id: s.scope for s in p.selected}
     assert scopes == {"cur-m1": "session", "x-m1": "history"}

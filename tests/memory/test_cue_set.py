@@ -39,14 +39,18 @@ def test_the_set_is_valid_and_balanced_across_kinds_and_splits() -> None:
     assert sum(per[(k, s)] for k in KINDS for s in ("dev", "holdout")) >= 240
     for kind in KINDS:
         assert per[(kind, "dev")] >= 20 and per[(kind, "holdout")] >= 20, kind
-    # the fresh part has its place in the file, written after the constants are fixed
+    # the fresh part, written after the constants were fixed: every kind has its share
     for path in (CUE_DATA, NO_MEMORY_DATA):
         assert "fresh" in json.loads(path.read_text())["splits"]
+    for kind in KINDS:
+        assert per[(kind, "fresh")] >= 10, kind
+    fresh_prompts = Counter(p.kind for p in prompts if p.split == "fresh")
+    assert all(fresh_prompts[k] >= 8 for k in PROMPT_KINDS), fresh_prompts
 
 
 def test_fewer_than_a_quarter_of_the_pairs_share_a_content_word() -> None:
     pairs = load_pairs()
-    for split in ("dev", "holdout"):
+    for split in ("dev", "holdout", "fresh"):
         assert shared_share([p for p in pairs if p.split == split]) < MAX_SHARED_SHARE
     # most triggers are statements and requests, some are questions
     asked = sum(1 for p in pairs if is_question(p.trigger))

@@ -1,0 +1,368 @@
+"""How generic each remembered turn is, for implicit recall (:mod:`sidecar.assembly.implicit`).
+
+A message such as "Plan me a paella night for Saturday" shares no word and little meaning
+with the "I'm allergic to shellfish" it should recall (cosine 0.1-0.3 with
+all-MiniLM-L6-v2), while generic chat lines ("Thanks, appreciate your help!", "Hey, good
+to see you!") sit near almost every query: they are *hubs* of the embedding space and fill
+the top of a plain cosine ranking whatever is asked. The fix is the hubness correction of
+cross-domain retrieval (CSLS): a turn is scored by its cosine with the query **minus its
+density**, the mean cosine of its ``k`` nearest turns, so a turn that resembles much of
+the history gains nothing from resembling the query too, and a specific statement that
+stands apart from the chatter rises.
+
+Two details make it work on transcripts:
+
+* **The speaker's label is taken out** of every vector first. A turn stored as
+  ``"Caroline: I'm allergic to shellfish"`` shares the direction of the label
+  ``"Caroline:"`` with all of Caroline's turns (the same effect the speaker focus removes
+  from a query, :mod:`sidecar.assembly.speaker_focus`), which makes every one of them
+  look dense. A row ``x`` with label vector ``e`` (unit) becomes ``x - (x . e) e``
+  (unit length after), so its cosine with a query ``q`` is
+  ``(x . q - (x . e)(e . q)) / ||x - (x . e) e||``: one scan of the stored vectors still
+  serves, with two numbers kept per row (:attr:`Density.coef`, :attr:`Density.norm`).
+* **The density is measured against a bounded reference**: the first
+  :data:`REFERENCE_ROWS` rows of the view (the oldest turns; all of them in a store that
+  small), so building it costs ``rows x 512`` products, not ``rows**2``, and an appended
+  turn costs one small product. In a smaller reference the same ``k`` reaches further out
+  (a coarser estimate of the same thing); on the dev cue set a reference of 128 or 256
+  rows ranked the cues as well as every row did (docs/memory.md).
+
+:class:`Density` is kept in step with a view incrementally: appended rows are computed
+and, while the reference is not full, join it (the earlier rows' neighbours are updated
+with them); rewritten rows are computed again; a new row layout or a new set of speaker
+labels rebuilds it. Pure numpy: the caller passes the rows and how to read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.assembly.candidates import Candidate, text_label
+from sidecar.assembly.duplicates import duplicate_key
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+DENSITY_K = 10  # nearest reference rows averaged
+REFERENCE_ROWS = 512  # rows every density is measured against (the first of the view)
+MIN_NORM = 0.05  # a row that is (almost) only its label has no content direction left
+#: A density means something once the reference holds this many rows. In a smaller
+#: history nothing has near neighbours, so every turn stands out for every prompt ("hello"
+#: recalled both statements of a new user): implicit recall waits (:attr:`Density.trusted`)
+#: and the hybrid ranking, with its relevance floor, answers alone, as before it.
+TRUSTED_ROWS = 64
+#: Densities are read relative to the median of the user's turns, placed at this value
+#: (the median of the dev histories, 0.575-0.592 per conversation). How dense a history is
+#: overall depends on how much of it is alike: in a sparse one (a few hundred turns on
+#: unrelated subjects) every turn's neighbours are far, and a statement alone on its
+#: subject would stand out for "hello" as much as for the message it bears on. What
+#: matters is how generic a turn is *for its history*.
+TYPICAL_DENSITY = 0.58
+MEDIAN_SAMPLE = 8192  # rows the median is taken over, at most (evenly spaced)
+CHUNK = 4096  # rows per product (bounded temporaries)
+
+
+class View(Protocol):
+    """What :meth:`Density.sync` reads of a cached collection view
+    (:class:`sidecar.assembly.cache.CollectionView`)."""
+
+    stamp: int
+    touched: list[str]
+    by_id: dict[str, int]
+    cands: list[Candidate]
+
+    @property
+    def matrix(self) -> F32 | None: ...
+
+
+class Density:
+    """Per-row density and label coefficients of a view's unit rows (module doc)."""
+
+    def __init__(self, k: int = DENSITY_K, reference: int = REFERENCE_ROWS) -> None:
+        self.k = max(1, k)
+        self.reference = max(1, reference)
+        self.key: tuple[object, ...] | None = None  # (layout stamp, labels)
+        self.n = 0  # rows computed
+        self.labels: tuple[str, ...] = ()
+        self.label_mat = np.zeros((1, 0), dtype=np.float32)  # unit label rows + a zero row
+        self.label = np.zeros(0, dtype=np.int64)  # row -> label index (len(labels): none)
+        self.coef = np.zeros(0, dtype=np.float32)  # x . e
+        self.norm = np.zeros(0, dtype=np.float32)  # ||x - (x . e) e||, 0 for an empty row
+        self.eligible = np.zeros(0, dtype=bool)  # rows implicit recall may return
+        # rows with the same text: not each other's neighbours (copy_of)
+        self.copies = np.zeros(0, dtype=np.int64)
+        self._texts: dict[str, int] = {}
+        self._copy_of: Callable[[int], str] | None = None
+        self.top = np.zeros((0, self.k), dtype=np.float32)  # best cosines to the reference
+        self.ref_rows = np.zeros(0, dtype=np.int64)
+        self.ref = np.zeros((0, 0), dtype=np.float32)  # their label-free unit vectors
+        self.values = np.zeros(0, dtype=np.float32)  # the densities
+        self.seen = 0  # how much of a view's ``touched`` log is accounted for
+        # derived per row for the queries (_derive), for this many rows (-1: stale)
+        self._derived = -1
+        self._inv_norm = np.zeros(0, dtype=np.float32)
+        self._bias = np.zeros(0, dtype=np.float32)
+        self._bias_eligible = np.zeros(0, dtype=np.float32)
+        self._labelled = False
+
+    def sync(self, view: View, label_vecs: Mapping[str, F32]) -> None:
+        """:meth:`update` from a cached view of the raw history: a row's label is the
+        speaker its text starts with, and implicit recall may return the user's turns."""
+        mat = view.matrix
+        if mat is None:
+            return
+        cands = view.cands
+        if self.key is None or self.key[0] != view.stamp or len(view.touched) < self.seen:
+            self.seen = 0
+        ids = view.touched[self.seen :]
+        self.seen = len(view.touched)
+        changed = [i for i in (view.by_id.get(x) for x in ids) if i is not None]
+        self.update(
+            view.stamp,
+            mat,
+            lambda i: text_label(cands[i].text),
+            lambda i: cands[i].kind == "turn" and cands[i].role == "user",
+            label_vecs,
+            changed,
+            lambda i: duplicate_key(cands[i]),
+        )
+
+    # ---- maintenance ---------------------------------------------------------------
+
+    def update(
+        self,
+        stamp: object,
+        matrix: F32,
+        speaker_of: Callable[[int], str],
+        eligible_of: Callable[[int], bool],
+        label_vecs: Mapping[str, F32],
+        changed: Sequence[int] = (),
+        copy_of: Callable[[int], str] | None = None,
+    ) -> None:
+        """Bring the densities in step with ``matrix`` (the view's unit rows; rows only
+        grow at the end while ``stamp`` is the same). ``speaker_of(i)``: the label that
+        starts row ``i``'s text ("" for none); ``eligible_of(i)``: whether implicit recall
+        may return row ``i``; ``label_vecs``: the label embeddings known (a label not
+        among them is left in its rows); ``changed``: rows rewritten since the last call."""
+        self._copy_of = copy_of
+        labels = tuple(sorted(label_vecs))
+        key = (stamp, labels)
+        n = int(matrix.shape[0])
+        if key != self.key or n < self.n:
+            self._reset(matrix.shape[1] if matrix.ndim == 2 else 0, labels, label_vecs)
+            self.key = key
+        start = self.n
+        every = start == 0
+        if start < n:
+            every = self._append(matrix, start, n, speaker_of, eligible_of) or every
+        redo = sorted({i for i in changed if 0 <= i < start})
+        if redo:
+            self._redo(matrix, np.asarray(redo, dtype=np.int64), speaker_of, eligible_of)
+        if every:
+            self._finish(None)
+        elif start < n or redo:
+            self._finish(np.asarray([*redo, *range(start, n)], dtype=np.int64))
+
+    def _reset(self, dims: int, labels: tuple[str, ...], label_vecs: Mapping[str, F32]) -> None:
+        self.n = 0
+        self.labels = labels
+        rows = [_unit(label_vecs[name], dims) for name in labels]
+        self.label_mat = np.vstack([*rows, np.zeros((1, dims), dtype=np.float32)])
+        self.label = np.zeros(0, dtype=np.int64)
+        self.coef = np.zeros(0, dtype=np.float32)
+        self.norm = np.zeros(0, dtype=np.float32)
+        self.eligible = np.zeros(0, dtype=bool)
+        self.copies = np.zeros(0, dtype=np.int64)
+        self._texts = {}
+        self.top = np.zeros((0, self.k), dtype=np.float32)
+        self.ref_rows = np.zeros(0, dtype=np.int64)
+        self.ref = np.zeros((0, dims), dtype=np.float32)
+
+    def _rows_of(
+        self,
+        matrix: F32,
+        rows: I64,
+        speaker_of: Callable[[int], str],
+        eligible_of: Callable[[int], bool],
+    ) -> tuple[I64, F32, F32, npt.NDArray[np.bool_]]:
+        """Label index, coefficient, norm and eligibility of ``rows``."""
+        index = {name: j for j, name in enumerate(self.labels)}
+        none = len(self.labels)
+        label = np.fromiter(
+            (index.get(speaker_of(i), none) for i in rows.tolist()), dtype=np.int64, count=rows.size
+        )
+        x = matrix[rows]
+        coef = np.einsum("ij,ij->i", x, self.label_mat[label]).astype(np.float32)
+        sq = np.einsum("ij,ij->i", x, x) - coef * coef
+        norm = np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
+        ok = np.fromiter((eligible_of(i) for i in rows.tolist()), dtype=bool, count=rows.size)
+        return label, coef, norm, ok & (norm >= MIN_NORM)
+
+    def _copy_codes(self, rows: I64) -> I64:
+        """One code per distinct text (``copy_of``); every row its own without it."""
+        if self._copy_of is None:
+            return -1 - rows  # distinct, and never the code of a text
+        texts, key = self._texts, self._copy_of
+        return np.fromiter(
+            (texts.setdefault(key(i), len(texts)) for i in rows.tolist()),
+            dtype=np.int64,
+            count=rows.size,
+        )
+
+    def free(self, matrix: F32, rows: I64) -> F32:
+        """The label-free unit vectors of computed ``rows`` (zero where nothing is left)."""
+        x = matrix[rows] - self.coef[rows, None] * self.label_mat[self.label[rows]]
+        norm = self.norm[rows]
+        safe = np.where(norm >= MIN_NORM, norm, np.inf)
+        out: F32 = (x / safe[:, None]).astype(np.float32)
+        return out
+
+    def _append(
+        self,
+        matrix: F32,
+        lo: int,
+        hi: int,
+        speaker_of: Callable[[int], str],
+        eligible_of: Callable[[int], bool],
+    ) -> bool:
+        """Rows ``lo..hi`` computed; True when earlier rows changed too (the new rows
+        joined the reference)."""
+        rows = np.arange(lo, hi, dtype=np.int64)
+        label, coef, norm, ok = self._rows_of(matrix, rows, speaker_of, eligible_of)
+        self.copies = np.concatenate([self.copies, self._copy_codes(rows)])
+        self.label = np.concatenate([self.label, label])
+        self.coef = np.concatenate([self.coef, coef])
+        self.norm = np.concatenate([self.norm, norm])
+        self.eligible = np.concatenate([self.eligible, ok])
+        self.top = np.concatenate([self.top, np.full((hi - lo, self.k), -np.inf, np.float32)])
+        self.n = hi
+        room = self.reference - self.ref_rows.size
+        joining = rows[norm >= MIN_NORM][: max(0, room)]
+        if joining.size:
+            # the earlier rows meet the new reference rows (the new rows are scored
+            # against the whole reference below)
+            new_ref = self.free(matrix, joining)
+            if lo:
+                self._merge(np.arange(lo, dtype=np.int64), matrix, new_ref, joining)
+            self.ref_rows = np.concatenate([self.ref_rows, joining])
+            self.ref = np.concatenate([self.ref, new_ref]) if self.ref.size else new_ref
+        self._merge(rows, matrix, self.ref, self.ref_rows)
+        return bool(joining.size) and lo > 0
+
+    def _redo(
+        self,
+        matrix: F32,
+        rows: I64,
+        speaker_of: Callable[[int], str],
+        eligible_of: Callable[[int], bool],
+    ) -> None:
+        label, coef, norm, ok = self._rows_of(matrix, rows, speaker_of, eligible_of)
+        self.label[rows], self.coef[rows], self.norm[rows], self.eligible[rows] = (
+            label,
+            coef,
+            norm,
+            ok,
+        )
+        at = np.flatnonzero(np.isin(self.ref_rows, rows))
+        if at.size:  # a rewritten reference row: its new vector (others keep their top)
+            self.ref[at] = self.free(matrix, self.ref_rows[at])
+        self.top[rows] = -np.inf
+        self._merge(rows, matrix, self.ref, self.ref_rows)
+
+    def _merge(self, rows: I64, matrix: F32, ref: F32, ref_rows: I64) -> None:
+        """``top[rows]`` updated with the rows' cosines to ``ref`` (a row is not its own
+        neighbour)."""
+        if not rows.size or not ref.size:
+            return
+        k = self.k
+        for lo in range(0, rows.size, CHUNK):
+            part = rows[lo : lo + CHUNK]
+            sims = self.free(matrix, part) @ ref.T
+            # a row is not its own neighbour, nor are its copies (a statement said twice
+            # is not generic for it)
+            same = self.copies[part][:, None] == self.copies[ref_rows][None, :]
+            sims[same] = -np.inf
+            sims[self.norm[part] < MIN_NORM] = -np.inf
+            both = np.concatenate([self.top[part], sims.astype(np.float32)], axis=1)
+            if both.shape[1] > k:
+                both = np.partition(both, both.shape[1] - k, axis=1)[:, -k:]
+            self.top[part] = both
+
+    def _finish(self, rows: I64 | None) -> None:
+        """The densities of ``rows`` (all when None): the mean cosine of their nearest
+        reference rows (0 with none)."""
+        top = self.top if rows is None else self.top[rows]
+        finite = np.isfinite(top)
+        count = finite.sum(axis=1)
+        total = np.where(finite, top, 0.0).sum(axis=1)
+        values = np.where(count > 0, total / np.maximum(count, 1), 0.0).astype(np.float32)
+        self._derived = -1
+        if rows is None:
+            self.values = values
+        else:
+            if self.values.size < self.n:
+                grown = np.zeros(self.n, dtype=np.float32)
+                grown[: self.values.size] = self.values
+                self.values = grown
+            self.values[rows] = values
+
+    # ---- queries -------------------------------------------------------------------
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the reference is large enough for the densities to mean something
+        (:data:`TRUSTED_ROWS`)."""
+        return self.ref_rows.size >= TRUSTED_ROWS
+
+    def corrected(
+        self, sims: F32, rows: I64 | None, qvec: F32, *, eligible_only: bool = False
+    ) -> F32:
+        """Each row's label-free cosine with ``qvec`` minus its density, from the rows'
+        plain cosines ``sims`` (of ``rows``, or of the first ``len(sims)`` rows); ``-inf``
+        for a row with no content direction (and, ``eligible_only``, for a row implicit
+        recall may not return)."""
+        if self._derived != self.n:
+            self._derive()
+        idx = slice(0, sims.size) if rows is None else rows
+        free = sims
+        if self._labelled:
+            g = self.label_mat @ qvec
+            free = sims - self.coef[idx] * g[self.label[idx]]
+        bias = self._bias_eligible if eligible_only else self._bias
+        out: F32 = (free * self._inv_norm[idx] + bias[idx]).astype(np.float32, copy=False)
+        return out
+
+    def scale(self, n: int) -> F32:
+        """``1 / norm`` of the first ``n`` rows (0 for a row without content)."""
+        if self._derived != self.n:
+            self._derive()
+        out: F32 = self._inv_norm[:n]
+        return out
+
+    def _derive(self) -> None:
+        """What every query reads, kept per row: ``1 / norm`` and minus the density read
+        against the history's median (:data:`TYPICAL_DENSITY`; -inf for a row without
+        content, or not eligible)."""
+        ok = self.norm >= MIN_NORM
+        self._inv_norm = np.where(ok, 1.0 / np.where(ok, self.norm, 1.0), 0.0).astype(np.float32)
+        present = self.values[self.eligible & ok]  # the user's turns
+        step = max(1, present.size // MEDIAN_SAMPLE)
+        shift = TYPICAL_DENSITY - float(np.median(present[::step])) if present.size else 0.0
+        self._bias = np.where(ok, -(self.values + shift), -np.inf).astype(np.float32)
+        self._bias_eligible = np.where(self.eligible, self._bias, -np.inf).astype(np.float32)
+        self._labelled = bool((self.label < len(self.labels)).any())
+        self._derived = self.n
+
+
+def _unit(v: F32, dims: int) -> F32:
+    out = np.zeros(dims, dtype=np.float32)
+    a = np.asarray(v, dtype=np.float32).reshape(-1)
+    if a.shape[0] == dims:
+        n = float(np.linalg.norm(a))
+        if n > 1e-12:
+            out[:] = a / n
+    return out
