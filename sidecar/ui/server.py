@@ -83,6 +83,12 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> int:
                 finally:
                     self._captured_signals.clear()
 
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                ready.set()
+
+    ready = asyncio.Event()
     port = int(sock.getsockname()[1])
     guard = Guard(port=port, hosts=options.address.names(port))
     redact_in_logs(guard.token)
@@ -101,16 +107,6 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> int:
     )
     base = f"http://{options.address.url_host}:{port}"
     url = f"{base}{LOGIN_PATH}?token={guard.token}"
-    write_stdout_line(url)
-    log.info(
-        "ui_serving",
-        address=f"{base}/",
-        daemon=options.endpoint,
-        namespaces=list(options.namespaces) or "any",
-    )
-    if options.open_browser:
-        # In a thread: a console browser may take over the terminal until it exits.
-        asyncio.get_running_loop().run_in_executor(None, webbrowser.open, url)
     config = uvicorn.Config(
         build_app(ctx),
         log_level=options.log_level,
@@ -118,8 +114,27 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> int:
         lifespan="off",
         log_config=None,  # uvicorn's own lines go to the JSON handler (logging_setup)
     )
+    server = Uvicorn(config)
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
-        await Uvicorn(config).serve(sockets=[sock])
+        # The URL is announced once the server answers and handles SIGTERM/SIGINT (it
+        # installs its handlers before it starts): a caller that stops the UI as soon as
+        # it reads the URL still gets a clean exit.
+        waiting = asyncio.ensure_future(ready.wait())
+        await asyncio.wait({waiting, serving}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if ready.is_set():
+            write_stdout_line(url)
+            log.info(
+                "ui_serving",
+                address=f"{base}/",
+                daemon=options.endpoint,
+                namespaces=list(options.namespaces) or "any",
+            )
+            if options.open_browser:
+                # In a thread: a console browser may take over the terminal until it exits.
+                asyncio.get_running_loop().run_in_executor(None, webbrowser.open, url)
+        await serving
     finally:
         await link.close()
     return EXIT_OK

@@ -66,6 +66,17 @@ def test_the_url_is_the_first_line_and_open_opens_it(daemon: DaemonProcess, tmp_
     assert ui.proc.stdout is not None and ui.proc.stdout.read() == ""  # one line, nothing else
 
 
+def test_stopped_as_soon_as_the_url_is_read_it_exits_cleanly(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """The URL is printed once the server handles SIGTERM: a caller that stops the UI the
+    moment it reads the line gets exit 0, not death by the default handler (-15: the URL
+    used to come before the server's handlers, which a loaded machine showed)."""
+    for n in range(3):
+        ui: RunningUi = start_ui(tmp_path / str(n), daemon.endpoint)
+        assert stop_ui(ui) == 0
+
+
 def test_a_port_in_use_is_named(daemon: DaemonProcess, ui: RunningUi, tmp_path: Path) -> None:
     done = run_ui(tmp_path, "--endpoint", daemon.endpoint, "--http", f"127.0.0.1:{ui.port}")
     assert done.returncode == 2
