@@ -11,7 +11,6 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
@@ -211,31 +210,12 @@ def list_records(
     return out
 
 
-def iter_records(
-    store: Store, collection: str, *, include_vectors: bool = True, batch: int = 1000
-) -> Iterable[Record]:
-    """All records of a collection in id order, paged (for export and re-embedding)."""
-
-    def page(after: str | None, limit: int) -> list[Record]:
-        return list_records(
-            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
-        )
-
-    return iter_pages(page, batch)
-
-
 def changed_since(
-    store: Store,
-    collection: str,
-    seq: int,
-    *,
-    include_vectors: bool = True,
-    limit: int | None = None,
+    store: Store, collection: str, after: int, include_vectors: bool, limit: int | None
 ) -> list[Record]:
-    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
-    store._guard()
-    after, limit = check_changed_since(seq, limit)
+    """Records whose ``seq`` is greater than ``after``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes)); the arguments
+    are checked (``StoreCore.changed_since``)."""
     info = store._collections.get(collection)
     if info is None:
         return []

@@ -4,14 +4,13 @@ hnswlib index otherwise, with the hits read back from SQLite."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.common import merge_searches
 from sidecar.store.errors import InvalidInput
 from sidecar.store.exact import F32, Candidate, top_candidates
 from sidecar.store.index import NeedScan, VectorIndex, decode_rows
@@ -233,21 +232,3 @@ def _hit(rec: Record, score: float) -> Hit:
         created_ms=rec.created_ms,
         ts_ms=rec.ts_ms,
     )
-
-
-def search_collections(
-    store: Store,
-    collections: Sequence[str],
-    vector: Any,
-    k: int,
-    *,
-    exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
-    """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-
-    def one(name: str, excl: Iterable[str]) -> list[Hit]:
-        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-
-    return merge_searches(collections, k, one, exclude_by_collection)

@@ -15,7 +15,6 @@ See docs/store.md for the design and the durability promise. Quick map:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import os
 import sqlite3
@@ -24,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
@@ -38,10 +37,10 @@ from sidecar.store import reads as _reads
 from sidecar.store import search as _search
 from sidecar.store import time_reads as _time_reads
 from sidecar.store import tombstones as _tombstones
+from sidecar.store.core import StoreCore, check_dims, closed_future
 from sidecar.store.errors import (
     InvalidInput,
     StorageUnavailable,
-    StoreClosed,
     StoreError,
 )
 from sidecar.store.exact import F32
@@ -61,16 +60,10 @@ from sidecar.store.session_locks import LocalLocks
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
-    Delete,
-    DropCollection,
-    ExportStats,
     Hit,
-    ImportStats,
     IndexStatus,
     Op,
     OpResult,
-    Patch,
-    Put,
     Record,
     ScrubReport,
     StorageBytes,
@@ -89,12 +82,13 @@ EmbedFn = Callable[[list[str]], Any]
 Progress = Callable[[int, int | None], None]
 
 
-class Store:
+class Store(StoreCore):
     """SQLite-backed record store with vector search. Create with :meth:`open`.
 
     Implements :class:`sidecar.store.interface.StoreBackend`."""
 
     backend = "sqlite"
+    schema_version = SCHEMA_VERSION
 
     _wconn: sqlite3.Connection  # the writer thread's connection (store/opening.py opens it)
 
@@ -176,17 +170,9 @@ class Store:
     ) -> None:
         started = time.monotonic()
         self._shut = False
-        if embed_dims < 1:
-            raise InvalidInput("embed_dims must be >= 1")
+        ann_dims = check_dims(embed_dims, tiers, ann_dims)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise InvalidInput("synchronous must be FULL, NORMAL or EXTRA")
-        for t in tiers:
-            if not 1 < t < embed_dims:
-                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
-        if ann_dims is None:
-            ann_dims = max(tiers) if tiers else embed_dims
-        if not 1 < ann_dims <= embed_dims:
-            raise InvalidInput(f"ann_dims {ann_dims} must be between 2 and {embed_dims}")
         self.data_dir = data_dir.expanduser().absolute()
         self.embed_dims = embed_dims
         self.fingerprint = fingerprint
@@ -381,16 +367,6 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 wconn.close()
 
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     # ---- internals used by the writer ---------------------------------------------------
 
     def _now_ms(self) -> int:
@@ -410,10 +386,6 @@ class Store:
     def _mark_dirty(self, idx: VectorIndex, reason: str) -> None:
         """Persist a dirty marker (repaired at the next checkpoint or start)."""
         return _commits._mark_dirty(self, idx, reason)
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
 
     # ---- reads: connections and row access ----------------------------------------------
 
@@ -490,9 +462,6 @@ class Store:
     def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
         return _commits._ensure_in_tx(self, tx, name)
 
-    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
-        return self.ensure_collections_future(names).result()
-
     def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
         wanted = [N.validate_collection(n) for n in names]
 
@@ -505,9 +474,7 @@ class Store:
 
     def _submit(self, fn: Callable[[Tx], Any], raw: bool = False) -> Future[Any]:
         if self._closed:
-            fut: Future[Any] = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
+            return closed_future()
         return self._writer.submit(fn, raw)
 
     @staticmethod
@@ -548,65 +515,10 @@ class Store:
 
         return self._submit(job)
 
-    def write(self, ops: Sequence[Op]) -> list[OpResult]:
-        """Apply ``ops`` in one transaction: every one or none (the error is raised)."""
-        return self._result(self.write_future(ops))  # type: ignore[no-any-return]
-
-    def put(
-        self,
-        collection: str,
-        record_id: str,
-        *,
-        text: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        vector: Any = None,
-        if_version: int | None = None,
-    ) -> OpResult:
-        """Upsert one record (version 1 when new, +1 otherwise); see :class:`Put`."""
-        op = Put(collection, record_id, text, metadata or {}, vector, if_version)
-        return self.write([op])[0]
-
-    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
-        return self.write(puts)
-
-    def patch(
-        self,
-        collection: str,
-        record_id: str,
-        metadata: Mapping[str, Any],
-        *,
-        text: str | None = None,
-        if_version: int | None = None,
-        bump_version: bool = True,
-        missing_ok: bool = False,
-    ) -> OpResult:
-        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
-        return self.write([op])[0]
-
-    def delete(self, collection: str, record_id: str) -> bool:
-        """Delete one record; False if it did not exist (never an error)."""
-        return self.write([Delete(collection, record_id)])[0].changed
-
-    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
-        """Delete records (idempotent, one transaction); returns how many existed."""
-        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
-
-    def drop_collections(self, names: Iterable[str]) -> int:
-        """Delete whole collections (one transaction); returns how many existed."""
-        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
-
     def increment_future(
         self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
     ) -> Future[int]:
-        """``metadata[key] += 1`` for each existing (collection, id); missing ones skipped.
-
-        Duplicate ids in one update count once. The version is not bumped (an access count
-        is bookkeeping, not an edit, so it never breaks a compare-and-swap).
-        """
         return _commits.increment_future(self, updates, key)
-
-    def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
-        return self._result(self.increment_future(updates, key))  # type: ignore[no-any-return]
 
     # ---- tombstones --------------------------------------------------------------------
 
@@ -664,20 +576,10 @@ class Store:
             include_vectors=include_vectors,
         )
 
-    def iter_records(
-        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
-    ) -> Iterable[Record]:
-        """All records of a collection in id order, paged (for export and re-embedding)."""
-        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
-
-    def changed_since(
-        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    def _changed_since(
+        self, collection: str, after: int, include_vectors: bool, limit: int | None
     ) -> list[Record]:
-        """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-        ``records_cid_seq``); see :meth:`StoreBackend.changed_since`."""
-        return _reads.changed_since(
-            self, collection, seq, include_vectors=include_vectors, limit=limit
-        )
+        return _reads.changed_since(self, collection, after, include_vectors, limit)
 
     def count(self, collection: str) -> int:
         info = self._collections.get(collection)
@@ -754,27 +656,6 @@ class Store:
             self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
         )
 
-    def search_collections(
-        self,
-        collections: Sequence[str],
-        vector: Any,
-        k: int,
-        *,
-        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-        return _search.search_collections(
-            self,
-            collections,
-            vector,
-            k,
-            exclude_by_collection=exclude_by_collection,
-            where=where,
-            time_range=time_range,
-        )
-
     # ---- checkpoints and index maintenance ---------------------------------------------
 
     def checkpoint(self) -> dict[str, int]:
@@ -817,39 +698,6 @@ class Store:
     def _index_step(self, cid: int) -> bool:
         return _maintenance._index_step(self, cid)
 
-    # ---- export / import / re-embed (see ndjson.py) ------------------------------------
-
-    def export_ndjson(
-        self,
-        out: TextIO,
-        *,
-        collections: Iterable[str] | None = None,
-        include_vectors: bool = True,
-        progress: Progress | None = None,
-    ) -> ExportStats:
-        from sidecar.store.ndjson import export_ndjson
-
-        return export_ndjson(
-            self,
-            out,
-            collections=collections,
-            include_vectors=include_vectors,
-            progress=progress,
-        )
-
-    def import_ndjson(
-        self,
-        src: Iterable[str],
-        *,
-        embed: EmbedFn | None = None,
-        progress: Progress | None = None,
-        batch: int = 256,
-        skip: Callable[[str, str, dict[str, Any]], bool] | None = None,
-    ) -> ImportStats:
-        from sidecar.store.ndjson import import_ndjson
-
-        return import_ndjson(self, src, embed=embed, progress=progress, batch=batch, skip=skip)
-
     def storage_bytes(self) -> StorageBytes:
         return _maintenance.storage_bytes(self)
 
@@ -866,13 +714,3 @@ class Store:
 
     def try_session_lock(self, key: str) -> SessionLease | None:
         return self._session_locks.try_acquire(key)
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "collections": len(self._collections),
-            "records": self.total_records(),
-            "seq": self._applied_seq,
-            "schema": SCHEMA_VERSION,
-            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
-        }

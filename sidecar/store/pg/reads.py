@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
-from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.pg.codec import COLS, record, where_sql
 from sidecar.store.types import CollectionInfo, CollectionState, Record, TimeRange
 
@@ -191,31 +190,12 @@ def list_records(
     return out
 
 
-def iter_records(
-    store: PgStore, collection: str, *, include_vectors: bool = True, batch: int = 1000
-) -> Iterable[Record]:
-    """All records of a collection in id order, paged (for export and re-embedding)."""
-
-    def page(after: str | None, limit: int) -> list[Record]:
-        return list_records(
-            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
-        )
-
-    return iter_pages(page, batch)
-
-
 def changed_since(
-    store: PgStore,
-    collection: str,
-    seq: int,
-    *,
-    include_vectors: bool = True,
-    limit: int | None = None,
+    store: PgStore, collection: str, after: int, include_vectors: bool, limit: int | None
 ) -> list[Record]:
-    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
-    store._guard()
-    after, limit = check_changed_since(seq, limit)
+    """Records whose ``seq`` is greater than ``after``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes)); the arguments
+    are checked (``StoreCore.changed_since``)."""
     if nul(collection):
         return []
     sql = f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.seq > %s "

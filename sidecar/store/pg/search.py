@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.store import names as N
-from sidecar.store.common import merge_searches
 from sidecar.store.index import EXACT_POOL_LIMIT, scaled_ef
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
@@ -207,21 +206,3 @@ def _with_settings(conn: Any, setup: Sequence[str], sql: str, args: list[Any]) -
             conn.execute(stmt)
         cur = conn.execute(sql, args, binary=True)
     return list(cur.fetchall())
-
-
-def search_collections(
-    store: PgStore,
-    collections: Sequence[str],
-    vector: Any,
-    k: int,
-    *,
-    exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
-    """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-
-    def one(name: str, excl: Iterable[str]) -> list[Hit]:
-        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-
-    return merge_searches(collections, k, one, exclude_by_collection)

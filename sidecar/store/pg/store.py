@@ -13,20 +13,19 @@ promise.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import structlog
 
 from sidecar.config import StoreSettings, scrub
-from sidecar.store import ndjson
-from sidecar.store.errors import InvalidInput, StoreClosed, StoreError
+from sidecar.store.core import StoreCore, check_dims, closed_future
+from sidecar.store.errors import StoreError
 from sidecar.store.index import AnnParams
-from sidecar.store.interface import EmbedFn, Progress, SessionLease, SkipFn
+from sidecar.store.interface import SessionLease
 from sidecar.store.pg import bulk as _bulk
 from sidecar.store.pg import indexes as _indexes
 from sidecar.store.pg import locks as _locks
@@ -40,16 +39,10 @@ from sidecar.store.pg.schema import SCHEMA_VERSION
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
-    Delete,
-    DropCollection,
-    ExportStats,
     Hit,
-    ImportStats,
     IndexStatus,
     Op,
     OpResult,
-    Patch,
-    Put,
     Record,
     ScrubReport,
     StorageBytes,
@@ -65,10 +58,11 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
-class PgStore:
+class PgStore(StoreCore):
     """A store in a PostgreSQL database (``libravdb`` schema). Create with :meth:`open`."""
 
     backend = "postgresql"
+    schema_version = SCHEMA_VERSION
     db: Db
     _location: str
 
@@ -135,14 +129,7 @@ class PgStore:
         exact_threshold: int | None,
         model: str,
     ) -> None:
-        if embed_dims < 1:
-            raise InvalidInput("embed_dims must be >= 1")
-        for t in tiers:
-            if not 1 < t < embed_dims:
-                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
-        ann = ann_dims if ann_dims is not None else (max(tiers) if tiers else embed_dims)
-        if not 1 < ann <= embed_dims:
-            raise InvalidInput(f"ann_dims {ann} must be between 2 and {embed_dims}")
+        ann = check_dims(embed_dims, tiers, ann_dims)
         s = settings
         self.url, self._location = url, redact(url)
         self.embed_dims, self.fingerprint, self.model = embed_dims, fingerprint, model
@@ -196,14 +183,6 @@ class PgStore:
     def location(self) -> str:
         return self._location
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-
     def close(self) -> None:
         """Finish the writes already submitted (as the SQLite writer drains its queue),
         refuse new ones, stop the indexer, close the connections."""
@@ -223,12 +202,6 @@ class PgStore:
         if presence is not None:
             _locks.release_all(presence)
         self.db.close()
-
-    def __enter__(self) -> PgStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _keep_presence(self) -> None:
         """Re-take the presence lock if its connection was lost (server restart)."""
@@ -262,15 +235,11 @@ class PgStore:
 
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
         if self._closed:
-            fut: Future[T] = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
+            return closed_future()
         try:
             return self._executor.submit(fn)
         except RuntimeError:  # shut down meanwhile
-            fut = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
+            return closed_future()
 
     # ---- collections -------------------------------------------------------------------
 
@@ -311,45 +280,7 @@ class PgStore:
         return self._submit(lambda: _writes.write(self, prepared))
 
     def write(self, ops: Sequence[Op]) -> list[OpResult]:
-        return _writes.write(self, ops)
-
-    def put(
-        self,
-        collection: str,
-        record_id: str,
-        *,
-        text: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        vector: Any = None,
-        if_version: int | None = None,
-    ) -> OpResult:
-        return self.write([Put(collection, record_id, text, metadata or {}, vector, if_version)])[0]
-
-    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
-        return self.write(puts)
-
-    def patch(
-        self,
-        collection: str,
-        record_id: str,
-        metadata: Mapping[str, Any],
-        *,
-        text: str | None = None,
-        if_version: int | None = None,
-        bump_version: bool = True,
-        missing_ok: bool = False,
-    ) -> OpResult:
-        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
-        return self.write([op])[0]
-
-    def delete(self, collection: str, record_id: str) -> bool:
-        return self.write([Delete(collection, record_id)])[0].changed
-
-    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
-        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
-
-    def drop_collections(self, names: Iterable[str]) -> int:
-        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
+        return _writes.write(self, ops)  # in the caller's thread: no executor hop
 
     def increment_future(
         self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
@@ -409,17 +340,10 @@ class PgStore:
             include_vectors=include_vectors,
         )
 
-    def iter_records(
-        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
-    ) -> Iterable[Record]:
-        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
-
-    def changed_since(
-        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    def _changed_since(
+        self, collection: str, after: int, include_vectors: bool, limit: int | None
     ) -> list[Record]:
-        return _reads.changed_since(
-            self, collection, seq, include_vectors=include_vectors, limit=limit
-        )
+        return _reads.changed_since(self, collection, after, include_vectors, limit)
 
     def count(self, collection: str) -> int:
         return _reads.count(self, collection)
@@ -481,26 +405,6 @@ class PgStore:
             self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
         )
 
-    def search_collections(
-        self,
-        collections: Sequence[str],
-        vector: Any,
-        k: int,
-        *,
-        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        return _search.search_collections(
-            self,
-            collections,
-            vector,
-            k,
-            exclude_by_collection=exclude_by_collection,
-            where=where,
-            time_range=time_range,
-        )
-
     # ---- maintenance -------------------------------------------------------------------
 
     def checkpoint(self) -> dict[str, int]:
@@ -560,43 +464,6 @@ class PgStore:
             ("libravdb",),
         )
         return StorageBytes(database=int(rows[0][0]), log=0, indexes=int(rows[0][1]))
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "collections": len(self.collections()),
-            "records": self.total_records(),
-            "seq": self.max_seq(),
-            "schema": SCHEMA_VERSION,
-            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
-        }
-
-    # ---- export / import -----------------------------------------------------------------
-
-    def export_ndjson(
-        self,
-        out: TextIO,
-        *,
-        collections: Iterable[str] | None = None,
-        include_vectors: bool = True,
-        progress: Progress | None = None,
-    ) -> ExportStats:
-        return ndjson.export_ndjson(
-            self, out, collections=collections, include_vectors=include_vectors, progress=progress
-        )
-
-    def import_ndjson(
-        self,
-        src: Iterable[str],
-        *,
-        embed: EmbedFn | None = None,
-        progress: Progress | None = None,
-        batch: int = 256,
-        skip: SkipFn | None = None,
-    ) -> ImportStats:
-        return ndjson.import_ndjson(
-            self, src, embed=embed, progress=progress, batch=batch, skip=skip
-        )
 
     # ---- session locks (advisory locks: every daemon on the database) -------------------
 
