@@ -20,14 +20,14 @@ from sidecar.store.pg.schema import SCHEMA_VERSION, lock_migrations, migrate
 from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 log = structlog.get_logger(__name__)
 
 Conn = psycopg.Connection[Any]
 
 
-def open_db(store: PgStore, url: str, *, pool_size: int, timeout: float) -> Db:
+def open_db(store: PgState, url: str, *, pool_size: int, timeout: float) -> Db:
     """Migrate the database and return the store's pool (configured for its sessions)."""
     where = store.location
     try:
@@ -87,7 +87,7 @@ def _server_facts(conn: Conn) -> tuple[str, int, str]:
     return str(row[0]), int(row[1]), str(got[0]) if got else "on"
 
 
-def check_meta(store: PgStore, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+def check_meta(store: PgState, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
     """Refuse another model's vectors (as the SQLite store does); record this model."""
 
     def run(conn: Conn) -> None:
@@ -112,7 +112,7 @@ def check_meta(store: PgStore, allow_mismatch: bool, profile: Mapping[str, Any] 
     store.db.transact(run, "open")
 
 
-def _check_fingerprint(store: PgStore, conn: Conn, meta: dict[str, str]) -> None:
+def _check_fingerprint(store: PgState, conn: Conn, meta: dict[str, str]) -> None:
     stored = meta.get("fingerprint", "")
     target = meta.get(TARGET_KEY, "")
     where = store.location

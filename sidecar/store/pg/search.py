@@ -25,6 +25,7 @@ import numpy as np
 
 from sidecar.store import names as N
 from sidecar.store.index import EXACT_POOL_LIMIT, scaled_ef
+from sidecar.store.pg import reads as _reads
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
 from sidecar.store.pg.reads import info, nul, storable
@@ -32,7 +33,7 @@ from sidecar.store.search import query_unit
 from sidecar.store.types import CollectionInfo, Hit, TimeRange
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 # A filtered search whose filter leaves at most this many records is scored exactly.
 SMALL_SET = EXACT_POOL_LIMIT
@@ -59,7 +60,7 @@ def _score(value: Any) -> float:
 
 
 def search(
-    store: PgStore,
+    store: PgState,
     collection: str,
     vector: Any,
     k: int,
@@ -100,7 +101,7 @@ def search(
 
 
 def _unscored(
-    store: PgStore,
+    store: PgState,
     collection: str,
     k: int,
     excluded: Sequence[str],
@@ -108,7 +109,7 @@ def _unscored(
     time_range: TimeRange | None,
 ) -> list[Hit]:
     """Vectorless collections and zero queries: score 0 for all, so id order."""
-    recs = store.list_records(collection, where=where, time_range=time_range)
+    recs = _reads.list_records(store, collection, where=where, time_range=time_range)
     if excluded:
         ex = set(excluded)
         recs = [r for r in recs if r.id not in ex]
@@ -120,7 +121,7 @@ def _unscored(
     ]
 
 
-def _more_than(store: PgStore, cid: int, clause: str, params: list[Any], limit: int) -> bool:
+def _more_than(store: PgState, cid: int, clause: str, params: list[Any], limit: int) -> bool:
     rows = store.db.read(
         f"SELECT count(*) FROM (SELECT 1 FROM records r WHERE r.cid = %s{clause} "
         f"LIMIT {limit + 1}) s",
@@ -130,7 +131,7 @@ def _more_than(store: PgStore, cid: int, clause: str, params: list[Any], limit: 
 
 
 def _exact(
-    store: PgStore,
+    store: PgState,
     name: str,
     cid: int,
     q: Any,
@@ -155,7 +156,7 @@ def _exact(
 
 
 def _funnel(
-    store: PgStore,
+    store: PgState,
     coll: CollectionInfo,
     size: int,
     q: Any,

@@ -18,13 +18,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import psycopg
 import structlog
 
 from sidecar.config import StoreSettings, scrub
-from sidecar.store.core import StoreCore, check_dims, closed_future
+from sidecar.store.core import StoreCore, closed_future
 from sidecar.store.errors import StoreError
-from sidecar.store.index import AnnParams
 from sidecar.store.interface import SessionLease
 from sidecar.store.pg import bulk as _bulk
 from sidecar.store.pg import indexes as _indexes
@@ -34,8 +32,8 @@ from sidecar.store.pg import reads as _reads
 from sidecar.store.pg import search as _search
 from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
-from sidecar.store.pg.conn import Db, redact
 from sidecar.store.pg.schema import SCHEMA_VERSION
+from sidecar.store.pg.state import PgState
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
@@ -58,13 +56,14 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
-class PgStore(StoreCore):
+class PgStore(PgState, StoreCore):
     """A store in a PostgreSQL database (``libravdb`` schema). Create with :meth:`open`."""
 
     backend = "postgresql"
     schema_version = SCHEMA_VERSION
-    db: Db
-    _location: str
+    _indexer: _indexes.PgIndexer | None
+    _bulk: _bulk.BulkLoad
+    _executor: ThreadPoolExecutor
 
     def __init__(self) -> None:  # use PgStore.open()
         self._closed = True
@@ -102,7 +101,7 @@ class PgStore(StoreCore):
         """
         del synchronous, index_threads, checkpoint_idle_s  # SQLite's; see the docstring
         self = cls()
-        self._init(
+        self._setup(
             url,
             embed_dims=embed_dims,
             fingerprint=fingerprint,
@@ -112,41 +111,13 @@ class PgStore(StoreCore):
             exact_threshold=exact_threshold,
             model=model,
         )
+        self._indexer = None
+        self._bulk = _bulk.BulkLoad(self)
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
         self._connect(
             allow_fingerprint_mismatch, profile, background, pool_size=pool_size, timeout=timeout
         )
         return self
-
-    def _init(
-        self,
-        url: str,
-        *,
-        embed_dims: int,
-        fingerprint: str,
-        tiers: tuple[int, ...],
-        ann_dims: int | None,
-        settings: StoreSettings,
-        exact_threshold: int | None,
-        model: str,
-    ) -> None:
-        ann = check_dims(embed_dims, tiers, ann_dims)
-        s = settings
-        self.url, self._location = url, redact(url)
-        self.embed_dims, self.fingerprint, self.model = embed_dims, fingerprint, model
-        self.tiers, self.ann_dims = tiers, ann
-        self.exact_threshold = exact_threshold if exact_threshold is not None else s.exact_threshold
-        self.params = AnnParams(
-            m=s.hnsw_m,
-            ef_construction=s.hnsw_ef_construction,
-            ef_search=s.hnsw_ef_search,
-            threads=1,
-            oversample=s.oversample,
-        )
-        self._indexed: set[int] = set()
-        self._indexer: _indexes.PgIndexer | None = None
-        self._bulk = _bulk.BulkLoad(self)
-        self._presence: psycopg.Connection[Any] | None = None
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
 
     def _connect(
         self,
@@ -179,10 +150,6 @@ class PgStore(StoreCore):
             seconds=round(time.monotonic() - started, 3),
         )
 
-    @property
-    def location(self) -> str:
-        return self._location
-
     def close(self) -> None:
         """Finish the writes already submitted (as the SQLite writer drains its queue),
         refuse new ones, stop the indexer, close the connections."""
@@ -202,14 +169,6 @@ class PgStore(StoreCore):
         if presence is not None:
             _locks.release_all(presence)
         self.db.close()
-
-    def _keep_presence(self) -> None:
-        """Re-take the presence lock if its connection was lost (server restart)."""
-        presence = self._presence
-        if presence is not None and not presence.closed and not presence.broken:
-            return
-        with contextlib.suppress(Exception):
-            self._presence = _locks.hold_presence(self.db)
 
     def _after_write(self, changed: list[tuple[int, int]]) -> None:
         """Wake the indexer when a write moved a collection across a threshold (in a bulk

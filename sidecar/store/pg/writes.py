@@ -28,7 +28,7 @@ from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import CollectionInfo, Delete, DropCollection, Op, OpResult, Patch, Put
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 Conn = psycopg.Connection[Any]
 
@@ -101,7 +101,7 @@ class PgTx:
     """One write transaction: its connection, the collections it has looked up, and what
     it changed per collection (applied to the collection rows by :meth:`finish`)."""
 
-    store: PgStore
+    store: PgState
     conn: Conn
     now_ms: int
     infos: dict[str, CollectionInfo | None] = field(default_factory=dict)
@@ -327,7 +327,7 @@ def apply_ops(tx: PgTx, ops: Sequence[Op]) -> list[OpResult]:
     return out
 
 
-def write(store: PgStore, ops: Sequence[Op]) -> list[OpResult]:
+def write(store: PgState, ops: Sequence[Op]) -> list[OpResult]:
     """Apply ``ops`` in one transaction: every one or none."""
     store._guard()
     prepared = [prepare(op) for op in ops]
@@ -348,7 +348,7 @@ def write(store: PgStore, ops: Sequence[Op]) -> list[OpResult]:
     return results
 
 
-def ensure_collections(store: PgStore, names: Iterable[str]) -> list[CollectionInfo]:
+def ensure_collections(store: PgState, names: Iterable[str]) -> list[CollectionInfo]:
     store._guard()
     wanted = [N.validate_collection(n) for n in names]
 
@@ -359,7 +359,7 @@ def ensure_collections(store: PgStore, names: Iterable[str]) -> list[CollectionI
     return store.db.transact(run) if wanted else []
 
 
-def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) -> int:
+def increment(store: PgState, updates: Mapping[str, Sequence[str]], key: str) -> int:
     """``metadata[key] += 1`` for each existing (collection, id); the record's version and
     its collection's version stay (bookkeeping is not an edit)."""
     store._guard()
@@ -402,7 +402,7 @@ def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) ->
     return store.db.transact(run) if plan else 0
 
 
-def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+def add_tombstones(store: PgState, namespace: str, keys: Iterable[str], reason: str = "") -> int:
     store._guard()
     items = [str(k) for k in keys]
     if nul(namespace, *items):
@@ -423,7 +423,7 @@ def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: 
     return store.db.transact(run) if items else 0
 
 
-def remove_tombstones(store: PgStore, namespace: str, keys: Iterable[str] | None = None) -> int:
+def remove_tombstones(store: PgState, namespace: str, keys: Iterable[str] | None = None) -> int:
     store._guard()
     if nul(namespace):
         return 0
