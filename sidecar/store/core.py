@@ -16,29 +16,49 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, Self, TextIO, cast
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, Self, TextIO
 
 from sidecar.store import ndjson
 from sidecar.store.common import check_changed_since, iter_pages, merge_searches
 from sidecar.store.errors import InvalidInput, StoreClosed
-from sidecar.store.interface import EmbedFn, Progress, SkipFn, StoreBackend
 from sidecar.store.types import (
     CollectionInfo,
+    CollectionState,
     Delete,
     DropCollection,
     ExportStats,
     Hit,
     ImportStats,
     IndexStatus,
+    ListQuery,
     Op,
     OpResult,
     Patch,
     Put,
     Record,
+    ScrubReport,
+    SearchFilter,
+    StorageBytes,
+    TimeHistogram,
+    TimeKey,
+    TimeQuery,
     TimeRange,
+    TimeSpan,
 )
+
+EmbedFn = Callable[[list[str]], Any]
+Progress = Callable[[int, int | None], None]
+SkipFn = Callable[[str, str, dict[str, Any]], bool]
+
+
+class SessionLease(Protocol):
+    """A held session lock (from :meth:`StoreBackend.try_session_lock`)."""
+
+    def release(self) -> None:
+        """Give the lock back (idempotent; any thread may call it)."""
 
 
 def check_dims(embed_dims: int, tiers: Sequence[int], ann_dims: int | None) -> int:
@@ -63,14 +83,18 @@ def closed_future() -> Future[Any]:
 
 
 class StoreCore(abc.ABC):
-    """What both backends do alike. A backend sets ``backend`` and ``_closed`` and
-    implements the abstract methods; see the module's docstring."""
+    """What every store backend offers (``interface.StoreBackend`` is this class), and
+    what they do alike; see the module docstring and docs/store.md."""
 
-    backend: str
-    _closed: bool
+    backend: str  # "sqlite" or "postgresql"
     schema_version: int
-
-    # ---- lifecycle ---------------------------------------------------------------------
+    _closed: bool
+    embed_dims: int
+    fingerprint: str
+    model: str
+    # (collection, id) -> why: records found damaged on read, skipped (SQLite only: a
+    # PostgreSQL server checks its pages itself, so this stays empty there)
+    bad_records: dict[tuple[str, str], str]
 
     @property
     @abc.abstractmethod
@@ -96,19 +120,36 @@ class StoreCore(abc.ABC):
     # ---- collections -------------------------------------------------------------------
 
     @abc.abstractmethod
+    def dims_for(self, name: str) -> int: ...
+
+    @abc.abstractmethod
+    def collection(self, name: str) -> CollectionInfo | None: ...
+
+    @abc.abstractmethod
     def collections(
         self, *, prefix: str | None = None, namespace: str | None = None
     ) -> list[CollectionInfo]:
         """Collections sorted by name; ``prefix`` is a raw prefix, ``namespace`` exact."""
 
+    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
+        return self.ensure_collections_future(names).result()
+
     @abc.abstractmethod
     def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
         """Create the collections that do not exist (one transaction)."""
 
-    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
-        return self.ensure_collections_future(names).result()
+    @abc.abstractmethod
+    def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
+        """Per name, a number that changes with every put/patch/delete of one of its
+        records and with its creation or drop (0 for a missing collection)."""
 
-    # ---- writes: one transaction each (the backend's write_future) ---------------------
+    @abc.abstractmethod
+    def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
+        """Per name, its :class:`CollectionState` (all zeros for a missing collection), read
+        at once for every name: what a cache compares to decide between nothing to do,
+        :meth:`changed_since` (only puts and patches since its state) and a reload."""
+
+    # ---- writes ------------------------------------------------------------------------
 
     @abc.abstractmethod
     def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
@@ -173,9 +214,35 @@ class StoreCore(abc.ABC):
     def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
         return self.increment_future(updates, key).result()
 
+    # ---- tombstones --------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int: ...
+
+    @abc.abstractmethod
+    def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int: ...
+
+    @abc.abstractmethod
+    def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]: ...
+
+    @abc.abstractmethod
+    def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]: ...
+
+    @abc.abstractmethod
+    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]: ...
+
     # ---- reads -------------------------------------------------------------------------
 
     @abc.abstractmethod
+    def get(
+        self, collection: str, record_id: str, *, include_vector: bool = False
+    ) -> Record | None: ...
+
+    @abc.abstractmethod
+    def get_many(
+        self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+    ) -> list[Record]: ...
+
     def list_records(
         self,
         collection: str,
@@ -190,6 +257,12 @@ class StoreCore(abc.ABC):
 
         ``where``: metadata equality (all pairs must match); ``after_id`` pages.
         """
+        query = ListQuery(where, time_range, limit, after_id, include_vectors)
+        return self._list_records(collection, query)
+
+    @abc.abstractmethod
+    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
+        """``list_records`` (the backend's SQL)."""
 
     def iter_records(
         self, collection: str, *, include_vectors: bool = True, batch: int = 1000
@@ -220,14 +293,54 @@ class StoreCore(abc.ABC):
         """``changed_since`` with checked arguments (``limit`` None: all)."""
 
     @abc.abstractmethod
+    def count(self, collection: str) -> int: ...
+
+    @abc.abstractmethod
+    def count_prefix(self, prefix: str) -> int: ...
+
+    @abc.abstractmethod
+    def count_namespace(self, namespace: str) -> int: ...
+
+    @abc.abstractmethod
     def total_records(self) -> int: ...
 
     @abc.abstractmethod
     def max_seq(self) -> int: ...
 
-    # ---- search ------------------------------------------------------------------------
+    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
 
     @abc.abstractmethod
+    def list_by_time(
+        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
+    ) -> list[Record]:
+        """At most ``limit`` records of ``query`` (no vectors), newest first: ``ts_ms``
+        descending, then collection and id ascending (byte order), the ones after
+        ``after`` when given. Reads O(limit) rows per collection (an index range)."""
+
+    @abc.abstractmethod
+    def count_by_time(self, query: TimeQuery) -> int:
+        """How many records ``list_by_time`` pages through for ``query`` (index entries)."""
+
+    @abc.abstractmethod
+    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
+        """Per collection named (missing ones: an empty span): how many records, their
+        earliest and latest ``ts_ms``; one aggregate query."""
+
+    @abc.abstractmethod
+    def time_histogram(
+        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
+    ) -> TimeHistogram:
+        """Records of ``collections`` per bucket ``ts_ms // width_ms`` for the times within
+        ``lo_ms..hi_ms`` (inclusive, ``0 <= lo_ms``), the number outside them, and the
+        earliest and latest time within: aggregate queries (GROUP BY buckets)."""
+
+    @abc.abstractmethod
+    def session_keys(self, collection: str) -> list[str]:
+        """The distinct session keys (``record_keys.session_key``) of a collection's
+        records, sorted by bytes."""
+
+    # ---- search ------------------------------------------------------------------------
+
     def search(
         self,
         collection: str,
@@ -242,6 +355,11 @@ class StoreCore(abc.ABC):
 
         A missing collection gives ``[]``. Vectorless collections score every record 0.
         """
+        return self._search(collection, vector, k, SearchFilter(exclude_ids, where, time_range))
+
+    @abc.abstractmethod
+    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
+        """``search`` of one collection (the backend's index or exact scan)."""
 
     def search_collections(
         self,
@@ -262,10 +380,35 @@ class StoreCore(abc.ABC):
 
         return merge_searches(collections, k, one, exclude_by_collection)
 
-    # ---- maintenance -------------------------------------------------------------------
+    # ---- maintenance, export / import --------------------------------------------------
+
+    @abc.abstractmethod
+    def checkpoint(self) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    def scrub_deleted(self, wait_s: float = 5.0) -> ScrubReport:
+        """After deletes that must not stay on disk (a forget): SQLite checkpoints its log
+        into the database file and truncates it, so no deleted row's bytes remain in
+        either, and saves its graphs without the deleted vectors soon after; PostgreSQL
+        does nothing (docs/store.md, "Deleted records on disk"). Cheap when nothing was
+        deleted since the last scrub."""
 
     @abc.abstractmethod
     def index_status(self) -> list[IndexStatus]: ...
+
+    @abc.abstractmethod
+    def wait_indexed(self, timeout: float = 60.0) -> bool: ...
+
+    @abc.abstractmethod
+    def run_index_work(self) -> int: ...
+
+    @abc.abstractmethod
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A block of many writes: the store may defer its ANN index work on what the block
+        writes until it exits (PostgreSQL builds those indexes once, at the exit; SQLite
+        indexes in the background anyway). Every write keeps its semantics and its
+        durability; searches meanwhile are exact where no index is ready (correct, slower).
+        Blocks may nest or overlap from several threads; the last exit does the work."""
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -277,11 +420,9 @@ class StoreCore(abc.ABC):
             "indexes": [dataclasses.asdict(s) for s in self.index_status()],
         }
 
-    # ---- export / import (ndjson.py, over this interface) -------------------------------
-
-    def _backend(self) -> StoreBackend:
-        # each backend satisfies the protocol (mypy checks it where they are opened)
-        return cast(StoreBackend, self)
+    @abc.abstractmethod
+    def storage_bytes(self) -> StorageBytes:
+        """Space the store takes: database, write-ahead log (SQLite), vector indexes."""
 
     def export_ndjson(
         self,
@@ -292,7 +433,7 @@ class StoreCore(abc.ABC):
         progress: Progress | None = None,
     ) -> ExportStats:
         return ndjson.export_ndjson(
-            self._backend(),
+            self,
             out,
             collections=collections,
             include_vectors=include_vectors,
@@ -309,5 +450,20 @@ class StoreCore(abc.ABC):
         skip: SkipFn | None = None,
     ) -> ImportStats:
         return ndjson.import_ndjson(
-            self._backend(), src, embed=embed, progress=progress, batch=batch, skip=skip
+            self, src, embed=embed, progress=progress, batch=batch, skip=skip
         )
+
+    # ---- locks between daemons ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def session_lock(self, key: str, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Hold the lock named ``key`` for the ``with`` block (blocking; ``timeout``
+        seconds at most, then :class:`sidecar.store.errors.StoreLocked`)."""
+
+    @abc.abstractmethod
+    def acquire_session_lock(self, key: str, timeout: float | None = None) -> SessionLease:
+        """Block until the lock named ``key`` is held (``timeout``: as ``session_lock``)."""
+
+    @abc.abstractmethod
+    def try_session_lock(self, key: str) -> SessionLease | None:
+        """The lock named ``key`` if it is free now, else None (never blocks)."""

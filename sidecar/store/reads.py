@@ -4,7 +4,7 @@ records reported and skipped, and get / list / iterate."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.types import Record, TimeRange
+from sidecar.store.types import ListQuery, Record
 from sidecar.store.writer import map_sqlite_error
 
 if TYPE_CHECKING:
@@ -179,20 +179,13 @@ def get_many(
     return out
 
 
-def list_records(
-    store: SqliteState,
-    collection: str,
-    *,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-    limit: int | None = None,
-    after_id: str | None = None,
-    include_vectors: bool = False,
-) -> list[Record]:
+def list_records(store: SqliteState, collection: str, q: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order of UTF-8, like Go's sort).
 
     ``where``: metadata equality (all pairs must match); ``after_id`` pages.
     """
+    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
+    include_vectors = q.include_vectors
     store._guard()
     info = store._collections.get(collection)
     if info is None:

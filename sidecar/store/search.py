@@ -27,7 +27,7 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.types import CollectionInfo, Hit, Record, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, ListQuery, Record, SearchFilter, TimeRange
 
 if TYPE_CHECKING:
     from sidecar.store.sqlite_state import SqliteState
@@ -138,27 +138,19 @@ def _scan(
     return best
 
 
-def search(
-    store: SqliteState,
-    collection: str,
-    vector: Any,
-    k: int,
-    *,
-    exclude_ids: Iterable[str] = (),
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
+def search(store: SqliteState, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
     """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all.
 
     A missing collection gives ``[]``. Vectorless collections score every record 0.
     """
+    exclude_ids, where, time_range = f.exclude_ids, f.where, f.time_range
     store._guard()
     info = store._collections.get(collection)
     if info is None:
         return []
     excluded_ids = list(exclude_ids)
     if not info.has_vectors:
-        recs = _reads.list_records(store, collection, where=where, time_range=time_range)
+        recs = _reads.list_records(store, collection, ListQuery(where, time_range))
         if excluded_ids:
             ex = set(excluded_ids)
             recs = [r for r in recs if r.id not in ex]

@@ -59,15 +59,16 @@ from sidecar.store.types import (
     CollectionState,
     Hit,
     IndexStatus,
+    ListQuery,
     Op,
     OpResult,
     Record,
     ScrubReport,
+    SearchFilter,
     StorageBytes,
     TimeHistogram,
     TimeKey,
     TimeQuery,
-    TimeRange,
     TimeSpan,
 )
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
@@ -381,29 +382,8 @@ class Store(SqliteState, StoreCore):
         """Existing records among ``ids``, in id order."""
         return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
 
-    def list_records(
-        self,
-        collection: str,
-        *,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-        limit: int | None = None,
-        after_id: str | None = None,
-        include_vectors: bool = False,
-    ) -> list[Record]:
-        """Records of a collection in id order (byte order of UTF-8, like Go's sort).
-
-        ``where``: metadata equality (all pairs must match); ``after_id`` pages.
-        """
-        return _reads.list_records(
-            self,
-            collection,
-            where=where,
-            time_range=time_range,
-            limit=limit,
-            after_id=after_id,
-            include_vectors=include_vectors,
-        )
+    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
+        return _reads.list_records(self, collection, query)
 
     def _changed_since(
         self, collection: str, after: int, include_vectors: bool, limit: int | None
@@ -466,24 +446,8 @@ class Store(SqliteState, StoreCore):
         return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
-
-    def search(
-        self,
-        collection: str,
-        vector: Any,
-        k: int,
-        *,
-        exclude_ids: Iterable[str] = (),
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all.
-
-        A missing collection gives ``[]``. Vectorless collections score every record 0.
-        """
-        return _search.search(
-            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
-        )
+    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
+        return _search.search(self, collection, vector, k, f)
 
     # ---- checkpoints and index maintenance ---------------------------------------------
 

@@ -10,12 +10,12 @@ the server (which would refuse the parameter) — as a lookup in the SQLite stor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
 from sidecar.store.pg.codec import COLS, record, where_sql
-from sidecar.store.types import CollectionInfo, CollectionState, Record, TimeRange
+from sidecar.store.types import CollectionInfo, CollectionState, ListQuery, Record
 
 if TYPE_CHECKING:
     from sidecar.store.pg.state import PgState
@@ -156,17 +156,10 @@ def get_many(
     return [record(collection, row, include_vectors) for row in rows]
 
 
-def list_records(
-    store: PgState,
-    collection: str,
-    *,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-    limit: int | None = None,
-    after_id: str | None = None,
-    include_vectors: bool = False,
-) -> list[Record]:
+def list_records(store: PgState, collection: str, q: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order), filtered in SQL."""
+    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
+    include_vectors = q.include_vectors
     store._guard()
     if nul(collection):
         return []

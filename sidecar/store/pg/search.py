@@ -18,7 +18,7 @@ gives NaN for it); ties break by id in byte order: the SQLite store's order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
 from sidecar.store.pg.reads import info, nul, storable
 from sidecar.store.search import query_unit
-from sidecar.store.types import CollectionInfo, Hit, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, ListQuery, SearchFilter, TimeRange
 
 if TYPE_CHECKING:
     from sidecar.store.pg.state import PgState
@@ -59,17 +59,9 @@ def _score(value: Any) -> float:
     return -1.0 if s < -1.0 else (1.0 if s > 1.0 else s)
 
 
-def search(
-    store: PgState,
-    collection: str,
-    vector: Any,
-    k: int,
-    *,
-    exclude_ids: Iterable[str] = (),
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
+def search(store: PgState, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
     """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all."""
+    exclude_ids, where, time_range = f.exclude_ids, f.where, f.time_range
     store._guard()
     if nul(collection):
         return []
@@ -109,7 +101,7 @@ def _unscored(
     time_range: TimeRange | None,
 ) -> list[Hit]:
     """Vectorless collections and zero queries: score 0 for all, so id order."""
-    recs = _reads.list_records(store, collection, where=where, time_range=time_range)
+    recs = _reads.list_records(store, collection, ListQuery(where, time_range))
     if excluded:
         ex = set(excluded)
         recs = [r for r in recs if r.id not in ex]

@@ -39,15 +39,16 @@ from sidecar.store.types import (
     CollectionState,
     Hit,
     IndexStatus,
+    ListQuery,
     Op,
     OpResult,
     Record,
     ScrubReport,
+    SearchFilter,
     StorageBytes,
     TimeHistogram,
     TimeKey,
     TimeQuery,
-    TimeRange,
     TimeSpan,
 )
 
@@ -279,25 +280,8 @@ class PgStore(PgState, StoreCore):
     ) -> list[Record]:
         return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
 
-    def list_records(
-        self,
-        collection: str,
-        *,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-        limit: int | None = None,
-        after_id: str | None = None,
-        include_vectors: bool = False,
-    ) -> list[Record]:
-        return _reads.list_records(
-            self,
-            collection,
-            where=where,
-            time_range=time_range,
-            limit=limit,
-            after_id=after_id,
-            include_vectors=include_vectors,
-        )
+    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
+        return _reads.list_records(self, collection, query)
 
     def _changed_since(
         self, collection: str, after: int, include_vectors: bool, limit: int | None
@@ -349,20 +333,8 @@ class PgStore(PgState, StoreCore):
         return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
-
-    def search(
-        self,
-        collection: str,
-        vector: Any,
-        k: int,
-        *,
-        exclude_ids: Iterable[str] = (),
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        return _search.search(
-            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
-        )
+    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
+        return _search.search(self, collection, vector, k, f)
 
     # ---- maintenance -------------------------------------------------------------------
 
