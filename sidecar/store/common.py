@@ -11,8 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sidecar.store.errors import InvalidInput, NotFound, VersionConflict
+from sidecar.store.errors import (
+    FingerprintMismatch,
+    InvalidInput,
+    NotFound,
+    UnfinishedReembed,
+    VersionConflict,
+)
 from sidecar.store.files import now_ms
+from sidecar.store.reembed_stage import TARGET_KEY, TARGET_MODEL_KEY
 from sidecar.store.rows import json_encode
 from sidecar.store.types import Hit, Patch, Record
 
@@ -99,3 +106,41 @@ def check_changed_since(seq: object, limit: object) -> tuple[int, int | None]:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput("limit must be an integer or None")
     return seq, (limit if limit > 0 else None)
+
+
+# why an open dropped an unfinished re-embed's stage (logged by either backend)
+STAGE_DISCARDED = (
+    "opened by the model the store was written with; the unfinished "
+    "re-embed's staged vectors were dropped (its records were untouched)"
+)
+
+
+def check_fingerprint(
+    meta: Mapping[str, str],
+    *,
+    fingerprint: str,
+    model: str,
+    where: str,
+    progress: Callable[[], tuple[int, int]],
+) -> None:
+    """Refuse vectors of another model at open, naming what differs and the command that
+    fixes it: UnfinishedReembed when this model is the target of an unfinished ``libravdb
+    reembed`` (``progress()``: its records done and in all), FingerprintMismatch when
+    another model wrote the vectors. The model the store was written with may open it
+    while a re-embed is unfinished (the backend then discards the stage)."""
+    stored = meta.get("fingerprint", "")
+    target = meta.get(TARGET_KEY, "")
+    if target and fingerprint == target and target != stored:
+        done, total = progress()
+        raise UnfinishedReembed(
+            where, model or meta.get(TARGET_MODEL_KEY, ""), target, done=done, total=total
+        )
+    if fingerprint and stored and stored != fingerprint:
+        raise FingerprintMismatch(
+            where,
+            stored,
+            fingerprint,
+            stored_model=meta.get("model", ""),
+            current_model=model,
+            pending_target=target,
+        )

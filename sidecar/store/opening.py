@@ -17,10 +17,9 @@ import structlog
 
 from sidecar.store import reads as _reads
 from sidecar.store import reembed_stage as reembed_mod
-from sidecar.store.common import meta_writes
+from sidecar.store.common import STAGE_DISCARDED, check_fingerprint, meta_writes
 from sidecar.store.errors import (
     CorruptStore,
-    FingerprintMismatch,
     StorageUnavailable,
     UnfinishedReembed,
 )
@@ -122,32 +121,20 @@ def _check_fingerprint(store: SqliteState, meta: dict[str, str]) -> None:
         raise UnfinishedReembed(
             where, meta.get(reembed_mod.TARGET_MODEL_KEY, ""), target, legacy=True
         )
-    if target and store.fingerprint == target and target != stored:
-        done, total = reembed_mod.staged_progress(store._wconn)
-        raise UnfinishedReembed(
-            where,
-            store.model or meta.get(reembed_mod.TARGET_MODEL_KEY, ""),
-            target,
-            done=done,
-            total=total,
-        )
-    if store.fingerprint and stored and stored != store.fingerprint:
-        raise FingerprintMismatch(
-            where,
-            stored,
-            store.fingerprint,
-            stored_model=meta.get("model", ""),
-            current_model=store.model,
-            pending_target=target,
-        )
+    check_fingerprint(
+        meta,
+        fingerprint=store.fingerprint,
+        model=store.model,
+        where=where,
+        progress=lambda: reembed_mod.staged_progress(store._wconn),
+    )
     if target:
         with store._txn(store._wconn):
             reembed_mod.discard_stage(store._wconn)
         log.warning(
             "store.reembed_discarded",
             data_dir=where,
-            reason="opened by the model the store was written with; the unfinished "
-            "re-embed's staged vectors were dropped (its records were untouched)",
+            reason=STAGE_DISCARDED,
         )
 
 
