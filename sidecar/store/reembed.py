@@ -15,7 +15,10 @@ model's: a kill or an error at any point leaves a store that opens.
 * Rerun with the same model: resumes after the last staged record.
 * A daemon opened with the *old* model discards the stage (its vectors are still intact)
   and serves; a daemon opened with the *new* model is refused with the command that
-  finishes the re-embed (see ``Store._check_fingerprint``).
+  finishes the re-embed (see ``opening._check_fingerprint``).
+
+The steps (stage, resume, swap) are ``reembed_job.ReembedJob``'s, shared with the
+PostgreSQL re-embed; this module supplies them on a SQLite connection.
 
 Records without text (a host message that carried only a tool call, stored by an earlier
 version) have nothing to embed: they keep a zero vector (cosine 0 to everything), as the

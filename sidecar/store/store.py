@@ -1,6 +1,9 @@
 """The store: SQLite source of truth, one writer thread, derived vector indexes.
 
-See docs/store.md for the design and the durability promise. Quick map:
+See docs/store.md for the design and the durability promise. :class:`Store` is the state
+its parts share (:class:`sidecar.store.sqlite_state.SqliteState`) plus the store core
+(:class:`sidecar.store.core.StoreCore`: the interface, and what both backends do alike);
+here each primitive and backend-specific operation is bound to its part. Quick map:
 
 * :meth:`Store.open` takes the directory lock, opens/migrates SQLite (WAL), checks the
   embedding fingerprint, loads the saved HNSW graphs and backfills newer records.

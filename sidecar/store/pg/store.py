@@ -2,12 +2,14 @@
 database that several daemons may share. Open it with
 ``sidecar.store.backend.open_store("postgresql://...", embed_dims=...)``.
 
-Map: ``opening.py`` (connect, migrate, fingerprint), ``conn.py`` (pool, errors,
-transactions), ``writes.py``, ``reads.py``, ``search.py`` (exact and funnel search in SQL),
-``indexes.py`` (one partial HNSW index per large collection), ``bulk.py`` (bulk loads:
-index builds deferred to their end), ``locks.py`` (session and presence advisory locks),
-``reembed.py``. docs/store.md, "PostgreSQL backend", has the design and the durability
-promise.
+:class:`PgStore` is the state its parts share (``state.py``) plus the store core
+(:class:`sidecar.store.core.StoreCore`); here each primitive and backend-specific
+operation is bound to its part. Map: ``opening.py`` (connect, migrate, fingerprint),
+``conn.py`` (pool, errors, transactions), ``writes.py``, ``reads.py``, ``search.py``
+(exact and funnel search in SQL), ``indexes.py`` (one partial HNSW index per large
+collection), ``bulk.py`` (bulk loads: index builds deferred to their end), ``locks.py``
+(session and presence advisory locks), ``reembed.py``. docs/store.md, "PostgreSQL
+backend", has the design and the durability promise.
 """
 
 from __future__ import annotations
