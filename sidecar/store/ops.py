@@ -10,7 +10,7 @@ import structlog
 
 from sidecar.store import commits as _commits
 from sidecar.store import names as N
-from sidecar.store.common import check_patch_target
+from sidecar.store.common import check_patch_target, check_put_numbers, prepare_change
 from sidecar.store.errors import (
     InvalidInput,
     VersionConflict,
@@ -18,7 +18,7 @@ from sidecar.store.errors import (
 from sidecar.store.exact import F32
 from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
-from sidecar.store.types import Delete, DropCollection, Op, OpResult, Patch, Put
+from sidecar.store.types import Delete, Op, OpResult, Patch, Put
 from sidecar.store.writer import Effect, Tx
 
 if TYPE_CHECKING:
@@ -65,27 +65,9 @@ def _prepare(store: SqliteState, op: Op) -> Op:
                     f"a vector of {dims} dimensions is required for collection {name}"
                 )
             vec = N.as_vector(op.vector, dims, name)
-        if op.if_version is not None and (
-            isinstance(op.if_version, bool)
-            or not isinstance(op.if_version, int)
-            or op.if_version < 0
-        ):
-            raise InvalidInput("if_version must be a non-negative integer")
-        created = op.created_ms
-        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
-            raise InvalidInput("created_ms must be an integer (milliseconds)")
-        return Put(name, rid, text, meta, vec, op.if_version, created)
-    if isinstance(op, Patch):
-        name = N.validate_collection(op.collection)
-        rid = N.validate_id(op.id)
-        meta = N.validate_metadata(op.metadata)
-        new_text = None if op.text is None else N.validate_text(op.text)
-        return Patch(name, rid, meta, new_text, op.if_version, op.bump_version, op.missing_ok)
-    if isinstance(op, Delete):
-        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
-    if isinstance(op, DropCollection):
-        return DropCollection(N.validate_collection(op.collection))
-    raise InvalidInput(f"unknown operation {type(op).__name__}")
+        check_put_numbers(op)
+        return Put(name, rid, text, meta, vec, op.if_version, op.created_ms)
+    return prepare_change(op)
 
 
 def _apply_op(store: SqliteState, tx: Tx, op: Op) -> OpResult:

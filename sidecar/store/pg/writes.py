@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from sidecar.store import names as N
-from sidecar.store.common import check_patch_target
+from sidecar.store.common import check_patch_target, check_put_numbers, prepare_change
 from sidecar.store.errors import InvalidInput, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
 from sidecar.store.pg.reads import COLL, info, nul, storable
 from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
-from sidecar.store.types import CollectionInfo, Delete, DropCollection, Op, OpResult, Patch, Put
+from sidecar.store.types import CollectionInfo, Delete, Op, OpResult, Patch, Put
 
 if TYPE_CHECKING:
     from sidecar.store.pg.state import PgState
@@ -61,15 +61,7 @@ def prepare(op: Op) -> Op:
     """Validate in the caller's thread; vector sizes are checked in the transaction, against
     the collection's dimension as stored (another daemon may have created it)."""
     if isinstance(op, Put):
-        if op.if_version is not None and (
-            isinstance(op.if_version, bool)
-            or not isinstance(op.if_version, int)
-            or op.if_version < 0
-        ):
-            raise InvalidInput("if_version must be a non-negative integer")
-        created = op.created_ms
-        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
-            raise InvalidInput("created_ms must be an integer (milliseconds)")
+        check_put_numbers(op)
         return Put(
             N.validate_collection(op.collection),
             N.validate_id(op.id),
@@ -77,23 +69,9 @@ def prepare(op: Op) -> Op:
             N.validate_metadata(op.metadata),
             op.vector,
             op.if_version,
-            created,
+            op.created_ms,
         )
-    if isinstance(op, Patch):
-        return Patch(
-            N.validate_collection(op.collection),
-            N.validate_id(op.id),
-            N.validate_metadata(op.metadata),
-            None if op.text is None else N.validate_text(op.text),
-            op.if_version,
-            op.bump_version,
-            op.missing_ok,
-        )
-    if isinstance(op, Delete):
-        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
-    if isinstance(op, DropCollection):
-        return DropCollection(N.validate_collection(op.collection))
-    raise InvalidInput(f"unknown operation {type(op).__name__}")
+    return prepare_change(op)
 
 
 @dataclass(slots=True)
