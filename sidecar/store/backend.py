@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from sidecar.store.interface import EmbedFn, Progress, StoreBackend
-from sidecar.store.reembed import ReembedStats
+from sidecar.store.reembed_job import ReembedStats
 from sidecar.store.store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")

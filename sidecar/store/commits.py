@@ -19,12 +19,14 @@ from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import Tx
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
+def _after_commit(
+    store: SqliteState, txs: list[Tx], group: Mapping[str, CollectionInfo | None]
+) -> None:
     """Apply the in-memory effects of committed jobs (writer thread, post-commit).
 
     The collections, counts, removal counters, versions and the committed sequence change
@@ -73,7 +75,7 @@ def _after_commit(store: Store, txs: list[Tx], group: Mapping[str, CollectionInf
             store._indexer.notify(cid)
 
 
-def _apply_group(store: Store, group: Mapping[str, CollectionInfo | None]) -> None:
+def _apply_group(store: SqliteState, group: Mapping[str, CollectionInfo | None]) -> None:
     """Collections created or dropped by the committed jobs."""
     for name, info in group.items():
         old = store._collections.pop(name, None)
@@ -90,7 +92,7 @@ def _apply_group(store: Store, group: Mapping[str, CollectionInfo | None]) -> No
             store._versions[info.cid] = next(store._vclock)
 
 
-def _apply_drop(store: Store, cid: int) -> None:
+def _apply_drop(store: SqliteState, cid: int) -> None:
     idx = store._indexes.pop(cid, None)
     store._counts.pop(cid, None)
     store._versions.pop(cid, None)
@@ -100,7 +102,7 @@ def _apply_drop(store: Store, cid: int) -> None:
         idx.drop_files(store.index_dir)
 
 
-def _mark_dirty(store: Store, idx: VectorIndex, reason: str) -> None:
+def _mark_dirty(store: SqliteState, idx: VectorIndex, reason: str) -> None:
     """Persist a dirty marker (repaired at the next checkpoint or start)."""
     cid, dims = idx.cid, idx.ann_dims
 
@@ -116,7 +118,7 @@ def _mark_dirty(store: Store, idx: VectorIndex, reason: str) -> None:
         store._writer.submit(job)
 
 
-def _ensure_in_tx(store: Store, tx: Tx, name: str) -> CollectionInfo:
+def _ensure_in_tx(store: SqliteState, tx: Tx, name: str) -> CollectionInfo:
     info = tx.lookup(name)
     if info is not None:
         return info
@@ -134,7 +136,7 @@ def _ensure_in_tx(store: Store, tx: Tx, name: str) -> CollectionInfo:
 
 
 def increment_future(
-    store: Store, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+    store: SqliteState, updates: Mapping[str, Sequence[str]], key: str = "access_count"
 ) -> Future[int]:
     """``metadata[key] += 1`` for each existing (collection, id); missing ones skipped.
 

@@ -11,10 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sidecar.store.errors import InvalidInput, NotFound, VersionConflict
+from sidecar.store import names as N
+from sidecar.store.errors import (
+    FingerprintMismatch,
+    InvalidInput,
+    NotFound,
+    UnfinishedReembed,
+    VersionConflict,
+)
 from sidecar.store.files import now_ms
+from sidecar.store.reembed_stage import TARGET_KEY, TARGET_MODEL_KEY
 from sidecar.store.rows import json_encode
-from sidecar.store.types import Hit, Patch, Record
+from sidecar.store.types import Delete, DropCollection, Hit, Op, Patch, Put, Record
 
 SearchOne = Callable[[str, Iterable[str]], list[Hit]]
 ListPage = Callable[[str | None, int], list[Record]]
@@ -99,3 +107,74 @@ def check_changed_since(seq: object, limit: object) -> tuple[int, int | None]:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput("limit must be an integer or None")
     return seq, (limit if limit > 0 else None)
+
+
+# why an open dropped an unfinished re-embed's stage (logged by either backend)
+STAGE_DISCARDED = (
+    "opened by the model the store was written with; the unfinished "
+    "re-embed's staged vectors were dropped (its records were untouched)"
+)
+
+
+def check_fingerprint(
+    meta: Mapping[str, str],
+    *,
+    fingerprint: str,
+    model: str,
+    where: str,
+    progress: Callable[[], tuple[int, int]],
+) -> None:
+    """Refuse vectors of another model at open, naming what differs and the command that
+    fixes it: UnfinishedReembed when this model is the target of an unfinished ``libravdb
+    reembed`` (``progress()``: its records done and in all), FingerprintMismatch when
+    another model wrote the vectors. The model the store was written with may open it
+    while a re-embed is unfinished (the backend then discards the stage)."""
+    stored = meta.get("fingerprint", "")
+    target = meta.get(TARGET_KEY, "")
+    if target and fingerprint == target and target != stored:
+        done, total = progress()
+        raise UnfinishedReembed(
+            where, model or meta.get(TARGET_MODEL_KEY, ""), target, done=done, total=total
+        )
+    if fingerprint and stored and stored != fingerprint:
+        raise FingerprintMismatch(
+            where,
+            stored,
+            fingerprint,
+            stored_model=meta.get("model", ""),
+            current_model=model,
+            pending_target=target,
+        )
+
+
+def check_put_numbers(op: Put) -> None:
+    """A Put's ``if_version`` (None or a non-negative integer) and ``created_ms`` (None or
+    an integer of milliseconds); InvalidInput otherwise."""
+    if op.if_version is not None and (
+        isinstance(op.if_version, bool) or not isinstance(op.if_version, int) or op.if_version < 0
+    ):
+        raise InvalidInput("if_version must be a non-negative integer")
+    created = op.created_ms
+    if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
+        raise InvalidInput("created_ms must be an integer (milliseconds)")
+
+
+def prepare_change(op: Op) -> Op:
+    """A Patch, Delete or DropCollection validated (names, id, metadata, text), in the
+    caller's thread; InvalidInput for an operation of no known kind. (A Put's checks
+    depend on the collection's dimension, which each backend reads where it is kept.)"""
+    if isinstance(op, Patch):
+        return Patch(
+            N.validate_collection(op.collection),
+            N.validate_id(op.id),
+            N.validate_metadata(op.metadata),
+            None if op.text is None else N.validate_text(op.text),
+            op.if_version,
+            op.bump_version,
+            op.missing_ok,
+        )
+    if isinstance(op, Delete):
+        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
+    if isinstance(op, DropCollection):
+        return DropCollection(N.validate_collection(op.collection))
+    raise InvalidInput(f"unknown operation {type(op).__name__}")

@@ -4,14 +4,16 @@ and the background indexer's steps."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
 
+from sidecar.store import commits as _commits
+from sidecar.store import reads as _reads
 from sidecar.store.errors import StoreClosed, StoreError
 from sidecar.store.files import DB_NAME
 from sidecar.store.index import VectorIndex
@@ -20,12 +22,12 @@ from sidecar.store.types import IndexStatus, StorageBytes
 from sidecar.store.writer import Tx
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def checkpoint(store: Store) -> dict[str, int]:
+def checkpoint(store: SqliteState) -> dict[str, int]:
     """Repair dirty indexes, save changed graphs, truncate the WAL."""
     if store._closed:
         raise StoreClosed("the store is closed")
@@ -38,7 +40,7 @@ def checkpoint(store: Store) -> dict[str, int]:
     return saved
 
 
-def _checkpoint_indexes(store: Store) -> dict[str, int]:
+def _checkpoint_indexes(store: SqliteState) -> dict[str, int]:
     with store._ckpt_lock:
         store._dirty_since_ckpt = False
         store._last_checkpoint = time.monotonic()
@@ -60,7 +62,7 @@ def _checkpoint_indexes(store: Store) -> dict[str, int]:
         return {"saved": saved, "repaired": repaired}
 
 
-def _drop_shrunk_graph(store: Store, idx: VectorIndex) -> bool:
+def _drop_shrunk_graph(store: SqliteState, idx: VectorIndex) -> bool:
     """The graph of a collection that shrank is gone from memory; its saved file, which
     held every vector (deleted ones too), goes with it."""
     with idx.lock.write():
@@ -71,16 +73,16 @@ def _drop_shrunk_graph(store: Store, idx: VectorIndex) -> bool:
     return True
 
 
-def _dirty_cids(store: Store) -> set[int]:
-    return {r[0] for r in store._read("SELECT DISTINCT cid FROM dirty_tiers")}
+def _dirty_cids(store: SqliteState) -> set[int]:
+    return {r[0] for r in _reads._read(store, "SELECT DISTINCT cid FROM dirty_tiers")}
 
 
-def _repair(store: Store, idx: VectorIndex) -> None:
+def _repair(store: SqliteState, idx: VectorIndex) -> None:
     """Rebuild a dirty index from SQLite and clear its marker."""
     log.info("index.repair", collection=idx.name, dims=idx.ann_dims)
     idx.drop_files(store.index_dir)
     idx.reset()
-    idx.load_exact(store._fetch_rows)
+    idx.load_exact(functools.partial(_reads._fetch_rows, store))
     cid = idx.cid
 
     def clear(tx: Tx) -> None:
@@ -92,7 +94,7 @@ def _repair(store: Store, idx: VectorIndex) -> None:
         store._indexer.notify(cid)
 
 
-def _tick(store: Store) -> None:
+def _tick(store: SqliteState) -> None:
     while not store._stop_event.wait(0.5):
         now = time.monotonic()
         idle = now - store._last_write >= store.checkpoint_idle_s
@@ -109,7 +111,7 @@ def _tick(store: Store) -> None:
                 log.exception("store.checkpoint_failed")
 
 
-def index_status(store: Store) -> list[IndexStatus]:
+def index_status(store: SqliteState) -> list[IndexStatus]:
     out = []
     for cid, idx in sorted(store._indexes.items()):
         out.append(
@@ -133,7 +135,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def storage_bytes(store: Store) -> StorageBytes:
+def storage_bytes(store: SqliteState) -> StorageBytes:
     """The database file, its WAL and shared memory, the saved graphs."""
     db = store.db_path
     indexes = 0
@@ -144,7 +146,7 @@ def storage_bytes(store: Store) -> StorageBytes:
     return StorageBytes(_size(db), wal, indexes)
 
 
-def wait_indexed(store: Store, timeout: float = 60.0) -> bool:
+def wait_indexed(store: SqliteState, timeout: float = 60.0) -> bool:
     """Block until the indexer has nothing left to do (tests, benchmarks)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -167,7 +169,7 @@ def wait_indexed(store: Store, timeout: float = 60.0) -> bool:
     return False
 
 
-def run_index_work(store: Store) -> int:
+def run_index_work(store: SqliteState) -> int:
     """Do all pending index work in the calling thread (when ``background=False``)."""
     steps = 0
     for cid in list(store._indexes):
@@ -176,21 +178,21 @@ def run_index_work(store: Store) -> int:
     return steps
 
 
-def _index_step(store: Store, cid: int) -> bool:
+def _index_step(store: SqliteState, cid: int) -> bool:
     idx = store._indexes.get(cid)
     if idx is None:
         return False
     count = store._counts.get(cid, 0)
     action = idx.plan(count, store.exact_threshold, store.rebuild_fraction)
     if action is None and not idx.loaded and count >= store.exact_threshold and not idx.broken:
-        idx.load_exact(store._fetch_rows)
+        idx.load_exact(functools.partial(_reads._fetch_rows, store))
         return True
     if action is None:
         return False
     try:
         if action == "build":
             return idx.build(
-                store._fetch_rows,
+                functools.partial(_reads._fetch_rows, store),
                 lambda: store._applied_seq,
                 count,
                 store._stop_event.is_set,
@@ -198,49 +200,10 @@ def _index_step(store: Store, cid: int) -> bool:
         if action == "move":
             return idx.move_chunk() > 0
         if action == "shrink":
-            idx.shrink(store._fetch_rows)
+            idx.shrink(functools.partial(_reads._fetch_rows, store))
             return True
     except Exception as exc:
         log.exception("index.work_failed", collection=idx.name, action=action)
         idx.needs_repair = True
-        store._mark_dirty(idx, f"{action} failed: {exc}")
+        _commits._mark_dirty(store, idx, f"{action} failed: {exc}")
     return False
-
-
-class Indexer(threading.Thread):
-    """Background index maintenance: builds, tail moves, rebuilds, shrinks."""
-
-    def __init__(self, store: Store) -> None:
-        super().__init__(name="libravdb-store-indexer", daemon=True)
-        self.store = store
-        self._cond = threading.Condition()
-        self._pending: dict[int, None] = {}
-        self._stopping = False
-
-    def notify(self, cid: int) -> None:
-        with self._cond:
-            self._pending[cid] = None
-            self._cond.notify()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-
-    def run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait(1.0)
-                if self._stopping:
-                    return
-                cid = next(iter(self._pending))
-                del self._pending[cid]
-            try:
-                more = self.store._index_step(cid)
-            except Exception:
-                log.exception("index.indexer_failed")
-                more = False
-            if more:
-                with self._cond:
-                    self._pending[cid] = None

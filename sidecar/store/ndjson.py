@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import msgspec
 import numpy as np
@@ -33,7 +33,7 @@ from sidecar.store.timestamps import metadata_ts_problem, ts_problem
 from sidecar.store.types import ExportStats, ImportStats, Put
 
 if TYPE_CHECKING:
-    from sidecar.store.interface import StoreBackend
+    from sidecar.store.types import CollectionInfo, Op, OpResult, Record
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +47,35 @@ Progress = Callable[[int, int | None], None]
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
+
+
+class NdjsonStore(Protocol):
+    """What export and import use of a store (every ``StoreBackend`` has it)."""
+
+    embed_dims: int
+    fingerprint: str
+
+    def dims_for(self, name: str) -> int: ...
+
+    def collection(self, name: str) -> CollectionInfo | None: ...
+
+    def collections(
+        self, *, prefix: str | None = None, namespace: str | None = None
+    ) -> list[CollectionInfo]: ...
+
+    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]: ...
+
+    def count(self, collection: str) -> int: ...
+
+    def iter_records(
+        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
+    ) -> Iterable[Record]: ...
+
+    def write(self, ops: Sequence[Op]) -> list[OpResult]: ...
+
+    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int: ...
+
+    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]: ...
 
 
 def encode_vector(vec: Any) -> str:
@@ -70,7 +99,7 @@ def _line(obj: dict[str, Any]) -> str:
 
 
 def export_ndjson(
-    store: StoreBackend,
+    store: NdjsonStore,
     out: TextIO,
     *,
     collections: Iterable[str] | None = None,
@@ -154,7 +183,7 @@ def _check_times(lineno: int, obj: dict[str, Any]) -> None:
 
 
 def import_ndjson(
-    store: StoreBackend,
+    store: NdjsonStore,
     src: Iterable[str],
     *,
     embed: EmbedFn | None = None,
@@ -183,7 +212,7 @@ class _Importer:
 
     def __init__(
         self,
-        store: StoreBackend,
+        store: NdjsonStore,
         *,
         embed: EmbedFn | None,
         progress: Progress | None,

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
+from sidecar.store import reads as _reads
 from sidecar.store import reembed_stage as reembed_mod
-from sidecar.store.common import meta_writes
+from sidecar.store.common import STAGE_DISCARDED, check_fingerprint, meta_writes
 from sidecar.store.errors import (
     CorruptStore,
-    FingerprintMismatch,
     StorageUnavailable,
     UnfinishedReembed,
 )
@@ -31,12 +31,12 @@ from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import map_sqlite_error
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def _check_pages(store: Store, conn: sqlite3.Connection) -> None:
+def _check_pages(store: SqliteState, conn: sqlite3.Connection) -> None:
     """Refuse a database with damaged pages before anything is written to it. Damage
     in pages that start-up does not read would otherwise surface later, as failing
     reads of some records; ``quick_check`` reads every page once (0.5 s for 825 MB
@@ -47,7 +47,7 @@ def _check_pages(store: Store, conn: sqlite3.Connection) -> None:
         raise CorruptStore(str(store.db_path), detail.splitlines()[0][:200])
 
 
-def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
     try:
         conn = store._connect(read_only=False)
         # Private before WAL mode creates -wal and -shm, which take the file's mode.
@@ -106,7 +106,7 @@ def _open_db(store: Store, allow_mismatch: bool, profile: Mapping[str, Any] | No
         store._counts[cid] = n
 
 
-def _check_fingerprint(store: Store, meta: dict[str, str]) -> None:
+def _check_fingerprint(store: SqliteState, meta: dict[str, str]) -> None:
     """Refuse vectors of another model, naming what differs and the command that fixes it.
 
     An unfinished ``libravdb reembed`` leaves a stage beside intact old vectors: the old
@@ -121,36 +121,24 @@ def _check_fingerprint(store: Store, meta: dict[str, str]) -> None:
         raise UnfinishedReembed(
             where, meta.get(reembed_mod.TARGET_MODEL_KEY, ""), target, legacy=True
         )
-    if target and store.fingerprint == target and target != stored:
-        done, total = reembed_mod.staged_progress(store._wconn)
-        raise UnfinishedReembed(
-            where,
-            store.model or meta.get(reembed_mod.TARGET_MODEL_KEY, ""),
-            target,
-            done=done,
-            total=total,
-        )
-    if store.fingerprint and stored and stored != store.fingerprint:
-        raise FingerprintMismatch(
-            where,
-            stored,
-            store.fingerprint,
-            stored_model=meta.get("model", ""),
-            current_model=store.model,
-            pending_target=target,
-        )
+    check_fingerprint(
+        meta,
+        fingerprint=store.fingerprint,
+        model=store.model,
+        where=where,
+        progress=lambda: reembed_mod.staged_progress(store._wconn),
+    )
     if target:
         with store._txn(store._wconn):
             reembed_mod.discard_stage(store._wconn)
         log.warning(
             "store.reembed_discarded",
             data_dir=where,
-            reason="opened by the model the store was written with; the unfinished "
-            "re-embed's staged vectors were dropped (its records were untouched)",
+            reason=STAGE_DISCARDED,
         )
 
 
-def _write_profile_file(store: Store, profile: Mapping[str, Any]) -> None:
+def _write_profile_file(store: SqliteState, profile: Mapping[str, Any]) -> None:
     """``<data_dir>/embedding.json`` (informational; SQLite holds the fingerprint)."""
     path = store.data_dir / PROFILE_FILE
     tmp = path.with_suffix(".json.tmp")
@@ -161,7 +149,7 @@ def _write_profile_file(store: Store, profile: Mapping[str, Any]) -> None:
         log.warning("store.profile_file_failed", error=str(exc))
 
 
-def _refuse_vanished_database(store: Store) -> None:
+def _refuse_vanished_database(store: SqliteState) -> None:
     """A data directory that held a store (its index directory, WAL or profile remain)
     but lost ``store.sqlite3`` must not silently become a new, empty store."""
     if store.db_path.exists():
@@ -184,7 +172,7 @@ def _refuse_vanished_database(store: Store) -> None:
         )
 
 
-def _clear_index_dir_path(store: Store) -> None:
+def _clear_index_dir_path(store: SqliteState) -> None:
     """The indexes are derived from SQLite: something else where their directory
     belongs (a file, a broken link) is moved aside and the graphs are rebuilt."""
     path = store.index_dir
@@ -202,11 +190,11 @@ def _clear_index_dir_path(store: Store) -> None:
     log.warning("store.index_dir_moved_aside", path=str(path), moved_to=str(aside))
 
 
-def _sidecar_files(store: Store) -> list[Path]:
+def _sidecar_files(store: SqliteState) -> list[Path]:
     return [store.db_path.with_name(DB_NAME + suffix) for suffix in ("-wal", "-shm")]
 
 
-def _load_indexes(store: Store) -> dict[str, int]:
+def _load_indexes(store: SqliteState) -> dict[str, int]:
     """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
     _clear_index_dir_path(store)
     store.index_dir.mkdir(exist_ok=True, mode=0o700)
@@ -235,8 +223,8 @@ def _load_indexes(store: Store) -> dict[str, int]:
                     store.index_dir,
                     store.fingerprint,
                     store._seq,
-                    functools.partial(store._live_upto, info.cid),
-                    functools.partial(store._tail_rows, info.cid),
+                    functools.partial(_reads._live_upto, store, info.cid),
+                    functools.partial(_reads._tail_rows, store, info.cid),
                 )
             except ValueError as exc:
                 log.warning(
@@ -258,7 +246,7 @@ def _load_indexes(store: Store) -> dict[str, int]:
                     seconds=round(time.monotonic() - t0, 3),
                 )
         if not idx.loaded and count >= store.exact_threshold:
-            idx.load_exact(store._fetch_rows)
+            idx.load_exact(functools.partial(_reads._fetch_rows, store))
             stats["rebuilding"] += 1
     if dirty:
         with store._txn(store._wconn):
@@ -271,7 +259,7 @@ def _load_indexes(store: Store) -> dict[str, int]:
     return stats
 
 
-def _remove_stray_files(store: Store, known: set[str]) -> None:
+def _remove_stray_files(store: SqliteState, known: set[str]) -> None:
     with contextlib.suppress(OSError):
         for path in store.index_dir.iterdir():
             stem = path.name.split(".", 1)[0]

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
+from sidecar.store import commits as _commits
 from sidecar.store import names as N
-from sidecar.store.common import check_patch_target
+from sidecar.store.common import check_patch_target, check_put_numbers, prepare_change
 from sidecar.store.errors import (
     InvalidInput,
     VersionConflict,
@@ -17,16 +18,31 @@ from sidecar.store.errors import (
 from sidecar.store.exact import F32
 from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
-from sidecar.store.types import Delete, DropCollection, Op, OpResult, Patch, Put
+from sidecar.store.types import Delete, Op, OpResult, Patch, Put
 from sidecar.store.writer import Effect, Tx
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def _prepare(store: Store, op: Op) -> Op:
+# a Put: inserted, or the existing record replaced with its version moved
+UPSERT = (
+    "INSERT INTO records (cid, id, text, metadata, vector, version, seq, vseq, "
+    "created_ms, updated_ms, ts_ms, session_key, marks) "
+    "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, COALESCE(?, ?), ?, ?) "
+    "ON CONFLICT (cid, id) DO UPDATE SET text = excluded.text, "
+    "metadata = excluded.metadata, vector = excluded.vector, version = version + 1, "
+    "seq = excluded.seq, "
+    "vseq = CASE WHEN vector IS excluded.vector THEN vseq ELSE excluded.seq END, "
+    "updated_ms = excluded.updated_ms, ts_ms = COALESCE(?, created_ms), "
+    "session_key = excluded.session_key, marks = excluded.marks "
+    "RETURNING rid, version, vseq"
+)
+
+
+def _prepare(store: SqliteState, op: Op) -> Op:
     """Validate an operation in the caller's thread (cheap; nothing touches the DB)."""
     if isinstance(op, Put):
         name = (
@@ -49,30 +65,12 @@ def _prepare(store: Store, op: Op) -> Op:
                     f"a vector of {dims} dimensions is required for collection {name}"
                 )
             vec = N.as_vector(op.vector, dims, name)
-        if op.if_version is not None and (
-            isinstance(op.if_version, bool)
-            or not isinstance(op.if_version, int)
-            or op.if_version < 0
-        ):
-            raise InvalidInput("if_version must be a non-negative integer")
-        created = op.created_ms
-        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
-            raise InvalidInput("created_ms must be an integer (milliseconds)")
-        return Put(name, rid, text, meta, vec, op.if_version, created)
-    if isinstance(op, Patch):
-        name = N.validate_collection(op.collection)
-        rid = N.validate_id(op.id)
-        meta = N.validate_metadata(op.metadata)
-        new_text = None if op.text is None else N.validate_text(op.text)
-        return Patch(name, rid, meta, new_text, op.if_version, op.bump_version, op.missing_ok)
-    if isinstance(op, Delete):
-        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
-    if isinstance(op, DropCollection):
-        return DropCollection(N.validate_collection(op.collection))
-    raise InvalidInput(f"unknown operation {type(op).__name__}")
+        check_put_numbers(op)
+        return Put(name, rid, text, meta, vec, op.if_version, op.created_ms)
+    return prepare_change(op)
 
 
-def _apply_op(store: Store, tx: Tx, op: Op) -> OpResult:
+def _apply_op(store: SqliteState, tx: Tx, op: Op) -> OpResult:
     if isinstance(op, Put):
         return _op_put(store, tx, op)
     if isinstance(op, Patch):
@@ -82,8 +80,8 @@ def _apply_op(store: Store, tx: Tx, op: Op) -> OpResult:
     return _op_drop(store, tx, op.collection)
 
 
-def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
-    info = store._ensure_in_tx(tx, op.collection)
+def _op_put(store: SqliteState, tx: Tx, op: Put) -> OpResult:
+    info = _commits._ensure_in_tx(store, tx, op.collection)
     blob: bytes | None = None
     vec: F32 | None = None
     if info.has_vectors:
@@ -105,7 +103,7 @@ def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
     ts = N.explicit_ts(op.metadata)
     created = now if op.created_ms is None else op.created_ms
     rid, version, vseq = tx.conn.execute(
-        store._UPSERT,
+        UPSERT,
         (
             info.cid,
             op.id,
@@ -131,7 +129,7 @@ def _op_put(store: Store, tx: Tx, op: Put) -> OpResult:
     return OpResult(version, True, version == 1)
 
 
-def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
+def _op_patch(store: SqliteState, tx: Tx, op: Patch) -> OpResult:
     info = tx.lookup(op.collection)
     row = None
     if info is not None:
@@ -165,7 +163,7 @@ def _op_patch(store: Store, tx: Tx, op: Patch) -> OpResult:
     return OpResult(new_version, True)
 
 
-def _op_delete(store: Store, tx: Tx, op: Delete) -> OpResult:
+def _op_delete(store: SqliteState, tx: Tx, op: Delete) -> OpResult:
     info = tx.lookup(op.collection)
     if info is None:
         return OpResult(0, False)
@@ -185,7 +183,7 @@ def _op_delete(store: Store, tx: Tx, op: Delete) -> OpResult:
     return OpResult(0, True)
 
 
-def _op_drop(store: Store, tx: Tx, name: str) -> OpResult:
+def _op_drop(store: SqliteState, tx: Tx, name: str) -> OpResult:
     info = tx.lookup(name)
     if info is None:
         return OpResult(0, False)

@@ -4,14 +4,13 @@ records reported and skipped, and get / list / iterate."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
@@ -22,16 +21,20 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.types import Record, TimeRange
+from sidecar.store.types import ListQuery, Record
 from sidecar.store.writer import map_sqlite_error
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def _rconn(store: Store) -> sqlite3.Connection:
+# the columns a record is read with (_records decodes them in this order)
+COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
+
+
+def _rconn(store: SqliteState) -> sqlite3.Connection:
     if store._shut:
         raise StoreClosed("the store is closed")
     conn: sqlite3.Connection | None = getattr(store._local, "conn", None)
@@ -46,14 +49,16 @@ def _rconn(store: Store) -> sqlite3.Connection:
     return conn
 
 
-def _read(store: Store, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+def _read(store: SqliteState, sql: str, params: Sequence[Any] = ()) -> list[Any]:
     try:
         return _rconn(store).execute(sql, params).fetchall()
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, "read") from exc
 
 
-def _fetch_rows(store: Store, cid: int, max_vseq: int | None, after: int, limit: int) -> list[Row]:
+def _fetch_rows(
+    store: SqliteState, cid: int, max_vseq: int | None, after: int, limit: int
+) -> list[Row]:
     if max_vseq is None:
         return _read(
             store,
@@ -69,21 +74,21 @@ def _fetch_rows(store: Store, cid: int, max_vseq: int | None, after: int, limit:
     )
 
 
-def _live_upto(store: Store, cid: int, seq: int) -> set[int]:
+def _live_upto(store: SqliteState, cid: int, seq: int) -> set[int]:
     rows = store._wconn.execute(
         "SELECT rid FROM records WHERE cid = ? AND vseq <= ?", (cid, seq)
     ).fetchall()
     return {r[0] for r in rows}
 
 
-def _tail_rows(store: Store, cid: int, seq: int) -> list[Row]:
+def _tail_rows(store: SqliteState, cid: int, seq: int) -> list[Row]:
     return store._wconn.execute(
         "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND vseq > ? ORDER BY rid",
         (cid, seq),
     ).fetchall()
 
 
-def _fetch_vectors(store: Store, rids: Sequence[int]) -> dict[int, F32]:
+def _fetch_vectors(store: SqliteState, rids: Sequence[int]) -> dict[int, F32]:
     out: dict[int, F32] = {}
     for part in chunks(list(rids)):
         marks = ",".join("?" * len(part))
@@ -96,7 +101,7 @@ def _fetch_vectors(store: Store, rids: Sequence[int]) -> dict[int, F32]:
 
 
 def _records(
-    store: Store, name: str, rows: Iterable[Sequence[Any]], with_vector: bool
+    store: SqliteState, name: str, rows: Iterable[Sequence[Any]], with_vector: bool
 ) -> list[Record]:
     """Records from rows; a damaged one is skipped and reported (never its content)."""
     out: list[Record] = []
@@ -108,14 +113,14 @@ def _records(
     return out
 
 
-def _report_bad(store: Store, collection: str, record_id: str, why: str) -> None:
+def _report_bad(store: SqliteState, collection: str, record_id: str, why: str) -> None:
     key = (collection, record_id)
     if key not in store.bad_records:
         store.bad_records[key] = why
         log.error("store.bad_record", collection=collection, id=record_id[:200], error=why)
 
 
-def _row_to_record(store: Store, name: str, row: Sequence[Any], with_vector: bool) -> Record:
+def _row_to_record(store: SqliteState, name: str, row: Sequence[Any], with_vector: bool) -> Record:
     _rid, rec_id, text, meta, version, created, updated, ts, seq = row[:9]
     if isinstance(text, Undecodable) or isinstance(rec_id, Undecodable):
         raise BadRecord("text is not UTF-8")
@@ -137,7 +142,7 @@ def _row_to_record(store: Store, name: str, row: Sequence[Any], with_vector: boo
 
 
 def get(
-    store: Store, collection: str, record_id: str, *, include_vector: bool = False
+    store: SqliteState, collection: str, record_id: str, *, include_vector: bool = False
 ) -> Record | None:
     store._guard()
     info = store._collections.get(collection)
@@ -145,7 +150,7 @@ def get(
         return None
     rows = _read(
         store,
-        f"SELECT {store._COLS}, vector FROM records WHERE cid = ? AND id = ?",
+        f"SELECT {COLS}, vector FROM records WHERE cid = ? AND id = ?",
         (info.cid, record_id),
     )
     found = _records(store, info.name, rows[:1], include_vector)
@@ -153,7 +158,7 @@ def get(
 
 
 def get_many(
-    store: Store, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+    store: SqliteState, collection: str, ids: Iterable[str], *, include_vectors: bool = False
 ) -> list[Record]:
     """Existing records among ``ids``, in id order."""
     store._guard()
@@ -166,7 +171,7 @@ def get_many(
         marks = ",".join("?" * len(part))
         rows = _read(
             store,
-            f"SELECT {store._COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
+            f"SELECT {COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
             (info.cid, *part),
         )
         out.extend(_records(store, info.name, rows, include_vectors))
@@ -174,26 +179,19 @@ def get_many(
     return out
 
 
-def list_records(
-    store: Store,
-    collection: str,
-    *,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-    limit: int | None = None,
-    after_id: str | None = None,
-    include_vectors: bool = False,
-) -> list[Record]:
+def list_records(store: SqliteState, collection: str, q: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order of UTF-8, like Go's sort).
 
     ``where``: metadata equality (all pairs must match); ``after_id`` pages.
     """
+    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
+    include_vectors = q.include_vectors
     store._guard()
     info = store._collections.get(collection)
     if info is None:
         return []
     clause, params, post = where_sql(where, time_range)
-    sql = f"SELECT {store._COLS}, vector FROM records WHERE cid = ?{clause}"
+    sql = f"SELECT {COLS}, vector FROM records WHERE cid = ?{clause}"
     args: list[Any] = [info.cid, *params]
     if after_id is not None:
         sql += " AND id > ?"
@@ -211,37 +209,18 @@ def list_records(
     return out
 
 
-def iter_records(
-    store: Store, collection: str, *, include_vectors: bool = True, batch: int = 1000
-) -> Iterable[Record]:
-    """All records of a collection in id order, paged (for export and re-embedding)."""
-
-    def page(after: str | None, limit: int) -> list[Record]:
-        return list_records(
-            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
-        )
-
-    return iter_pages(page, batch)
-
-
 def changed_since(
-    store: Store,
-    collection: str,
-    seq: int,
-    *,
-    include_vectors: bool = True,
-    limit: int | None = None,
+    store: SqliteState, collection: str, after: int, include_vectors: bool, limit: int | None
 ) -> list[Record]:
-    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
-    store._guard()
-    after, limit = check_changed_since(seq, limit)
+    """Records whose ``seq`` is greater than ``after``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes)); the arguments
+    are checked (``StoreCore.changed_since``)."""
     info = store._collections.get(collection)
     if info is None:
         return []
     vec = "vector" if include_vectors else "NULL"
     sql = (
-        f"SELECT {store._COLS}, {vec} FROM records INDEXED BY records_cid_seq "
+        f"SELECT {COLS}, {vec} FROM records INDEXED BY records_cid_seq "
         "WHERE cid = ? AND seq > ? ORDER BY seq"
     )
     args: list[Any] = [info.cid, after]

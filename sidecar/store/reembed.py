@@ -15,7 +15,10 @@ model's: a kill or an error at any point leaves a store that opens.
 * Rerun with the same model: resumes after the last staged record.
 * A daemon opened with the *old* model discards the stage (its vectors are still intact)
   and serves; a daemon opened with the *new* model is refused with the command that
-  finishes the re-embed (see ``Store._check_fingerprint``).
+  finishes the re-embed (see ``opening._check_fingerprint``).
+
+The steps (stage, resume, swap) are ``reembed_job.ReembedJob``'s, shared with the
+PostgreSQL re-embed; this module supplies them on a SQLite connection.
 
 Records without text (a host message that carried only a tool call, stored by an earlier
 version) have nothing to embed: they keep a zero vector (cosine 0 to everything), as the
@@ -30,48 +33,36 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import structlog
 
 from sidecar.store import names as N
 from sidecar.store.errors import InvalidInput, StorageUnavailable
+from sidecar.store.files import DB_NAME, INDEX_DIR
 from sidecar.store.lock import DirLock
+from sidecar.store.reembed_job import (
+    EmbedFn,
+    F32s,
+    Progress,
+    ReembedJob,
+    ReembedStats,
+    check_options,
+    probe_dims,
+)
 from sidecar.store.reembed_stage import (
     CREATE_STAGE,
     STAGE_TABLE,
-    TARGET_DIMS_KEY,
-    TARGET_KEY,
-    TARGET_MODEL_KEY,
     discard_stage,
     staged_progress,
 )
 from sidecar.store.schema import migrate
 from sidecar.store.scrub import SECURE_DELETE
-from sidecar.store.store import DB_NAME, INDEX_DIR
 from sidecar.store.writer import map_sqlite_error
 
 log = structlog.get_logger(__name__)
-
-EmbedFn = Callable[[list[str]], Any]
-Progress = Callable[[int, int | None], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ReembedStats:
-    records: int
-    collections: int
-    old_fingerprint: str
-    new_fingerprint: str
-    embed_dims: int
-    resumed: bool
-    seconds: float
-    blank: int = 0  # records without text: zero vector, nothing embedded
 
 
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -108,12 +99,8 @@ def reembed(
     root = Path(data_dir).expanduser().absolute()
     if not (root / DB_NAME).exists():
         raise InvalidInput(f"no store in {root}")
-    if not fingerprint:
-        raise InvalidInput("reembed needs the current model's fingerprint")
-    if batch < 1:
-        raise InvalidInput("batch must be >= 1")
-    if embed_dims is None:
-        embed_dims = int(_embed_rows(embed, ["dimension probe"], None).shape[1])
+    check_options(fingerprint, batch)
+    embed_dims = probe_dims(embed, embed_dims)
     lock = DirLock(root)
     lock.acquire()
     try:
@@ -126,7 +113,7 @@ def reembed(
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "open", str(root / DB_NAME)) from exc
         try:
-            job = _Job(conn, embed, fingerprint, embed_dims, batch, progress, model)
+            job = _Job(embed, fingerprint, embed_dims, batch, progress, model, conn=conn)
             stats = job.run(started)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "re-embed") from exc
@@ -139,32 +126,6 @@ def reembed(
         lock.release()
 
 
-def _embed_rows(embed: EmbedFn, texts: list[str], dims: int | None) -> npt.NDArray[np.float32]:
-    vecs = np.asarray(embed(texts), dtype=np.float32)
-    want = (len(texts), dims if dims is not None else (vecs.shape[1] if vecs.ndim == 2 else -1))
-    if vecs.ndim != 2 or vecs.shape != want:
-        raise InvalidInput(f"the embedder returned shape {vecs.shape}, expected {want}")
-    return vecs
-
-
-def new_vectors(
-    embed: EmbedFn, texts: list[str], dims: int, new_dims: int
-) -> tuple[npt.NDArray[np.float32], int]:
-    """New vectors for ``texts`` (embedded, cut to the tier, zero where there is no text)
-    and how many texts were blank. Shared with the PostgreSQL re-embed."""
-    out = np.zeros((len(texts), dims), dtype=np.float32)
-    rows = [i for i, t in enumerate(texts) if t.strip()]
-    if rows:
-        out[rows] = _embed_rows(embed, [texts[i] for i in rows], dims)
-    if new_dims < dims:
-        return N.normalize_rows(np.ascontiguousarray(out[:, :new_dims])), len(texts) - len(rows)
-    return out, len(texts) - len(rows)
-
-
-def embed_rows(embed: EmbedFn, texts: list[str], dims: int | None) -> npt.NDArray[np.float32]:
-    return _embed_rows(embed, texts, dims)
-
-
 def _remove_indexes(index_dir: Path) -> None:
     """The saved graphs hold the old vectors; the daemon rebuilds them at start."""
     try:
@@ -175,7 +136,7 @@ def _remove_indexes(index_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def _txn(conn: sqlite3.Connection) -> Any:
+def _txn(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -186,97 +147,57 @@ def _txn(conn: sqlite3.Connection) -> Any:
     conn.execute("COMMIT")
 
 
-@dataclass(slots=True)
-class _Job:
-    conn: sqlite3.Connection
-    embed: EmbedFn
-    fingerprint: str
-    dims: int
-    batch: int
-    progress: Progress | None
-    model: str
-    blank: int = 0
+@dataclasses.dataclass(slots=True)
+class _Job(ReembedJob):
+    """A re-embed on the SQLite database (its primitives; the steps are ReembedJob's)."""
 
-    def run(self, started: float) -> ReembedStats:
-        conn = self.conn
-        meta = _meta(conn)
-        old_fp = meta.get("fingerprint", "")
-        resumed = self._begin(meta)
-        colls = conn.execute(
+    conn: sqlite3.Connection = dataclasses.field(kw_only=True)
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        return _txn(self.conn)
+
+    def meta(self) -> dict[str, str]:
+        return _meta(self.conn)
+
+    def set_meta(self, key: str, value: str) -> None:
+        _set_meta(self.conn, key, value)
+
+    def stage_exists(self) -> bool:
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (STAGE_TABLE,)
+            ).fetchone()
+        )
+
+    def create_stage(self) -> None:
+        self.conn.execute(CREATE_STAGE)
+
+    def discard_stage(self) -> None:
+        discard_stage(self.conn)
+
+    def vector_collections(self) -> list[tuple[int, str]]:
+        return self.conn.execute(
             "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
         ).fetchall()
-        for _cid, name in colls:
-            if N.dims_for_collection(name, self.dims) > self.dims:
-                raise InvalidInput(
-                    f"collection {name} needs {N.dims_for_collection(name, self.dims)} dims; "
-                    f"the model has {self.dims}"
-                )
-        done, total = staged_progress(conn)
-        for cid, name in colls:
-            done = self._stage_collection(cid, N.dims_for_collection(name, self.dims), done, total)
-        self._swap(colls)
-        return ReembedStats(
-            records=done,
-            collections=len(colls),
-            old_fingerprint=old_fp,
-            new_fingerprint=self.fingerprint,
-            embed_dims=self.dims,
-            resumed=resumed,
-            seconds=round(time.monotonic() - started, 3),
-            blank=self.blank,
+
+    def staged_progress(self) -> tuple[int, int]:
+        return staged_progress(self.conn)
+
+    def unstaged(self, cid: int, after: int, limit: int) -> list[tuple[int, str]]:
+        return self.conn.execute(
+            f"SELECT r.rid, r.text FROM records r LEFT JOIN {STAGE_TABLE} s "
+            "ON s.rid = r.rid WHERE r.cid = ? AND r.rid > ? AND s.rid IS NULL "
+            "ORDER BY r.rid LIMIT ?",
+            (cid, after, limit),
+        ).fetchall()
+
+    def insert_staged(self, rows: Sequence[tuple[int, F32s]]) -> None:
+        self.conn.executemany(
+            f"INSERT INTO {STAGE_TABLE} (rid, vector) VALUES (?, ?)",
+            [(rid, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for rid, v in rows],
         )
 
-    def _begin(self, meta: dict[str, str]) -> bool:
-        """Start a stage for this model, or resume this model's; True when resuming."""
-        same = meta.get(TARGET_KEY) == self.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
-            self.dims
-        )
-        with _txn(self.conn):
-            resumed = same and bool(
-                self.conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                    (STAGE_TABLE,),
-                ).fetchone()
-            )
-            if not resumed:  # another model's stage (or none): start afresh
-                discard_stage(self.conn)
-            self.conn.execute(CREATE_STAGE)
-            _set_meta(self.conn, TARGET_KEY, self.fingerprint)
-            _set_meta(self.conn, TARGET_DIMS_KEY, str(self.dims))
-            _set_meta(self.conn, TARGET_MODEL_KEY, self.model)
-        return resumed
-
-    def _stage_collection(self, cid: int, new_dims: int, done: int, total: int) -> int:
-        after = 0
-        while True:
-            rows = self.conn.execute(
-                f"SELECT r.rid, r.text FROM records r LEFT JOIN {STAGE_TABLE} s "
-                "ON s.rid = r.rid WHERE r.cid = ? AND r.rid > ? AND s.rid IS NULL "
-                "ORDER BY r.rid LIMIT ?",
-                (cid, after, self.batch),
-            ).fetchall()
-            if not rows:
-                return done
-            vecs = self._vectors([text for _rid, text in rows], new_dims)
-            with _txn(self.conn):
-                self.conn.executemany(
-                    f"INSERT INTO {STAGE_TABLE} (rid, vector) VALUES (?, ?)",
-                    [
-                        (rid, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                        for (rid, _t), v in zip(rows, vecs, strict=True)
-                    ],
-                )
-            after = rows[-1][0]
-            done += len(rows)
-            if self.progress is not None:
-                self.progress(done, total)
-
-    def _vectors(self, texts: list[str], new_dims: int) -> npt.NDArray[np.float32]:
-        vecs, blank = new_vectors(self.embed, texts, self.dims, new_dims)
-        self.blank += blank
-        return vecs
-
-    def _swap(self, colls: list[tuple[int, str]]) -> None:
+    def swap(self, colls: list[tuple[int, str]]) -> None:
         """One transaction: staged vectors into the records, the new model into meta."""
         conn = self.conn
         with _txn(conn):

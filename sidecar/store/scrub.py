@@ -30,7 +30,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -38,7 +40,6 @@ from sidecar.store.errors import StoreClosed, StoreError
 from sidecar.store.types import ScrubReport
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
     from sidecar.store.writer import Tx
 
 log = structlog.get_logger(__name__)
@@ -76,8 +77,8 @@ def truncate_job(tx: Tx) -> bool:
 class Scrubber:
     """The store's deletions since the last complete scrub, and the scrub itself."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, submit: Callable[[Callable[[Tx], bool], bool], Future[Any]]) -> None:
+        self._submit = submit  # a raw job on the writer thread (SqliteState._submit)
         self.deletions = 0  # moved by the writer thread after each commit that deleted
         self._scrubbed = 0  # ``deletions`` as of the last complete scrub
         self._deferred_since: float | None = None
@@ -130,7 +131,7 @@ class Scrubber:
         """True: done; False: try again; None: the store is closing (its close truncates
         the log itself)."""
         try:
-            return bool(self._store._submit(truncate_job, True).result())
+            return bool(self._submit(truncate_job, True).result())
         except StoreClosed:
             return None
         except StoreError as exc:  # a full or failing disk: the delete itself stands

@@ -3,15 +3,16 @@ hnswlib index otherwise, with the hits read back from SQLite."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.common import merge_searches
+from sidecar.store import reads as _reads
 from sidecar.store.errors import InvalidInput
 from sidecar.store.exact import F32, Candidate, top_candidates
 from sidecar.store.index import NeedScan, VectorIndex, decode_rows
@@ -26,15 +27,15 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.types import CollectionInfo, Hit, Record, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, ListQuery, Record, SearchFilter, TimeRange
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def _query_vector(store: Store, info: CollectionInfo, vector: Any) -> F32:
+def _query_vector(store: SqliteState, info: CollectionInfo, vector: Any) -> F32:
     return query_unit(info, vector)
 
 
@@ -68,22 +69,22 @@ def query_unit(info: CollectionInfo, vector: Any) -> F32:
     return unit
 
 
-def _ids_to_rids(store: Store, cid: int, ids: Iterable[str]) -> set[int]:
+def _ids_to_rids(store: SqliteState, cid: int, ids: Iterable[str]) -> set[int]:
     wanted = list(dict.fromkeys(ids))
     out: set[int] = set()
     for part in chunks(wanted):
         marks = ",".join("?" * len(part))
         out.update(
             r[0]
-            for r in store._read(
-                f"SELECT rid FROM records WHERE cid = ? AND id IN ({marks})", (cid, *part)
+            for r in _reads._read(
+                store, f"SELECT rid FROM records WHERE cid = ? AND id IN ({marks})", (cid, *part)
             )
         )
     return out
 
 
 def _allowed_rids(
-    store: Store,
+    store: SqliteState,
     cid: int,
     where: Mapping[str, Any] | None,
     time_range: TimeRange | None,
@@ -94,23 +95,27 @@ def _allowed_rids(
     if not post:
         return {
             r[0]
-            for r in store._read(f"SELECT rid FROM records WHERE cid = ?{clause}", (cid, *params))
+            for r in _reads._read(
+                store, f"SELECT rid FROM records WHERE cid = ?{clause}", (cid, *params)
+            )
         }
-    rows = store._read(f"SELECT rid, metadata FROM records WHERE cid = ?{clause}", (cid, *params))
+    rows = _reads._read(
+        store, f"SELECT rid, metadata FROM records WHERE cid = ?{clause}", (cid, *params)
+    )
     return {rid for rid, raw in rows if N.metadata_matches(decode_meta(raw), post)}
 
 
-def _index(store: Store, cid: int) -> VectorIndex | None:
+def _index(store: SqliteState, cid: int) -> VectorIndex | None:
     idx = store._indexes.get(cid)
     if idx is not None and not idx.loaded and not idx.broken:
-        idx.load_exact(store._fetch_rows)
+        idx.load_exact(functools.partial(_reads._fetch_rows, store))
         if store._indexer is not None:
             store._indexer.notify(cid)
     return idx
 
 
 def _scan(
-    store: Store,
+    store: SqliteState,
     info: CollectionInfo,
     q: F32,
     k: int,
@@ -120,7 +125,7 @@ def _scan(
     """Exact search straight from SQLite (broken index, k <= 0 on big collections)."""
     best: list[Candidate] = []
     after = 0
-    while rows := store._fetch_rows(info.cid, None, after, 20_000):
+    while rows := _reads._fetch_rows(store, info.cid, None, after, 20_000):
         after = rows[-1][0]
         keep = [r for r in rows if r[0] not in exclude and (allowed is None or r[0] in allowed)]
         if not keep:
@@ -133,27 +138,19 @@ def _scan(
     return best
 
 
-def search(
-    store: Store,
-    collection: str,
-    vector: Any,
-    k: int,
-    *,
-    exclude_ids: Iterable[str] = (),
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
+def search(store: SqliteState, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
     """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all.
 
     A missing collection gives ``[]``. Vectorless collections score every record 0.
     """
+    exclude_ids, where, time_range = f.exclude_ids, f.where, f.time_range
     store._guard()
     info = store._collections.get(collection)
     if info is None:
         return []
     excluded_ids = list(exclude_ids)
     if not info.has_vectors:
-        recs = store.list_records(collection, where=where, time_range=time_range)
+        recs = _reads.list_records(store, collection, ListQuery(where, time_range))
         if excluded_ids:
             ex = set(excluded_ids)
             recs = [r for r in recs if r.id not in ex]
@@ -171,13 +168,17 @@ def search(
         cands = _scan(store, info, q, k, exclude, allowed)
     else:
         try:
-            cands = idx.search(q, k, exclude, allowed, store._fetch_vectors)
+            cands = idx.search(
+                q, k, exclude, allowed, functools.partial(_reads._fetch_vectors, store)
+            )
         except NeedScan:
             cands = _scan(store, info, q, k, exclude, allowed)
     return _materialize(store, info, cands, k)
 
 
-def _materialize(store: Store, info: CollectionInfo, cands: list[Candidate], k: int) -> list[Hit]:
+def _materialize(
+    store: SqliteState, info: CollectionInfo, cands: list[Candidate], k: int
+) -> list[Hit]:
     """Hits (text, metadata from SQLite) for the top ``k`` candidates, score desc, id asc."""
     scores: dict[int, float] = {}
     for rid, score, _id in cands:
@@ -192,11 +193,11 @@ def _materialize(store: Store, info: CollectionInfo, cands: list[Candidate], k: 
     name = info.name
     rids = list(scores)
     if len(rids) <= SQL_MAX_VARS:
-        rows = store._read(hit_sql(len(rids)), rids)
+        rows = _reads._read(store, hit_sql(len(rids)), rids)
     else:
         rows = []
         for part in chunks(rids):
-            rows += store._read(hit_sql(len(part)), part)
+            rows += _reads._read(store, hit_sql(len(part)), part)
     hits: list[Hit] = []
     for rid, rec_id, text, meta, version, created, ts in rows:
         try:
@@ -204,7 +205,7 @@ def _materialize(store: Store, info: CollectionInfo, cands: list[Candidate], k: 
                 raise BadRecord("text is not UTF-8")
             decoded = record_meta(meta)
         except BadRecord as exc:
-            store._report_bad(name, str(rec_id), str(exc))
+            _reads._report_bad(store, name, str(rec_id), str(exc))
             continue
         hits.append(
             Hit(
@@ -233,21 +234,3 @@ def _hit(rec: Record, score: float) -> Hit:
         created_ms=rec.created_ms,
         ts_ms=rec.ts_ms,
     )
-
-
-def search_collections(
-    store: Store,
-    collections: Sequence[str],
-    vector: Any,
-    k: int,
-    *,
-    exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
-    """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-
-    def one(name: str, excl: Iterable[str]) -> list[Hit]:
-        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-
-    return merge_searches(collections, k, one, exclude_by_collection)

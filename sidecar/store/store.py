@@ -1,6 +1,9 @@
 """The store: SQLite source of truth, one writer thread, derived vector indexes.
 
-See docs/store.md for the design and the durability promise. Quick map:
+See docs/store.md for the design and the durability promise. :class:`Store` is the state
+its parts share (:class:`sidecar.store.sqlite_state.SqliteState`) plus the store core
+(:class:`sidecar.store.core.StoreCore`: the interface, and what both backends do alike);
+here each primitive and backend-specific operation is bound to its part. Quick map:
 
 * :meth:`Store.open` takes the directory lock, opens/migrates SQLite (WAL), checks the
   embedding fingerprint, loads the saved HNSW graphs and backfills newer records.
@@ -15,7 +18,7 @@ See docs/store.md for the design and the durability promise. Quick map:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import functools
 import itertools
 import os
 import sqlite3
@@ -24,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
@@ -38,46 +41,37 @@ from sidecar.store import reads as _reads
 from sidecar.store import search as _search
 from sidecar.store import time_reads as _time_reads
 from sidecar.store import tombstones as _tombstones
+from sidecar.store.core import StoreCore, check_dims
 from sidecar.store.errors import (
     InvalidInput,
     StorageUnavailable,
-    StoreClosed,
     StoreError,
 )
-from sidecar.store.exact import F32
 from sidecar.store.files import DB_NAME as DB_NAME
 from sidecar.store.files import INDEX_DIR as INDEX_DIR
 from sidecar.store.files import PROFILE_FILE as PROFILE_FILE
-from sidecar.store.files import now_ms, warn_if_shared
-from sidecar.store.index import AnnParams, Row, VectorIndex
+from sidecar.store.files import warn_if_shared
+from sidecar.store.indexer import Indexer
 from sidecar.store.interface import SessionLease
 from sidecar.store.lock import DirLock
-from sidecar.store.rows import (
-    lenient_text,
-)
 from sidecar.store.schema import SCHEMA_VERSION
-from sidecar.store.scrub import BUSY_TIMEOUT_MS, SECURE_DELETE, WAIT_S, Scrubber
-from sidecar.store.session_locks import LocalLocks
+from sidecar.store.scrub import WAIT_S
+from sidecar.store.sqlite_state import SqliteState
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
-    Delete,
-    DropCollection,
-    ExportStats,
     Hit,
-    ImportStats,
     IndexStatus,
+    ListQuery,
     Op,
     OpResult,
-    Patch,
-    Put,
     Record,
     ScrubReport,
+    SearchFilter,
     StorageBytes,
     TimeHistogram,
     TimeKey,
     TimeQuery,
-    TimeRange,
     TimeSpan,
 )
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
@@ -89,14 +83,13 @@ EmbedFn = Callable[[list[str]], Any]
 Progress = Callable[[int, int | None], None]
 
 
-class Store:
+class Store(SqliteState, StoreCore):
     """SQLite-backed record store with vector search. Create with :meth:`open`.
 
     Implements :class:`sidecar.store.interface.StoreBackend`."""
 
     backend = "sqlite"
-
-    _wconn: sqlite3.Connection  # the writer thread's connection (store/opening.py opens it)
+    schema_version = SCHEMA_VERSION
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -176,68 +169,22 @@ class Store:
     ) -> None:
         started = time.monotonic()
         self._shut = False
-        if embed_dims < 1:
-            raise InvalidInput("embed_dims must be >= 1")
+        ann_dims = check_dims(embed_dims, tiers, ann_dims)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise InvalidInput("synchronous must be FULL, NORMAL or EXTRA")
-        for t in tiers:
-            if not 1 < t < embed_dims:
-                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
-        if ann_dims is None:
-            ann_dims = max(tiers) if tiers else embed_dims
-        if not 1 < ann_dims <= embed_dims:
-            raise InvalidInput(f"ann_dims {ann_dims} must be between 2 and {embed_dims}")
-        self.data_dir = data_dir.expanduser().absolute()
-        self.embed_dims = embed_dims
-        self.fingerprint = fingerprint
-        self.model = model
-        self.tiers = tiers
-        self.ann_dims = ann_dims
-        # One source of defaults: a store opened without settings (benchmarks, tests,
-        # tools) builds the same graph as the daemon's.
-        s = settings if settings is not None else StoreSettings()
-        self.exact_threshold = exact_threshold if exact_threshold is not None else s.exact_threshold
-        self.rebuild_fraction = s.rebuild_deleted_fraction
-        self.checkpoint_idle_s = (
-            checkpoint_idle_s if checkpoint_idle_s is not None else s.checkpoint_idle_s
+        self._setup(
+            data_dir,
+            embed_dims=embed_dims,
+            fingerprint=fingerprint,
+            model=model,
+            tiers=tiers,
+            ann_dims=ann_dims,
+            settings=settings,
+            synchronous=synchronous,
+            index_threads=index_threads,
+            exact_threshold=exact_threshold,
+            checkpoint_idle_s=checkpoint_idle_s,
         )
-        self.params = AnnParams(
-            m=s.hnsw_m,
-            ef_construction=s.hnsw_ef_construction,
-            ef_search=s.hnsw_ef_search,
-            threads=index_threads,
-            oversample=s.oversample,
-        )
-        self._synchronous = synchronous.upper()
-        self._collections: dict[str, CollectionInfo] = {}
-        self._by_cid: dict[int, CollectionInfo] = {}
-        # (collection, id) -> why: records found damaged on read (skipped, reported once)
-        self.bad_records: dict[tuple[str, str], str] = {}
-        self._counts: dict[int, int] = {}
-        # cid -> collection version (collection_versions): one process owns the directory,
-        # so a clock in memory is enough; it starts past every version handed out before
-        self._versions: dict[int, int] = {}
-        self._vclock = itertools.count(1)
-        # cid -> records ever removed (collections.removals); the seq of the last commit
-        # applied in memory; both read with the versions under _state_lock
-        self._removals: dict[int, int] = {}
-        self._state_seq = 0
-        self._state_lock = threading.Lock()
-        self._session_locks = LocalLocks(str(self.data_dir))
-        self._indexes: dict[int, VectorIndex] = {}
-        self._seq = 0
-        self._applied_seq = 0
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
-        self._ckpt_lock = threading.Lock()
-        self._last_write = time.monotonic()
-        self._last_checkpoint = time.monotonic()
-        self._dirty_since_ckpt = False
-        self._stop_event = threading.Event()
-        self._indexer: _maintenance.Indexer | None = None
-        self._ticker: threading.Thread | None = None
-        self._scrubber = Scrubber(self)
 
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -249,10 +196,10 @@ class Store:
         self._lock = DirLock(self.data_dir)
         self._lock.acquire()
         try:
-            self._refuse_vanished_database()
+            _opening._refuse_vanished_database(self)
             try:
-                self._open_db(allow_mismatch, profile)
-                report = self._load_indexes()
+                _opening._open_db(self, allow_mismatch, profile)
+                report = _opening._load_indexes(self)
             except sqlite3.Error as exc:  # a damaged file shows up on any read
                 raise map_sqlite_error(exc, "open", str(self.db_path)) from exc
             self.open_report: dict[str, int] = report
@@ -267,7 +214,7 @@ class Store:
         self._writer = Writer(self)
         self._writer.start()
         if background:
-            self._indexer = _maintenance.Indexer(self)
+            self._indexer = Indexer(functools.partial(_maintenance._index_step, self))
             self._indexer.start()
             for cid in self._indexes:
                 self._indexer.notify(cid)
@@ -284,68 +231,6 @@ class Store:
             seconds=round(time.monotonic() - started, 3),
             **report,
         )
-
-    @property
-    def location(self) -> str:
-        return str(self.data_dir)
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / DB_NAME
-
-    @property
-    def index_dir(self) -> Path:
-        return self.data_dir / INDEX_DIR
-
-    def _connect(self, read_only: bool) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.db_path, isolation_level=None, check_same_thread=False, timeout=30.0
-        )
-        conn.text_factory = lenient_text
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute(SECURE_DELETE)  # deleted rows zeroed, not left in free space (scrub.py)
-        if read_only:
-            conn.execute("PRAGMA query_only = ON")
-        return conn
-
-    def _open_db(self, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
-        return _opening._open_db(self, allow_mismatch, profile)
-
-    def _check_fingerprint(self, meta: dict[str, str]) -> None:
-        """Refuse vectors of another model, naming what differs and the command that fixes it.
-
-        An unfinished ``libravdb reembed`` leaves a stage beside intact old vectors: the old
-        model may open the store (the stage is discarded, it would go stale with the next
-        write); the new model is refused until the re-embed is finished.
-        """
-        return _opening._check_fingerprint(self, meta)
-
-    @contextlib.contextmanager
-    def _txn(self, conn: sqlite3.Connection) -> Any:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def _ann_dims_for(self, dims: int) -> int:
-        return self.ann_dims if dims == self.embed_dims else dims
-
-    def _new_index(self, info: CollectionInfo) -> VectorIndex:
-        return VectorIndex(
-            info.cid, info.name, info.dims, self._ann_dims_for(info.dims), self.params
-        )
-
-    def _refuse_vanished_database(self) -> None:
-        """A data directory that held a store (its index directory, WAL or profile remain)
-        but lost ``store.sqlite3`` must not silently become a new, empty store."""
-        return _opening._refuse_vanished_database(self)
-
-    def _load_indexes(self) -> dict[str, int]:
-        """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
-        return _opening._load_indexes(self)
 
     def close(self) -> None:
         """Checkpoint (save graphs), stop the threads, close SQLite, release the lock."""
@@ -381,68 +266,13 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 wconn.close()
 
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    # ---- internals used by the writer ---------------------------------------------------
-
-    def _now_ms(self) -> int:
-        return now_ms()
-
-    def _alloc_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
-    def _persist_seq(self, conn: sqlite3.Connection) -> None:
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (str(self._seq),))
+    # ---- the writer thread's hook (writer.WriterHost) ------------------------------------
 
     def _after_commit(self, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
         """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
         return _commits._after_commit(self, txs, group)
 
-    def _mark_dirty(self, idx: VectorIndex, reason: str) -> None:
-        """Persist a dirty marker (repaired at the next checkpoint or start)."""
-        return _commits._mark_dirty(self, idx, reason)
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-
-    # ---- reads: connections and row access ----------------------------------------------
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return _reads._read(self, sql, params)
-
-    def _fetch_rows(self, cid: int, max_vseq: int | None, after: int, limit: int) -> list[Row]:
-        return _reads._fetch_rows(self, cid, max_vseq, after, limit)
-
-    def _live_upto(self, cid: int, seq: int) -> set[int]:
-        return _reads._live_upto(self, cid, seq)
-
-    def _tail_rows(self, cid: int, seq: int) -> list[Row]:
-        return _reads._tail_rows(self, cid, seq)
-
-    def _fetch_vectors(self, rids: Sequence[int]) -> dict[int, F32]:
-        return _reads._fetch_vectors(self, rids)
-
-    def _report_bad(self, collection: str, record_id: str, why: str) -> None:
-        return _reads._report_bad(self, collection, record_id, why)
-
-    _COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
-
     # ---- collections -------------------------------------------------------------------
-
-    def dims_for(self, name: str) -> int:
-        """Dimension a collection has (existing) or would get (new), by the naming rule."""
-        info = self._collections.get(name)
-        return info.dims if info else N.dims_for_collection(name, self.embed_dims)
 
     def collection(self, name: str) -> CollectionInfo | None:
         return self._collections.get(name)
@@ -487,32 +317,15 @@ class Store:
                 )
         return out
 
-    def _ensure_in_tx(self, tx: Tx, name: str) -> CollectionInfo:
-        return _commits._ensure_in_tx(self, tx, name)
-
-    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
-        return self.ensure_collections_future(names).result()
-
     def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
         wanted = [N.validate_collection(n) for n in names]
 
         def job(tx: Tx) -> list[CollectionInfo]:
-            return [self._ensure_in_tx(tx, n) for n in wanted]
+            return [_commits._ensure_in_tx(self, tx, n) for n in wanted]
 
         return self._submit(job)
 
     # ---- writes ------------------------------------------------------------------------
-
-    def _submit(self, fn: Callable[[Tx], Any], raw: bool = False) -> Future[Any]:
-        if self._closed:
-            fut: Future[Any] = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
-        return self._writer.submit(fn, raw)
-
-    @staticmethod
-    def _result(fut: Future[Any]) -> Any:
-        return fut.result()
 
     def _prepare(self, op: Op) -> Op:
         """Validate an operation in the caller's thread (cheap; nothing touches the DB)."""
@@ -520,19 +333,6 @@ class Store:
 
     def _apply_op(self, tx: Tx, op: Op) -> OpResult:
         return _ops._apply_op(self, tx, op)
-
-    _UPSERT = (
-        "INSERT INTO records (cid, id, text, metadata, vector, version, seq, vseq, "
-        "created_ms, updated_ms, ts_ms, session_key, marks) "
-        "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, COALESCE(?, ?), ?, ?) "
-        "ON CONFLICT (cid, id) DO UPDATE SET text = excluded.text, "
-        "metadata = excluded.metadata, vector = excluded.vector, version = version + 1, "
-        "seq = excluded.seq, "
-        "vseq = CASE WHEN vector IS excluded.vector THEN vseq ELSE excluded.seq END, "
-        "updated_ms = excluded.updated_ms, ts_ms = COALESCE(?, created_ms), "
-        "session_key = excluded.session_key, marks = excluded.marks "
-        "RETURNING rid, version, vseq"
-    )
 
     def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
         """Run ``ops`` atomically (all or nothing); see :meth:`write`."""
@@ -548,65 +348,10 @@ class Store:
 
         return self._submit(job)
 
-    def write(self, ops: Sequence[Op]) -> list[OpResult]:
-        """Apply ``ops`` in one transaction: every one or none (the error is raised)."""
-        return self._result(self.write_future(ops))  # type: ignore[no-any-return]
-
-    def put(
-        self,
-        collection: str,
-        record_id: str,
-        *,
-        text: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        vector: Any = None,
-        if_version: int | None = None,
-    ) -> OpResult:
-        """Upsert one record (version 1 when new, +1 otherwise); see :class:`Put`."""
-        op = Put(collection, record_id, text, metadata or {}, vector, if_version)
-        return self.write([op])[0]
-
-    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
-        return self.write(puts)
-
-    def patch(
-        self,
-        collection: str,
-        record_id: str,
-        metadata: Mapping[str, Any],
-        *,
-        text: str | None = None,
-        if_version: int | None = None,
-        bump_version: bool = True,
-        missing_ok: bool = False,
-    ) -> OpResult:
-        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
-        return self.write([op])[0]
-
-    def delete(self, collection: str, record_id: str) -> bool:
-        """Delete one record; False if it did not exist (never an error)."""
-        return self.write([Delete(collection, record_id)])[0].changed
-
-    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
-        """Delete records (idempotent, one transaction); returns how many existed."""
-        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
-
-    def drop_collections(self, names: Iterable[str]) -> int:
-        """Delete whole collections (one transaction); returns how many existed."""
-        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
-
     def increment_future(
         self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
     ) -> Future[int]:
-        """``metadata[key] += 1`` for each existing (collection, id); missing ones skipped.
-
-        Duplicate ids in one update count once. The version is not bumped (an access count
-        is bookkeeping, not an edit, so it never breaks a compare-and-swap).
-        """
         return _commits.increment_future(self, updates, key)
-
-    def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
-        return self._result(self.increment_future(updates, key))  # type: ignore[no-any-return]
 
     # ---- tombstones --------------------------------------------------------------------
 
@@ -640,44 +385,13 @@ class Store:
         """Existing records among ``ids``, in id order."""
         return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
 
-    def list_records(
-        self,
-        collection: str,
-        *,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-        limit: int | None = None,
-        after_id: str | None = None,
-        include_vectors: bool = False,
+    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
+        return _reads.list_records(self, collection, query)
+
+    def _changed_since(
+        self, collection: str, after: int, include_vectors: bool, limit: int | None
     ) -> list[Record]:
-        """Records of a collection in id order (byte order of UTF-8, like Go's sort).
-
-        ``where``: metadata equality (all pairs must match); ``after_id`` pages.
-        """
-        return _reads.list_records(
-            self,
-            collection,
-            where=where,
-            time_range=time_range,
-            limit=limit,
-            after_id=after_id,
-            include_vectors=include_vectors,
-        )
-
-    def iter_records(
-        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
-    ) -> Iterable[Record]:
-        """All records of a collection in id order, paged (for export and re-embedding)."""
-        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
-
-    def changed_since(
-        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
-    ) -> list[Record]:
-        """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-        ``records_cid_seq``); see :meth:`StoreBackend.changed_since`."""
-        return _reads.changed_since(
-            self, collection, seq, include_vectors=include_vectors, limit=limit
-        )
+        return _reads.changed_since(self, collection, after, include_vectors, limit)
 
     def count(self, collection: str) -> int:
         info = self._collections.get(collection)
@@ -735,45 +449,8 @@ class Store:
         return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
-
-    def search(
-        self,
-        collection: str,
-        vector: Any,
-        k: int,
-        *,
-        exclude_ids: Iterable[str] = (),
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all.
-
-        A missing collection gives ``[]``. Vectorless collections score every record 0.
-        """
-        return _search.search(
-            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
-        )
-
-    def search_collections(
-        self,
-        collections: Sequence[str],
-        vector: Any,
-        k: int,
-        *,
-        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-        return _search.search_collections(
-            self,
-            collections,
-            vector,
-            k,
-            exclude_by_collection=exclude_by_collection,
-            where=where,
-            time_range=time_range,
-        )
+    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
+        return _search.search(self, collection, vector, k, f)
 
     # ---- checkpoints and index maintenance ---------------------------------------------
 
@@ -814,42 +491,6 @@ class Store:
         already in the background."""
         return contextlib.nullcontext()
 
-    def _index_step(self, cid: int) -> bool:
-        return _maintenance._index_step(self, cid)
-
-    # ---- export / import / re-embed (see ndjson.py) ------------------------------------
-
-    def export_ndjson(
-        self,
-        out: TextIO,
-        *,
-        collections: Iterable[str] | None = None,
-        include_vectors: bool = True,
-        progress: Progress | None = None,
-    ) -> ExportStats:
-        from sidecar.store.ndjson import export_ndjson
-
-        return export_ndjson(
-            self,
-            out,
-            collections=collections,
-            include_vectors=include_vectors,
-            progress=progress,
-        )
-
-    def import_ndjson(
-        self,
-        src: Iterable[str],
-        *,
-        embed: EmbedFn | None = None,
-        progress: Progress | None = None,
-        batch: int = 256,
-        skip: Callable[[str, str, dict[str, Any]], bool] | None = None,
-    ) -> ImportStats:
-        from sidecar.store.ndjson import import_ndjson
-
-        return import_ndjson(self, src, embed=embed, progress=progress, batch=batch, skip=skip)
-
     def storage_bytes(self) -> StorageBytes:
         return _maintenance.storage_bytes(self)
 
@@ -866,13 +507,3 @@ class Store:
 
     def try_session_lock(self, key: str) -> SessionLease | None:
         return self._session_locks.try_acquire(key)
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "collections": len(self._collections),
-            "records": self.total_records(),
-            "seq": self._applied_seq,
-            "schema": SCHEMA_VERSION,
-            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
-        }

@@ -20,14 +20,13 @@ from sidecar.store.rows import chunks
 from sidecar.store.types import Record, TimeHistogram, TimeKey, TimeQuery, TimeSpan
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 TIME_INDEX = "records_cid_time"
 SESSION_INDEX = "records_cid_session_time"
-_COLS = "rid, id, text, metadata, version, created_ms, updated_ms, ts_ms, seq"
 
 
-def _cids(store: Store, names: Iterable[str]) -> dict[str, int]:
+def _cids(store: SqliteState, names: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name in names:
         info = store._collections.get(name)
@@ -50,7 +49,7 @@ def _scope(session: str | None, marks: int) -> tuple[str, list[Any], str]:
 
 
 def list_by_time(
-    store: Store, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+    store: SqliteState, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
 ) -> list[Record]:
     store._guard()
     limit = by_time.check_limit(limit)
@@ -72,7 +71,7 @@ def list_by_time(
     for r in plan.ranges:
         rows = _reads._read(
             store,
-            f"SELECT {_COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
+            f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
             "AND ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id LIMIT ?",
             (cids[r.collection], *args, r.lower, r.upper, limit),
         )
@@ -81,7 +80,7 @@ def list_by_time(
         t = plan.tie
         rows = _reads._read(
             store,
-            f"SELECT {_COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
+            f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
             "AND ts_ms = ? AND id > ? ORDER BY id LIMIT ?",
             (cids[t.collection], *args, t.ts_ms, t.after_id, limit),
         )
@@ -89,7 +88,7 @@ def list_by_time(
     return by_time.merge(found, limit)
 
 
-def count_by_time(store: Store, query: TimeQuery) -> int:
+def count_by_time(store: SqliteState, query: TimeQuery) -> int:
     store._guard()
     checked = by_time.check_query(query)
     if checked is None:
@@ -107,7 +106,7 @@ def count_by_time(store: Store, query: TimeQuery) -> int:
     return total
 
 
-def time_spans(store: Store, collections: Sequence[str]) -> dict[str, TimeSpan]:
+def time_spans(store: SqliteState, collections: Sequence[str]) -> dict[str, TimeSpan]:
     """Counts from the store's per-collection counters, the first and last time from two
     index seeks per collection (one statement): O(collections), whatever their sizes."""
     store._guard()
@@ -131,7 +130,7 @@ def time_spans(store: Store, collections: Sequence[str]) -> dict[str, TimeSpan]:
 
 
 def time_histogram(
-    store: Store, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
+    store: SqliteState, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
 ) -> TimeHistogram:
     store._guard()
     width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
@@ -161,7 +160,7 @@ def time_histogram(
     return TimeHistogram(dict(sorted(buckets.items())), outside, first, last)
 
 
-def session_keys(store: Store, collection: str) -> list[str]:
+def session_keys(store: SqliteState, collection: str) -> list[str]:
     """The distinct session keys of a collection's records, sorted (byte order): one index
     seek per session (a loose scan of ``records_cid_session_time``)."""
     store._guard()

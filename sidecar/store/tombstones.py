@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from sidecar.store import reads as _reads
 from sidecar.store.rows import chunks
 from sidecar.store.writer import Tx
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from sidecar.store.sqlite_state import SqliteState
 
 log = structlog.get_logger(__name__)
 
 
-def add_tombstones(store: Store, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+def add_tombstones(
+    store: SqliteState, namespace: str, keys: Iterable[str], reason: str = ""
+) -> int:
     items = [str(k) for k in keys]
 
     def job(tx: Tx) -> int:
@@ -31,7 +34,7 @@ def add_tombstones(store: Store, namespace: str, keys: Iterable[str], reason: st
     return store._result(store._submit(job))  # type: ignore[no-any-return]
 
 
-def remove_tombstones(store: Store, namespace: str, keys: Iterable[str] | None = None) -> int:
+def remove_tombstones(store: SqliteState, namespace: str, keys: Iterable[str] | None = None) -> int:
     items = None if keys is None else [str(k) for k in keys]
 
     def job(tx: Tx) -> int:
@@ -49,14 +52,15 @@ def remove_tombstones(store: Store, namespace: str, keys: Iterable[str] | None =
     return store._result(store._submit(job))  # type: ignore[no-any-return]
 
 
-def tombstoned(store: Store, namespace: str, keys: Iterable[str]) -> set[str]:
+def tombstoned(store: SqliteState, namespace: str, keys: Iterable[str]) -> set[str]:
     items = list(dict.fromkeys(str(k) for k in keys))
     out: set[str] = set()
     for part in chunks(items):
         marks = ",".join("?" * len(part))
         out.update(
             r[0]
-            for r in store._read(
+            for r in _reads._read(
+                store,
                 f"SELECT key FROM tombstones WHERE namespace = ? AND key IN ({marks})",
                 (namespace, *part),
             )
@@ -64,25 +68,29 @@ def tombstoned(store: Store, namespace: str, keys: Iterable[str]) -> set[str]:
     return out
 
 
-def tombstoned_anywhere(store: Store, keys: Iterable[str]) -> set[str]:
+def tombstoned_anywhere(store: SqliteState, keys: Iterable[str]) -> set[str]:
     """The keys among ``keys`` tombstoned under any namespace."""
     items = list(dict.fromkeys(str(k) for k in keys))
     out: set[str] = set()
     for part in chunks(items):
         marks = ",".join("?" * len(part))
         out.update(
-            r[0] for r in store._read(f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
+            r[0]
+            for r in _reads._read(store, f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
         )
     return out
 
 
-def list_tombstones(store: Store, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
+def list_tombstones(
+    store: SqliteState, namespace: str | None = None
+) -> list[tuple[str, str, str, int]]:
     """(namespace, key, reason, created_ms) sorted by namespace, key."""
     if namespace is None:
-        return store._read(
-            "SELECT namespace, key, reason, created_ms FROM tombstones ORDER BY 1, 2"
+        return _reads._read(
+            store, "SELECT namespace, key, reason, created_ms FROM tombstones ORDER BY 1, 2"
         )
-    return store._read(
+    return _reads._read(
+        store,
         "SELECT namespace, key, reason, created_ms FROM tombstones WHERE namespace = ? "
         "ORDER BY key",
         (namespace,),

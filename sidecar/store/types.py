@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,3 +265,23 @@ class ScrubReport:
 
 
 Names = Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """What ``list_records`` was asked for, as the backends' primitive receives it."""
+
+    where: Mapping[str, Any] | None = None
+    time_range: TimeRange | None = None
+    limit: int | None = None
+    after_id: str | None = None
+    include_vectors: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """What narrows a ``search``, as the backends' primitive receives it."""
+
+    exclude_ids: Iterable[str] = ()
+    where: Mapping[str, Any] | None = None
+    time_range: TimeRange | None = None

@@ -17,15 +17,32 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
 
 if TYPE_CHECKING:
-    from sidecar.store.store import Store
+    from collections.abc import Mapping
+
     from sidecar.store.types import CollectionInfo
+
+
+class WriterHost(Protocol):
+    """What the writer thread needs of its store (``Store`` is one)."""
+
+    _wconn: sqlite3.Connection
+    _collections: dict[str, CollectionInfo]
+
+    def _now_ms(self) -> int: ...
+
+    def _alloc_seq(self) -> int: ...
+
+    def _persist_seq(self, conn: sqlite3.Connection) -> None: ...
+
+    def _after_commit(self, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None: ...
+
 
 log = structlog.get_logger(__name__)
 
@@ -83,7 +100,7 @@ class Effect:
 class Tx:
     """What a job sees: the connection, a seq allocator and the effect log."""
 
-    store: Store
+    store: WriterHost
     conn: sqlite3.Connection
     group: dict[str, CollectionInfo | None]
     now_ms: int
@@ -145,7 +162,7 @@ class _Group:
 
 
 class Writer(threading.Thread):
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: WriterHost) -> None:
         super().__init__(name="libravdb-store-writer", daemon=True)
         self.store = store
         self.queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()

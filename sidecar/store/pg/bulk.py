@@ -6,7 +6,7 @@ collections) ran at about 12 700 records/s until the first collection crossed th
 threshold and its index was built, then fell to about 335 records/s. Building a graph once
 over rows already there is much cheaper than growing it one insert at a time.
 
-So :meth:`PgStore.bulk_load` holds, on a connection of its own, the per-collection index
+So :meth:`PgState.bulk_load` holds, on a connection of its own, the per-collection index
 advisory lock (``LOCK_INDEX``, the one every daemon's indexer tries before a build) of each
 collection the load grows past half the exact threshold (below that no index is wanted, and
 every held advisory lock takes a slot of the server's shared lock table: ten thousand small
@@ -38,7 +38,7 @@ from sidecar.store.pg import indexes as _indexes
 from sidecar.store.pg.conn import LOCK_INDEX
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 log = structlog.get_logger(__name__)
 
@@ -69,7 +69,7 @@ class BulkLoad:
     index locks, and those collections. One per store at a time (nested and concurrent
     ``bulk_load`` blocks share it; the last to exit builds)."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgState) -> None:
         self.store = store
         self.conn: psycopg.Connection[Any] | None = None
         self.held: set[int] = set()

@@ -31,7 +31,7 @@ from sidecar.store.pg.conn import LOCK_INDEX, SCHEMA
 from sidecar.store.types import IndexStatus
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +41,7 @@ BUILD_MEMORY = "512MB"
 POLL_S = 5.0
 
 
-def ann_dims_for(store: PgStore, dims: int) -> int:
+def ann_dims_for(store: PgState, dims: int) -> int:
     return store.ann_dims if dims == store.embed_dims else dims
 
 
@@ -66,7 +66,7 @@ _INDEXES = (
 class Plan:
     """What the indexes should become, from the collections and the indexes that exist."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgState) -> None:
         colls = store.db.read(_STATE)
         existing = {name: bool(valid) for name, valid in store.db.read(_INDEXES)}
         self.status: list[IndexStatus] = []
@@ -110,7 +110,7 @@ def _index_lock(conn: psycopg.Connection[Any], cid: int) -> bool:
     return bool(row and row[0])
 
 
-def build(store: PgStore, cid: int, dims: int, ann: int) -> bool:
+def build(store: PgState, cid: int, dims: int, ann: int) -> bool:
     """Build one collection's index (concurrently); False if another daemon is on it."""
     with store.db.connect() as conn:
         if not _index_lock(conn, cid):
@@ -120,7 +120,7 @@ def build(store: PgStore, cid: int, dims: int, ann: int) -> bool:
 
 
 def build_on(
-    store: PgStore,
+    store: PgState,
     conn: psycopg.Connection[Any],
     cid: int,
     dims: int,
@@ -152,7 +152,7 @@ def build_on(
     conn.execute("ANALYZE records")  # built from integers only
 
 
-def drop(store: PgStore, name: str) -> bool:
+def drop(store: PgState, name: str) -> bool:
     m = _NAME.match(name)
     if m is None:
         return False
@@ -164,7 +164,7 @@ def drop(store: PgStore, name: str) -> bool:
     return True
 
 
-def run_index_work(store: PgStore) -> int:
+def run_index_work(store: PgState) -> int:
     """Carry out the current plan in the calling thread; returns the steps done."""
     plan = Plan(store)
     store._indexed = plan.indexed
@@ -181,7 +181,7 @@ class PgIndexer(threading.Thread):
     every :data:`POLL_S` (other daemons' writes count too); re-takes the store's presence
     lock if its connection was lost."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgState) -> None:
         super().__init__(name="libravdb-pg-indexer", daemon=True)
         self.store = store
         self._wake = threading.Event()

@@ -12,22 +12,22 @@ import structlog
 from psycopg import sql
 
 from sidecar.config import scrub
-from sidecar.store.common import meta_writes
-from sidecar.store.errors import FingerprintMismatch, StorageUnavailable, UnfinishedReembed
+from sidecar.store.common import STAGE_DISCARDED, check_fingerprint, meta_writes
+from sidecar.store.errors import StorageUnavailable
 from sidecar.store.pg.conn import SCHEMA, Db, map_pg_error
 from sidecar.store.pg.reembed import discard_stage, staged_progress
 from sidecar.store.pg.schema import SCHEMA_VERSION, lock_migrations, migrate
-from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
+from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 log = structlog.get_logger(__name__)
 
 Conn = psycopg.Connection[Any]
 
 
-def open_db(store: PgStore, url: str, *, pool_size: int, timeout: float) -> Db:
+def open_db(store: PgState, url: str, *, pool_size: int, timeout: float) -> Db:
     """Migrate the database and return the store's pool (configured for its sessions)."""
     where = store.location
     try:
@@ -87,7 +87,7 @@ def _server_facts(conn: Conn) -> tuple[str, int, str]:
     return str(row[0]), int(row[1]), str(got[0]) if got else "on"
 
 
-def check_meta(store: PgStore, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+def check_meta(store: PgState, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
     """Refuse another model's vectors (as the SQLite store does); record this model."""
 
     def run(conn: Conn) -> None:
@@ -112,33 +112,20 @@ def check_meta(store: PgStore, allow_mismatch: bool, profile: Mapping[str, Any] 
     store.db.transact(run, "open")
 
 
-def _check_fingerprint(store: PgStore, conn: Conn, meta: dict[str, str]) -> None:
-    stored = meta.get("fingerprint", "")
+def _check_fingerprint(store: PgState, conn: Conn, meta: dict[str, str]) -> None:
     target = meta.get(TARGET_KEY, "")
     where = store.location
-    if target and store.fingerprint == target and target != stored:
-        done, total = staged_progress(conn)
-        raise UnfinishedReembed(
-            where,
-            store.model or meta.get(TARGET_MODEL_KEY, ""),
-            target,
-            done=done,
-            total=total,
-        )
-    if store.fingerprint and stored and stored != store.fingerprint:
-        raise FingerprintMismatch(
-            where,
-            stored,
-            store.fingerprint,
-            stored_model=meta.get("model", ""),
-            current_model=store.model,
-            pending_target=target,
-        )
+    check_fingerprint(
+        meta,
+        fingerprint=store.fingerprint,
+        model=store.model,
+        where=where,
+        progress=lambda: staged_progress(conn),
+    )
     if target and TARGET_DIMS_KEY in meta:
         discard_stage(conn)
         log.warning(
             "store.reembed_discarded",
             database=where,
-            reason="opened by the model the store was written with; the unfinished "
-            "re-embed's staged vectors were dropped (its records were untouched)",
+            reason=STAGE_DISCARDED,
         )

@@ -10,16 +10,15 @@ the server (which would refuse the parameter) — as a lookup in the SQLite stor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
-from sidecar.store.common import check_changed_since, iter_pages
 from sidecar.store.pg.codec import COLS, record, where_sql
-from sidecar.store.types import CollectionInfo, CollectionState, Record, TimeRange
+from sidecar.store.types import CollectionInfo, CollectionState, ListQuery, Record
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 COLL = "SELECT cid, name, dims, kind, created_ms FROM collections"
 BY_NAME = "r.cid = (SELECT cid FROM collections WHERE name = %s)"
@@ -39,7 +38,7 @@ def info(row: Any) -> CollectionInfo:
     return CollectionInfo(name, cid, dims, kind, created)
 
 
-def collection(store: PgStore, name: str) -> CollectionInfo | None:
+def collection(store: PgState, name: str) -> CollectionInfo | None:
     if nul(name):
         return None
     rows = store.db.read(COLL + " WHERE name = %s", (name,))
@@ -47,7 +46,7 @@ def collection(store: PgStore, name: str) -> CollectionInfo | None:
 
 
 def collections(
-    store: PgStore, *, prefix: str | None = None, namespace: str | None = None
+    store: PgState, *, prefix: str | None = None, namespace: str | None = None
 ) -> list[CollectionInfo]:
     if nul(prefix, namespace):
         return []
@@ -61,12 +60,12 @@ def collections(
     return [info(r) for r in store.db.read(sql + " ORDER BY name", params)]
 
 
-def dims_for(store: PgStore, name: str) -> int:
+def dims_for(store: PgState, name: str) -> int:
     found = collection(store, name)
     return found.dims if found else N.dims_for_collection(name, store.embed_dims)
 
 
-def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
+def collection_versions(store: PgState, names: Iterable[str]) -> dict[str, int]:
     wanted = list(dict.fromkeys(names))
     query = storable(wanted)
     rows = store.db.read("SELECT name, version FROM collections WHERE name = ANY(%s)", (query,))
@@ -74,7 +73,7 @@ def collection_versions(store: PgStore, names: Iterable[str]) -> dict[str, int]:
     return {n: int(found.get(n, 0)) for n in wanted}
 
 
-def collection_states(store: PgStore, names: Iterable[str]) -> dict[str, CollectionState]:
+def collection_states(store: PgState, names: Iterable[str]) -> dict[str, CollectionState]:
     """One query for every name. ``max_seq`` is the collection's version: writes take it
     last, under the collection row's lock, above every seq they leave (schema ``_FINISH``)."""
     wanted = list(dict.fromkeys(names))
@@ -91,30 +90,30 @@ def collection_states(store: PgStore, names: Iterable[str]) -> dict[str, Collect
 # ---- counts --------------------------------------------------------------------------------
 
 
-def _sum(store: PgStore, where: str, params: list[Any]) -> int:
+def _sum(store: PgState, where: str, params: list[Any]) -> int:
     if nul(*params):
         return 0
     rows = store.db.read(f"SELECT coalesce(sum(n_records), 0) FROM collections{where}", params)
     return int(rows[0][0])
 
 
-def count(store: PgStore, name: str) -> int:
+def count(store: PgState, name: str) -> int:
     return _sum(store, " WHERE name = %s", [name])
 
 
-def count_prefix(store: PgStore, prefix: str) -> int:
+def count_prefix(store: PgState, prefix: str) -> int:
     return _sum(store, " WHERE starts_with(name, %s)", [prefix])
 
 
-def count_namespace(store: PgStore, namespace: str) -> int:
+def count_namespace(store: PgState, namespace: str) -> int:
     return _sum(store, " WHERE name = %s OR starts_with(name, %s)", [namespace, namespace + ":"])
 
 
-def total_records(store: PgStore) -> int:
+def total_records(store: PgState) -> int:
     return _sum(store, "", [])
 
 
-def max_seq(store: PgStore) -> int:
+def max_seq(store: PgState) -> int:
     rows = store.db.read("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM seq")
     return int(rows[0][0])
 
@@ -127,7 +126,7 @@ def _cols(with_vector: bool) -> str:
 
 
 def get(
-    store: PgStore, collection: str, record_id: str, *, include_vector: bool = False
+    store: PgState, collection: str, record_id: str, *, include_vector: bool = False
 ) -> Record | None:
     store._guard()
     if nul(collection, record_id):
@@ -141,7 +140,7 @@ def get(
 
 
 def get_many(
-    store: PgStore, collection: str, ids: Iterable[str], *, include_vectors: bool = False
+    store: PgState, collection: str, ids: Iterable[str], *, include_vectors: bool = False
 ) -> list[Record]:
     """Existing records among ``ids``, in id order."""
     store._guard()
@@ -157,17 +156,10 @@ def get_many(
     return [record(collection, row, include_vectors) for row in rows]
 
 
-def list_records(
-    store: PgStore,
-    collection: str,
-    *,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-    limit: int | None = None,
-    after_id: str | None = None,
-    include_vectors: bool = False,
-) -> list[Record]:
+def list_records(store: PgState, collection: str, q: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order), filtered in SQL."""
+    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
+    include_vectors = q.include_vectors
     store._guard()
     if nul(collection):
         return []
@@ -191,31 +183,12 @@ def list_records(
     return out
 
 
-def iter_records(
-    store: PgStore, collection: str, *, include_vectors: bool = True, batch: int = 1000
-) -> Iterable[Record]:
-    """All records of a collection in id order, paged (for export and re-embedding)."""
-
-    def page(after: str | None, limit: int) -> list[Record]:
-        return list_records(
-            store, collection, after_id=after, limit=limit, include_vectors=include_vectors
-        )
-
-    return iter_pages(page, batch)
-
-
 def changed_since(
-    store: PgStore,
-    collection: str,
-    seq: int,
-    *,
-    include_vectors: bool = True,
-    limit: int | None = None,
+    store: PgState, collection: str, after: int, include_vectors: bool, limit: int | None
 ) -> list[Record]:
-    """Records whose ``seq`` is greater than ``seq``, in ``seq`` order (index
-    ``records_cid_seq``: a range of the collection's entries, O(changes))."""
-    store._guard()
-    after, limit = check_changed_since(seq, limit)
+    """Records whose ``seq`` is greater than ``after``, in ``seq`` order (index
+    ``records_cid_seq``: a range of the collection's entries, O(changes)); the arguments
+    are checked (``StoreCore.changed_since``)."""
     if nul(collection):
         return []
     sql = f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.seq > %s "
@@ -231,7 +204,7 @@ def changed_since(
 # ---- tombstones ------------------------------------------------------------------------------
 
 
-def tombstoned(store: PgStore, namespace: str, keys: Iterable[str]) -> set[str]:
+def tombstoned(store: PgState, namespace: str, keys: Iterable[str]) -> set[str]:
     items = storable(str(k) for k in keys)
     if not items or nul(namespace):
         return set()
@@ -241,7 +214,7 @@ def tombstoned(store: PgStore, namespace: str, keys: Iterable[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
-def tombstoned_anywhere(store: PgStore, keys: Iterable[str]) -> set[str]:
+def tombstoned_anywhere(store: PgState, keys: Iterable[str]) -> set[str]:
     items = storable(str(k) for k in keys)
     if not items:
         return set()
@@ -249,7 +222,7 @@ def tombstoned_anywhere(store: PgStore, keys: Iterable[str]) -> set[str]:
 
 
 def list_tombstones(
-    store: PgStore, namespace: str | None = None
+    store: PgState, namespace: str | None = None
 ) -> list[tuple[str, str, str, int]]:
     """(namespace, key, reason, created_ms) sorted by namespace, key."""
     sql = "SELECT namespace, key, reason, created_ms FROM tombstones"

@@ -12,8 +12,10 @@ starts while it runs (``locks.py``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,11 +23,18 @@ import psycopg
 import structlog
 
 from sidecar.store import names as N
-from sidecar.store.errors import InvalidInput
 from sidecar.store.pg.conn import LOCK_PRESENCE, SCHEMA, map_pg_error, redact, register_vector
 from sidecar.store.pg.locks import DatabaseInUse, holders
 from sidecar.store.pg.schema import migrate
-from sidecar.store.reembed import EmbedFn, Progress, ReembedStats, embed_rows, new_vectors
+from sidecar.store.reembed_job import (
+    EmbedFn,
+    F32s,
+    Progress,
+    ReembedJob,
+    ReembedStats,
+    check_options,
+    probe_dims,
+)
 from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
 
 log = structlog.get_logger(__name__)
@@ -80,12 +89,8 @@ def reembed(
     :func:`sidecar.store.reembed.reembed`, whose arguments these are)."""
     started = time.monotonic()
     where = redact(url)
-    if not fingerprint:
-        raise InvalidInput("reembed needs the current model's fingerprint")
-    if batch < 1:
-        raise InvalidInput("batch must be >= 1")
-    if embed_dims is None:
-        embed_dims = int(embed_rows(embed, ["dimension probe"], None).shape[1])
+    check_options(fingerprint, batch)
+    embed_dims = probe_dims(embed, embed_dims)
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             migrate(conn)
@@ -94,7 +99,7 @@ def reembed(
             oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
             assert oid is not None
             register_vector(conn, int(oid[0]))
-            job = _Job(conn, embed, fingerprint, embed_dims, batch, progress, model)
+            job = _Job(embed, fingerprint, embed_dims, batch, progress, model, conn=conn)
             stats = job.run(started)
     except psycopg.Error as exc:
         raise map_pg_error(exc, "re-embed", where) from exc
@@ -114,89 +119,58 @@ def _take_database(conn: Conn, where: str) -> None:
 
 
 @dataclasses.dataclass(slots=True)
-class _Job:
-    conn: Conn
-    embed: EmbedFn
-    fingerprint: str
-    dims: int
-    batch: int
-    progress: Progress | None
-    model: str
-    blank: int = 0
+class _Job(ReembedJob):
+    """A re-embed in the PostgreSQL database (its primitives; the steps are ReembedJob's)."""
 
-    def run(self, started: float) -> ReembedStats:
-        meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
-        resumed = self._begin(meta)
-        colls = self.conn.execute(
+    conn: Conn = dataclasses.field(kw_only=True)
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        return self.conn.transaction()
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, key: str, value: str) -> None:
+        _set_meta(self.conn, key, value)
+
+    def stage_exists(self) -> bool:
+        row = self.conn.execute("SELECT to_regclass(%s)", (STAGE,)).fetchone()
+        return row is not None and row[0] is not None
+
+    def create_stage(self) -> None:
+        self.conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {STAGE} "
+            "(rid bigint PRIMARY KEY, embedding vector NOT NULL)"
+        )
+
+    def discard_stage(self) -> None:
+        discard_stage(self.conn)
+
+    def vector_collections(self) -> list[tuple[int, str]]:
+        return self.conn.execute(
             "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
         ).fetchall()
-        for _cid, name in colls:
-            if N.dims_for_collection(name, self.dims) > self.dims:
-                raise InvalidInput(
-                    f"collection {name} needs {N.dims_for_collection(name, self.dims)} dims; "
-                    f"the model has {self.dims}"
-                )
-        done, total = staged_progress(self.conn)
-        for cid, name in colls:
-            done = self._stage(cid, N.dims_for_collection(name, self.dims), done, total)
-        self._swap(colls)
-        return ReembedStats(
-            records=done,
-            collections=len(colls),
-            old_fingerprint=meta.get("fingerprint", ""),
-            new_fingerprint=self.fingerprint,
-            embed_dims=self.dims,
-            resumed=resumed,
-            seconds=round(time.monotonic() - started, 3),
-            blank=self.blank,
-        )
 
-    def _begin(self, meta: dict[str, str]) -> bool:
-        same = meta.get(TARGET_KEY) == self.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
-            self.dims
-        )
-        with self.conn.transaction():
-            row = self.conn.execute("SELECT to_regclass(%s)", (STAGE,)).fetchone()
-            resumed = same and row is not None and row[0] is not None
-            if not resumed:
-                discard_stage(self.conn)
-            self.conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {STAGE} "
-                "(rid bigint PRIMARY KEY, embedding vector NOT NULL)"
+    def staged_progress(self) -> tuple[int, int]:
+        return staged_progress(self.conn)
+
+    def unstaged(self, cid: int, after: int, limit: int) -> list[tuple[int, str]]:
+        rows = self.conn.execute(
+            f"SELECT r.rid, r.text, r.text_raw FROM records r LEFT JOIN {STAGE} s "
+            "ON s.rid = r.rid WHERE r.cid = %s AND r.rid > %s AND s.rid IS NULL "
+            "ORDER BY r.rid LIMIT %s",
+            (cid, after, limit),
+        ).fetchall()
+        return [(rid, t if raw is None else bytes(raw).decode()) for rid, t, raw in rows]
+
+    def insert_staged(self, rows: Sequence[tuple[int, F32s]]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {STAGE} (rid, embedding) VALUES (%s, %s)",
+                [(rid, np.ascontiguousarray(v, dtype=np.float32)) for rid, v in rows],
             )
-            _set_meta(self.conn, TARGET_KEY, self.fingerprint)
-            _set_meta(self.conn, TARGET_DIMS_KEY, str(self.dims))
-            _set_meta(self.conn, TARGET_MODEL_KEY, self.model)
-        return resumed
 
-    def _stage(self, cid: int, new_dims: int, done: int, total: int) -> int:
-        after = 0
-        while True:
-            rows = self.conn.execute(
-                f"SELECT r.rid, r.text, r.text_raw FROM records r LEFT JOIN {STAGE} s "
-                "ON s.rid = r.rid WHERE r.cid = %s AND r.rid > %s AND s.rid IS NULL "
-                "ORDER BY r.rid LIMIT %s",
-                (cid, after, self.batch),
-            ).fetchall()
-            if not rows:
-                return done
-            texts = [t if raw is None else bytes(raw).decode() for _r, t, raw in rows]
-            vecs, blank = new_vectors(self.embed, texts, self.dims, new_dims)
-            self.blank += blank
-            with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO {STAGE} (rid, embedding) VALUES (%s, %s)",
-                    [
-                        (row[0], np.ascontiguousarray(v, dtype=np.float32))
-                        for row, v in zip(rows, vecs, strict=True)
-                    ],
-                )
-            after = rows[-1][0]
-            done += len(rows)
-            if self.progress is not None:
-                self.progress(done, total)
-
-    def _swap(self, colls: list[tuple[int, str]]) -> None:
+    def swap(self, colls: list[tuple[int, str]]) -> None:
         """One transaction: staged vectors into the records, the new model into meta."""
         conn = self.conn
         with conn.transaction():

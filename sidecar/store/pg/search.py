@@ -18,22 +18,22 @@ gives NaN for it); ties break by id in byte order: the SQLite store's order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sidecar.store import names as N
-from sidecar.store.common import merge_searches
 from sidecar.store.index import EXACT_POOL_LIMIT, scaled_ef
+from sidecar.store.pg import reads as _reads
 from sidecar.store.pg.codec import COLS, hit, where_sql
 from sidecar.store.pg.indexes import ann_dims_for, ann_expr
 from sidecar.store.pg.reads import info, nul, storable
 from sidecar.store.search import query_unit
-from sidecar.store.types import CollectionInfo, Hit, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, ListQuery, SearchFilter, TimeRange
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 # A filtered search whose filter leaves at most this many records is scored exactly.
 SMALL_SET = EXACT_POOL_LIMIT
@@ -59,17 +59,9 @@ def _score(value: Any) -> float:
     return -1.0 if s < -1.0 else (1.0 if s > 1.0 else s)
 
 
-def search(
-    store: PgStore,
-    collection: str,
-    vector: Any,
-    k: int,
-    *,
-    exclude_ids: Iterable[str] = (),
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
+def search(store: PgState, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
     """Top ``k`` records by cosine similarity (score desc, id asc); ``k <= 0`` = all."""
+    exclude_ids, where, time_range = f.exclude_ids, f.where, f.time_range
     store._guard()
     if nul(collection):
         return []
@@ -101,7 +93,7 @@ def search(
 
 
 def _unscored(
-    store: PgStore,
+    store: PgState,
     collection: str,
     k: int,
     excluded: Sequence[str],
@@ -109,7 +101,7 @@ def _unscored(
     time_range: TimeRange | None,
 ) -> list[Hit]:
     """Vectorless collections and zero queries: score 0 for all, so id order."""
-    recs = store.list_records(collection, where=where, time_range=time_range)
+    recs = _reads.list_records(store, collection, ListQuery(where, time_range))
     if excluded:
         ex = set(excluded)
         recs = [r for r in recs if r.id not in ex]
@@ -121,7 +113,7 @@ def _unscored(
     ]
 
 
-def _more_than(store: PgStore, cid: int, clause: str, params: list[Any], limit: int) -> bool:
+def _more_than(store: PgState, cid: int, clause: str, params: list[Any], limit: int) -> bool:
     rows = store.db.read(
         f"SELECT count(*) FROM (SELECT 1 FROM records r WHERE r.cid = %s{clause} "
         f"LIMIT {limit + 1}) s",
@@ -131,7 +123,7 @@ def _more_than(store: PgStore, cid: int, clause: str, params: list[Any], limit: 
 
 
 def _exact(
-    store: PgStore,
+    store: PgState,
     name: str,
     cid: int,
     q: Any,
@@ -156,7 +148,7 @@ def _exact(
 
 
 def _funnel(
-    store: PgStore,
+    store: PgState,
     coll: CollectionInfo,
     size: int,
     q: Any,
@@ -207,21 +199,3 @@ def _with_settings(conn: Any, setup: Sequence[str], sql: str, args: list[Any]) -
             conn.execute(stmt)
         cur = conn.execute(sql, args, binary=True)
     return list(cur.fetchall())
-
-
-def search_collections(
-    store: PgStore,
-    collections: Sequence[str],
-    vector: Any,
-    k: int,
-    *,
-    exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-    where: Mapping[str, Any] | None = None,
-    time_range: TimeRange | None = None,
-) -> list[Hit]:
-    """Search each collection for ``k``, merge: score desc, collection asc, id asc."""
-
-    def one(name: str, excl: Iterable[str]) -> list[Hit]:
-        return search(store, name, vector, k, exclude_ids=excl, where=where, time_range=time_range)
-
-    return merge_searches(collections, k, one, exclude_by_collection)

@@ -2,31 +2,30 @@
 database that several daemons may share. Open it with
 ``sidecar.store.backend.open_store("postgresql://...", embed_dims=...)``.
 
-Map: ``opening.py`` (connect, migrate, fingerprint), ``conn.py`` (pool, errors,
-transactions), ``writes.py``, ``reads.py``, ``search.py`` (exact and funnel search in SQL),
-``indexes.py`` (one partial HNSW index per large collection), ``bulk.py`` (bulk loads:
-index builds deferred to their end), ``locks.py`` (session and presence advisory locks),
-``reembed.py``. docs/store.md, "PostgreSQL backend", has the design and the durability
-promise.
+:class:`PgStore` is the state its parts share (``state.py``) plus the store core
+(:class:`sidecar.store.core.StoreCore`); here each primitive and backend-specific
+operation is bound to its part. Map: ``opening.py`` (connect, migrate, fingerprint),
+``conn.py`` (pool, errors, transactions), ``writes.py``, ``reads.py``, ``search.py``
+(exact and funnel search in SQL), ``indexes.py`` (one partial HNSW index per large
+collection), ``bulk.py`` (bulk loads: index builds deferred to their end), ``locks.py``
+(session and presence advisory locks), ``reembed.py``. docs/store.md, "PostgreSQL
+backend", has the design and the durability promise.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
-import psycopg
 import structlog
 
 from sidecar.config import StoreSettings, scrub
-from sidecar.store import ndjson
-from sidecar.store.errors import InvalidInput, StoreClosed, StoreError
-from sidecar.store.index import AnnParams
-from sidecar.store.interface import EmbedFn, Progress, SessionLease, SkipFn
+from sidecar.store.core import StoreCore, closed_future
+from sidecar.store.errors import StoreError
+from sidecar.store.interface import SessionLease
 from sidecar.store.pg import bulk as _bulk
 from sidecar.store.pg import indexes as _indexes
 from sidecar.store.pg import locks as _locks
@@ -35,28 +34,23 @@ from sidecar.store.pg import reads as _reads
 from sidecar.store.pg import search as _search
 from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
-from sidecar.store.pg.conn import Db, redact
 from sidecar.store.pg.schema import SCHEMA_VERSION
+from sidecar.store.pg.state import PgState
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
-    Delete,
-    DropCollection,
-    ExportStats,
     Hit,
-    ImportStats,
     IndexStatus,
+    ListQuery,
     Op,
     OpResult,
-    Patch,
-    Put,
     Record,
     ScrubReport,
+    SearchFilter,
     StorageBytes,
     TimeHistogram,
     TimeKey,
     TimeQuery,
-    TimeRange,
     TimeSpan,
 )
 
@@ -65,12 +59,14 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
-class PgStore:
+class PgStore(PgState, StoreCore):
     """A store in a PostgreSQL database (``libravdb`` schema). Create with :meth:`open`."""
 
     backend = "postgresql"
-    db: Db
-    _location: str
+    schema_version = SCHEMA_VERSION
+    _indexer: _indexes.PgIndexer | None
+    _bulk: _bulk.BulkLoad
+    _executor: ThreadPoolExecutor
 
     def __init__(self) -> None:  # use PgStore.open()
         self._closed = True
@@ -108,7 +104,7 @@ class PgStore:
         """
         del synchronous, index_threads, checkpoint_idle_s  # SQLite's; see the docstring
         self = cls()
-        self._init(
+        self._setup(
             url,
             embed_dims=embed_dims,
             fingerprint=fingerprint,
@@ -118,48 +114,13 @@ class PgStore:
             exact_threshold=exact_threshold,
             model=model,
         )
+        self._indexer = None
+        self._bulk = _bulk.BulkLoad(self)
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
         self._connect(
             allow_fingerprint_mismatch, profile, background, pool_size=pool_size, timeout=timeout
         )
         return self
-
-    def _init(
-        self,
-        url: str,
-        *,
-        embed_dims: int,
-        fingerprint: str,
-        tiers: tuple[int, ...],
-        ann_dims: int | None,
-        settings: StoreSettings,
-        exact_threshold: int | None,
-        model: str,
-    ) -> None:
-        if embed_dims < 1:
-            raise InvalidInput("embed_dims must be >= 1")
-        for t in tiers:
-            if not 1 < t < embed_dims:
-                raise InvalidInput(f"tier {t} must be between 2 and {embed_dims - 1}")
-        ann = ann_dims if ann_dims is not None else (max(tiers) if tiers else embed_dims)
-        if not 1 < ann <= embed_dims:
-            raise InvalidInput(f"ann_dims {ann} must be between 2 and {embed_dims}")
-        s = settings
-        self.url, self._location = url, redact(url)
-        self.embed_dims, self.fingerprint, self.model = embed_dims, fingerprint, model
-        self.tiers, self.ann_dims = tiers, ann
-        self.exact_threshold = exact_threshold if exact_threshold is not None else s.exact_threshold
-        self.params = AnnParams(
-            m=s.hnsw_m,
-            ef_construction=s.hnsw_ef_construction,
-            ef_search=s.hnsw_ef_search,
-            threads=1,
-            oversample=s.oversample,
-        )
-        self._indexed: set[int] = set()
-        self._indexer: _indexes.PgIndexer | None = None
-        self._bulk = _bulk.BulkLoad(self)
-        self._presence: psycopg.Connection[Any] | None = None
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="libravdb-pg-write")
 
     def _connect(
         self,
@@ -192,18 +153,6 @@ class PgStore:
             seconds=round(time.monotonic() - started, 3),
         )
 
-    @property
-    def location(self) -> str:
-        return self._location
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-
     def close(self) -> None:
         """Finish the writes already submitted (as the SQLite writer drains its queue),
         refuse new ones, stop the indexer, close the connections."""
@@ -223,20 +172,6 @@ class PgStore:
         if presence is not None:
             _locks.release_all(presence)
         self.db.close()
-
-    def __enter__(self) -> PgStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _keep_presence(self) -> None:
-        """Re-take the presence lock if its connection was lost (server restart)."""
-        presence = self._presence
-        if presence is not None and not presence.closed and not presence.broken:
-            return
-        with contextlib.suppress(Exception):
-            self._presence = _locks.hold_presence(self.db)
 
     def _after_write(self, changed: list[tuple[int, int]]) -> None:
         """Wake the indexer when a write moved a collection across a threshold (in a bulk
@@ -262,15 +197,11 @@ class PgStore:
 
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
         if self._closed:
-            fut: Future[T] = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
+            return closed_future()
         try:
             return self._executor.submit(fn)
         except RuntimeError:  # shut down meanwhile
-            fut = Future()
-            fut.set_exception(StoreClosed("the store is closed"))
-            return fut
+            return closed_future()
 
     # ---- collections -------------------------------------------------------------------
 
@@ -311,45 +242,7 @@ class PgStore:
         return self._submit(lambda: _writes.write(self, prepared))
 
     def write(self, ops: Sequence[Op]) -> list[OpResult]:
-        return _writes.write(self, ops)
-
-    def put(
-        self,
-        collection: str,
-        record_id: str,
-        *,
-        text: str = "",
-        metadata: Mapping[str, Any] | None = None,
-        vector: Any = None,
-        if_version: int | None = None,
-    ) -> OpResult:
-        return self.write([Put(collection, record_id, text, metadata or {}, vector, if_version)])[0]
-
-    def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
-        return self.write(puts)
-
-    def patch(
-        self,
-        collection: str,
-        record_id: str,
-        metadata: Mapping[str, Any],
-        *,
-        text: str | None = None,
-        if_version: int | None = None,
-        bump_version: bool = True,
-        missing_ok: bool = False,
-    ) -> OpResult:
-        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
-        return self.write([op])[0]
-
-    def delete(self, collection: str, record_id: str) -> bool:
-        return self.write([Delete(collection, record_id)])[0].changed
-
-    def delete_many(self, collection: str, ids: Iterable[str]) -> int:
-        return sum(r.changed for r in self.write([Delete(collection, i) for i in ids]))
-
-    def drop_collections(self, names: Iterable[str]) -> int:
-        return sum(r.changed for r in self.write([DropCollection(n) for n in names]))
+        return _writes.write(self, ops)  # in the caller's thread: no executor hop
 
     def increment_future(
         self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
@@ -389,37 +282,13 @@ class PgStore:
     ) -> list[Record]:
         return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
 
-    def list_records(
-        self,
-        collection: str,
-        *,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-        limit: int | None = None,
-        after_id: str | None = None,
-        include_vectors: bool = False,
-    ) -> list[Record]:
-        return _reads.list_records(
-            self,
-            collection,
-            where=where,
-            time_range=time_range,
-            limit=limit,
-            after_id=after_id,
-            include_vectors=include_vectors,
-        )
+    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
+        return _reads.list_records(self, collection, query)
 
-    def iter_records(
-        self, collection: str, *, include_vectors: bool = True, batch: int = 1000
-    ) -> Iterable[Record]:
-        return _reads.iter_records(self, collection, include_vectors=include_vectors, batch=batch)
-
-    def changed_since(
-        self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None
+    def _changed_since(
+        self, collection: str, after: int, include_vectors: bool, limit: int | None
     ) -> list[Record]:
-        return _reads.changed_since(
-            self, collection, seq, include_vectors=include_vectors, limit=limit
-        )
+        return _reads.changed_since(self, collection, after, include_vectors, limit)
 
     def count(self, collection: str) -> int:
         return _reads.count(self, collection)
@@ -466,40 +335,8 @@ class PgStore:
         return _time_reads.session_keys(self, collection)
 
     # ---- search ------------------------------------------------------------------------
-
-    def search(
-        self,
-        collection: str,
-        vector: Any,
-        k: int,
-        *,
-        exclude_ids: Iterable[str] = (),
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        return _search.search(
-            self, collection, vector, k, exclude_ids=exclude_ids, where=where, time_range=time_range
-        )
-
-    def search_collections(
-        self,
-        collections: Sequence[str],
-        vector: Any,
-        k: int,
-        *,
-        exclude_by_collection: Mapping[str, Iterable[str]] | None = None,
-        where: Mapping[str, Any] | None = None,
-        time_range: TimeRange | None = None,
-    ) -> list[Hit]:
-        return _search.search_collections(
-            self,
-            collections,
-            vector,
-            k,
-            exclude_by_collection=exclude_by_collection,
-            where=where,
-            time_range=time_range,
-        )
+    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
+        return _search.search(self, collection, vector, k, f)
 
     # ---- maintenance -------------------------------------------------------------------
 
@@ -560,43 +397,6 @@ class PgStore:
             ("libravdb",),
         )
         return StorageBytes(database=int(rows[0][0]), log=0, indexes=int(rows[0][1]))
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "collections": len(self.collections()),
-            "records": self.total_records(),
-            "seq": self.max_seq(),
-            "schema": SCHEMA_VERSION,
-            "indexes": [dataclasses.asdict(s) for s in self.index_status()],
-        }
-
-    # ---- export / import -----------------------------------------------------------------
-
-    def export_ndjson(
-        self,
-        out: TextIO,
-        *,
-        collections: Iterable[str] | None = None,
-        include_vectors: bool = True,
-        progress: Progress | None = None,
-    ) -> ExportStats:
-        return ndjson.export_ndjson(
-            self, out, collections=collections, include_vectors=include_vectors, progress=progress
-        )
-
-    def import_ndjson(
-        self,
-        src: Iterable[str],
-        *,
-        embed: EmbedFn | None = None,
-        progress: Progress | None = None,
-        batch: int = 256,
-        skip: SkipFn | None = None,
-    ) -> ImportStats:
-        return ndjson.import_ndjson(
-            self, src, embed=embed, progress=progress, batch=batch, skip=skip
-        )
 
     # ---- session locks (advisory locks: every daemon on the database) -------------------
 

@@ -20,7 +20,7 @@ from sidecar.store.time_reads import SKIP_SCAN
 from sidecar.store.types import Record, TimeHistogram, TimeKey, TimeQuery, TimeSpan
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 _CID = "(SELECT cid FROM collections WHERE name = %s)"
 
@@ -37,7 +37,7 @@ def _scope(session: str | None, marks: int) -> tuple[str, list[Any]]:
     return sql, args
 
 
-def _cids(store: PgStore, names: Sequence[str]) -> dict[str, int]:
+def _cids(store: PgState, names: Sequence[str]) -> dict[str, int]:
     items = storable(names)
     if not items:
         return {}
@@ -46,7 +46,7 @@ def _cids(store: PgStore, names: Sequence[str]) -> dict[str, int]:
 
 
 def list_by_time(
-    store: PgStore, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+    store: PgState, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
 ) -> list[Record]:
     store._guard()
     limit = by_time.check_limit(limit)
@@ -89,7 +89,7 @@ def list_by_time(
     return by_time.merge(found, limit)
 
 
-def count_by_time(store: PgStore, query: TimeQuery) -> int:
+def count_by_time(store: PgState, query: TimeQuery) -> int:
     store._guard()
     checked = by_time.check_query(query)
     if checked is None:
@@ -106,7 +106,7 @@ def count_by_time(store: PgStore, query: TimeQuery) -> int:
     return int(rows[0][0])
 
 
-def time_spans(store: PgStore, collections: Sequence[str]) -> dict[str, TimeSpan]:
+def time_spans(store: PgState, collections: Sequence[str]) -> dict[str, TimeSpan]:
     store._guard()
     names = by_time.check_names(collections)
     out = {name: TimeSpan() for name in names}
@@ -128,7 +128,7 @@ def time_spans(store: PgStore, collections: Sequence[str]) -> dict[str, TimeSpan
 
 
 def time_histogram(
-    store: PgStore, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
+    store: PgState, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
 ) -> TimeHistogram:
     store._guard()
     width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
@@ -151,7 +151,7 @@ def time_histogram(
     return TimeHistogram(buckets, int(outside[0][0]), first, last)
 
 
-def session_keys(store: PgStore, collection: str) -> list[str]:
+def session_keys(store: PgState, collection: str) -> list[str]:
     store._guard()
     if "\x00" in collection:
         return []

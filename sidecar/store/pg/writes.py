@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from sidecar.store import names as N
-from sidecar.store.common import check_patch_target
+from sidecar.store.common import check_patch_target, check_put_numbers, prepare_change
 from sidecar.store.errors import InvalidInput, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
 from sidecar.store.pg.reads import COLL, info, nul, storable
 from sidecar.store.record_keys import record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
-from sidecar.store.types import CollectionInfo, Delete, DropCollection, Op, OpResult, Patch, Put
+from sidecar.store.types import CollectionInfo, Delete, Op, OpResult, Patch, Put
 
 if TYPE_CHECKING:
-    from sidecar.store.pg.store import PgStore
+    from sidecar.store.pg.state import PgState
 
 Conn = psycopg.Connection[Any]
 
@@ -61,15 +61,7 @@ def prepare(op: Op) -> Op:
     """Validate in the caller's thread; vector sizes are checked in the transaction, against
     the collection's dimension as stored (another daemon may have created it)."""
     if isinstance(op, Put):
-        if op.if_version is not None and (
-            isinstance(op.if_version, bool)
-            or not isinstance(op.if_version, int)
-            or op.if_version < 0
-        ):
-            raise InvalidInput("if_version must be a non-negative integer")
-        created = op.created_ms
-        if created is not None and (isinstance(created, bool) or not isinstance(created, int)):
-            raise InvalidInput("created_ms must be an integer (milliseconds)")
+        check_put_numbers(op)
         return Put(
             N.validate_collection(op.collection),
             N.validate_id(op.id),
@@ -77,23 +69,9 @@ def prepare(op: Op) -> Op:
             N.validate_metadata(op.metadata),
             op.vector,
             op.if_version,
-            created,
+            op.created_ms,
         )
-    if isinstance(op, Patch):
-        return Patch(
-            N.validate_collection(op.collection),
-            N.validate_id(op.id),
-            N.validate_metadata(op.metadata),
-            None if op.text is None else N.validate_text(op.text),
-            op.if_version,
-            op.bump_version,
-            op.missing_ok,
-        )
-    if isinstance(op, Delete):
-        return Delete(N.validate_collection(op.collection), N.validate_id(op.id))
-    if isinstance(op, DropCollection):
-        return DropCollection(N.validate_collection(op.collection))
-    raise InvalidInput(f"unknown operation {type(op).__name__}")
+    return prepare_change(op)
 
 
 @dataclass(slots=True)
@@ -101,7 +79,7 @@ class PgTx:
     """One write transaction: its connection, the collections it has looked up, and what
     it changed per collection (applied to the collection rows by :meth:`finish`)."""
 
-    store: PgStore
+    store: PgState
     conn: Conn
     now_ms: int
     infos: dict[str, CollectionInfo | None] = field(default_factory=dict)
@@ -327,7 +305,7 @@ def apply_ops(tx: PgTx, ops: Sequence[Op]) -> list[OpResult]:
     return out
 
 
-def write(store: PgStore, ops: Sequence[Op]) -> list[OpResult]:
+def write(store: PgState, ops: Sequence[Op]) -> list[OpResult]:
     """Apply ``ops`` in one transaction: every one or none."""
     store._guard()
     prepared = [prepare(op) for op in ops]
@@ -348,7 +326,7 @@ def write(store: PgStore, ops: Sequence[Op]) -> list[OpResult]:
     return results
 
 
-def ensure_collections(store: PgStore, names: Iterable[str]) -> list[CollectionInfo]:
+def ensure_collections(store: PgState, names: Iterable[str]) -> list[CollectionInfo]:
     store._guard()
     wanted = [N.validate_collection(n) for n in names]
 
@@ -359,7 +337,7 @@ def ensure_collections(store: PgStore, names: Iterable[str]) -> list[CollectionI
     return store.db.transact(run) if wanted else []
 
 
-def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) -> int:
+def increment(store: PgState, updates: Mapping[str, Sequence[str]], key: str) -> int:
     """``metadata[key] += 1`` for each existing (collection, id); the record's version and
     its collection's version stay (bookkeeping is not an edit)."""
     store._guard()
@@ -402,7 +380,7 @@ def increment(store: PgStore, updates: Mapping[str, Sequence[str]], key: str) ->
     return store.db.transact(run) if plan else 0
 
 
-def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: str = "") -> int:
+def add_tombstones(store: PgState, namespace: str, keys: Iterable[str], reason: str = "") -> int:
     store._guard()
     items = [str(k) for k in keys]
     if nul(namespace, *items):
@@ -423,7 +401,7 @@ def add_tombstones(store: PgStore, namespace: str, keys: Iterable[str], reason: 
     return store.db.transact(run) if items else 0
 
 
-def remove_tombstones(store: PgStore, namespace: str, keys: Iterable[str] | None = None) -> int:
+def remove_tombstones(store: PgState, namespace: str, keys: Iterable[str] | None = None) -> int:
     store._guard()
     if nul(namespace):
         return 0
