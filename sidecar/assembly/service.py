@@ -63,9 +63,6 @@ from sidecar.assembly.cache import (
     ANN_MIN_ROWS,
     CollectionView,
     SharedLexical,
-    Twins,
-    authored_nodes,
-    message_turns,
     positive_rows,
 )
 from sidecar.assembly.candidates import Candidate
@@ -83,7 +80,9 @@ from sidecar.assembly.search import (
 )
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.assembly.speaker_focus import LabelVectors, named_in
+from sidecar.assembly.view_budget import DEFAULT_MAX_BYTES, CacheFigures, evict
 from sidecar.assembly.view_graph import GraphParams
+from sidecar.assembly.view_inputs import Twins, authored_nodes, message_turns
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
@@ -146,6 +145,7 @@ class Retrieval:
         ann_min_rows: int = ANN_MIN_ROWS,
         graph: str = "auto",
         graph_params: GraphParams | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.memory = memory
         self.config = config
@@ -155,6 +155,8 @@ class Retrieval:
         self.graph = graph
         self.graph_params = graph_params or GraphParams()
         self.lock = asyncio.Lock()
+        # the views' memory budget (view_budget.py) and the figures status shows
+        self.figures = CacheFigures(max_bytes=max_bytes)
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps = AccessBumps(lambda updates: self.memory.store.increment(updates))
         # stale marks from the event loop, consumed by the sync in a worker thread
@@ -220,24 +222,36 @@ class Retrieval:
             self._colls.move_to_end(name)
             state = states.get(name, CollectionState())
             old = coll.state
-            if old is None or coll.stale:  # never loaded, or marked
+            full = (
+                old is None
+                or coll.stale
+                or not (state.unchanged_since(old) or state.appended_since(old) or shared)
+            )
+            t0 = time.perf_counter()
+            if full or old is None:  # never loaded, marked, or records were removed
                 loaded += coll.reload(store, state, twin=self._twin(name))
             elif state.unchanged_since(old):
                 pass
             elif state.appended_since(old):  # puts and patches only: O(changes)
                 loaded += coll.catch_up(store, state)
-            elif shared:  # removals, other daemons write too: compared record by record
+            else:  # removals, other daemons write too: compared record by record
                 loaded += coll.refresh(store, state)
+            fig = self.figures
+            if full:
+                fig.loads += 1
+                fig.load_ms += (time.perf_counter() - t0) * 1000
             else:
-                loaded += coll.reload(store, state, twin=self._twin(name))
+                fig.hits += 1
             out[name] = coll
         self.heap.loaded(loaded)
-        while len(self._colls) > MAX_COLLECTIONS:
-            name, evicted = self._colls.popitem(last=False)
-            evicted.close()
+        self._evict(out)
+        return out
+
+    def _evict(self, keep: Mapping[str, CollectionView]) -> None:
+        """Views past :data:`MAX_COLLECTIONS` or the byte budget dropped (view_budget.py)."""
+        for name in evict(self._colls, keep, self.figures, MAX_COLLECTIONS):
             self._twins.pop(name, None)
             self._densities.drop(name)
-        return out
 
     def _graph_params(self, shared: bool) -> GraphParams | None:
         on = self.graph == "on" or (self.graph == "auto" and shared)
