@@ -197,9 +197,12 @@ class CollectionView:
         shared = _shared_terms(self.bm25, twin)
         analyze = self.bm25.analyze
         self.bm25.add_bulk(
-            (rid, counts if (counts := shared(rid, text)) is not None else Counter(analyze(text)))
-            for rid, text in new.items()
-            if old.get(rid) != text
+            (
+                (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
+                for rid, text in new.items()
+                if old.get(rid) != text
+            ),
+            twin.bm25 if twin is not None else None,
         )
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.records = recs
@@ -500,18 +503,19 @@ class CollectionView:
 
 def _shared_terms(
     index: BM25Index, twin: CollectionView | None
-) -> Callable[[str, str], Mapping[str, int] | None]:
-    """A lookup of the analyzed terms ``twin`` holds for an id with the same text (None:
-    analyze), when both indexes analyze alike: read back instead of analyzed again."""
+) -> Callable[[str, str], int | None]:
+    """A lookup of the slot of ``twin``'s BM25 index that holds an id with the same text
+    (None: analyze), when both indexes analyze alike: its terms are copied instead of
+    analyzed again (``BM25Index.add_bulk``)."""
     if twin is None or not twin.bm25.analyzes_like(index):
         return lambda _rid, _text: None
     by_id, records, bm25 = twin.by_id, twin.records, twin.bm25
 
-    def lookup(rid: str, text: str) -> Mapping[str, int] | None:
+    def lookup(rid: str, text: str) -> int | None:
         j = by_id.get(rid)
         if j is None or records[j].text != text:
             return None
-        return bm25.counts_of(rid)
+        return bm25.slot(rid)
 
     return lookup
 

@@ -101,3 +101,24 @@ def test_the_size_estimate_grows_with_the_postings() -> None:
     empty = idx.nbytes
     idx.add_bulk((d, Counter(idx.analyze(t))) for d, t in _docs(500, 3))
     assert idx.nbytes > empty + 12 * 500
+
+
+def test_terms_copied_from_a_twin_index_are_the_analyzed_terms() -> None:
+    docs = _docs(400, 4)
+    twin = BM25Index()
+    twin.add("other", "zebra w9 w9 park")  # a vocabulary in another order than ours
+    for doc_id, text in docs:
+        twin.add(doc_id, text)
+    analyzed, copied = BM25Index(), BM25Index()
+    analyzed.add("mine", "kayak dog")
+    copied.add("mine", "kayak dog")
+    mixed: list[tuple[str, Counter[str] | int]] = []
+    for j, (doc_id, text) in enumerate(docs):
+        analyzed.add(doc_id, text)
+        slot = twin.slot(doc_id)
+        assert slot is not None
+        # every third analyzed here, the others copied from the twin, interleaved
+        mixed.append((doc_id, Counter(copied.analyze(text)) if j % 3 == 0 else slot))
+    copied.add_bulk(mixed, twin)
+    _same(analyzed, copied, ["dog park", "w1 w2 w3", "kayak w9", "zebra"])
+    assert copied.avgdl == analyzed.avgdl

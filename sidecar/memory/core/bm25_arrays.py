@@ -127,10 +127,11 @@ class DocTerms:
     def __len__(self) -> int:
         return self._slots
 
-    def _ids_of(self, counts: Mapping[str, int]) -> list[int]:
+    def _ids_of(self, words: Iterable[str]) -> list[int]:
+        """The ids of ``words`` (distinct), new ones added to the vocabulary."""
         term_id, terms = self.term_id, self.terms
         out: list[int] = []
-        for term in counts:
+        for term in words:
             t = term_id.get(term)
             if t is None:
                 t = term_id[term] = len(terms)
@@ -138,21 +139,51 @@ class DocTerms:
             out.append(t)
         return out
 
-    def extend(self, docs: Sequence[Mapping[str, int]]) -> tuple[I32, I32, I64]:
+    def extend(
+        self, docs: Sequence[Mapping[str, int] | int], twin: DocTerms | None = None
+    ) -> tuple[I32, I32, I64]:
         """Append the next slots' term counts; returns their flat term ids and
         frequencies (in slot order, each document's terms in its counts' order) and how
-        many distinct terms each document has."""
+        many distinct terms each document has. An ``int`` instead of counts is a slot of
+        ``twin`` (another index's forward index, analyzed alike) whose terms are copied,
+        translated to this vocabulary with array operations instead of a dict."""
         tids: list[int] = []
         tfs: list[int] = []
         lens: list[int] = []
-        for counts in docs:
-            tids.extend(self._ids_of(counts))
-            tfs.extend(counts.values())
-            lens.append(len(counts))
-        flat_t = np.asarray(tids, dtype=np.int32)
-        flat_f = np.asarray(tfs, dtype=np.int32)
+        refs: list[int] = []
+        for d in docs:
+            if isinstance(d, int):
+                refs.append(d)
+                lens.append(-1)  # filled below
+            else:
+                tids.extend(self._ids_of(d))
+                tfs.extend(d.values())
+                lens.append(len(d))
         nterms = np.asarray(lens, dtype=np.int64)
-        n, k, s = self._n, len(tids), self._slots
+        is_ref = nterms < 0
+        if refs:
+            assert twin is not None
+            ref_slots = np.asarray(refs, dtype=np.int64)
+            ref_lens = twin._off[ref_slots + 1] - twin._off[ref_slots]
+            nterms[is_ref] = ref_lens
+        k = int(nterms.sum())
+        starts = np.cumsum(nterms) - nterms
+        flat_t = np.empty(k, dtype=np.int32)
+        flat_f = np.empty(k, dtype=np.int32)
+        own = _ranges(starts[~is_ref], nterms[~is_ref])
+        flat_t[own] = np.asarray(tids, dtype=np.int32)
+        flat_f[own] = np.asarray(tfs, dtype=np.int32)
+        if refs:
+            assert twin is not None
+            src = _ranges(twin._off[ref_slots], ref_lens)
+            theirs = twin._tids[src]
+            tmap = np.full(len(twin.terms), -1, dtype=np.int32)
+            used = np.unique(theirs)
+            tmap[used] = self._ids_of([twin.terms[t] for t in used.tolist()])
+            dst = _ranges(starts[is_ref], ref_lens)
+            flat_t[dst] = tmap[theirs]
+            flat_f[dst] = twin._tfs[src]
+        n, s = self._n, self._slots
         if n + k > self._tids.shape[0]:
             cap = max(n + k, 2 * self._tids.shape[0])
             self._tids = np.resize(self._tids, cap)
@@ -180,6 +211,16 @@ class DocTerms:
     @property
     def nbytes(self) -> int:
         return int(self._tids.nbytes + self._tfs.nbytes + self._off.nbytes)
+
+
+def _ranges(starts: I64, lens: I64) -> I64:
+    """The concatenated ranges ``[start, start + len)``."""
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(lens) - lens
+    out: I64 = np.repeat(starts - before, lens) + np.arange(total, dtype=np.int64)
+    return out
 
 
 def by_term(tids: I32, slots: I32, tfs: I32) -> Iterable[tuple[int, I32, I32]]:

@@ -195,15 +195,23 @@ class BM25Index:
         """Index a document by its term counts."""
         self.add_bulk([(doc_id, counts)])
 
-    def add_bulk(self, docs: Iterable[tuple[str, Mapping[str, int]]]) -> None:
+    def slot(self, doc_id: str) -> int | None:
+        """The internal slot of a document (for :meth:`add_bulk` of a twin index)."""
+        return self._slot_of.get(doc_id)
+
+    def add_bulk(
+        self, docs: Iterable[tuple[str, Mapping[str, int] | int]], twin: BM25Index | None = None
+    ) -> None:
         """Index many documents by their term counts, replacing earlier versions of their
         ids: the same index as :meth:`add_counts` of each in turn, with every term's
-        postings appended at once (a view's load: one sort instead of a call per posting)."""
+        postings appended at once (a view's load: one sort instead of a call per posting).
+        An ``int`` instead of counts is the :meth:`slot` of a document of ``twin`` (an
+        index that :meth:`analyzes_like` this one) whose terms are copied."""
         docs = list(docs)
         ids = [d for d, _ in docs]
         if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
             for doc_id, counts in docs:
-                self.add_bulk([(doc_id, counts)])
+                self.add_bulk([(doc_id, counts)], twin)
             return
         for doc_id in ids:
             if doc_id in self._slot_of:
@@ -216,14 +224,16 @@ class BM25Index:
             self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
         self._memo = None
-        lengths = [sum(counts.values()) for _, counts in docs]
+        tids, tfs, nterms = self._docs.extend(
+            [counts for _, counts in docs], twin._docs if twin is not None else None
+        )
+        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
+        lengths = np.bincount(slots - first, weights=tfs, minlength=n).astype(np.int64)
         self._slot_of.update(zip(ids, range(first, first + n), strict=True))
         self._ids.extend(ids)
         self._dl[first : first + n] = lengths
         self._alive[first : first + n] = True
-        self._total_len += sum(lengths)
-        tids, tfs, nterms = self._docs.extend([counts for _, counts in docs])
-        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
+        self._total_len += int(lengths.sum())
         terms, postings, df = self._docs.terms, self._postings, self._df
         for tid, tslots, ttfs in by_term(tids, slots, tfs):
             term = terms[tid]
