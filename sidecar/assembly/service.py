@@ -66,7 +66,7 @@ from sidecar.assembly.cache import (
     positive_rows,
 )
 from sidecar.assembly.candidates import Candidate
-from sidecar.assembly.heap import HeapSettler
+from sidecar.assembly.heap import HeapSettler, paused
 from sidecar.assembly.implicit_source import Densities, implicit_inputs
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.render import RenderStyle, entry_overhead
@@ -214,35 +214,36 @@ class Retrieval:
         states = store.collection_states(names)  # one read for every collection
         out: dict[str, CollectionView] = {}
         loaded = 0  # rows (re)loaded, for the heap freeze
-        for name in names:
-            coll = self._colls.get(name)
-            if coll is None:
-                coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
-                self._colls[name] = coll
-            self._colls.move_to_end(name)
-            state = states.get(name, CollectionState())
-            old = coll.state
-            full = (
-                old is None
-                or coll.stale
-                or not (state.unchanged_since(old) or state.appended_since(old) or shared)
-            )
-            t0 = time.perf_counter()
-            if full or old is None:  # never loaded, marked, or records were removed
-                loaded += coll.reload(store, state, twin=self._twin(name))
-            elif state.unchanged_since(old):
-                pass
-            elif state.appended_since(old):  # puts and patches only: O(changes)
-                loaded += coll.catch_up(store, state)
-            else:  # removals, other daemons write too: compared record by record
-                loaded += coll.refresh(store, state)
-            fig = self.figures
-            if full:
-                fig.loads += 1
-                fig.load_ms += (time.perf_counter() - t0) * 1000
-            else:
-                fig.hits += 1
-            out[name] = coll
+        with paused():  # no collections while the caches grow (heap.py)
+            for name in names:
+                coll = self._colls.get(name)
+                if coll is None:
+                    coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
+                    self._colls[name] = coll
+                self._colls.move_to_end(name)
+                state = states.get(name, CollectionState())
+                old = coll.state
+                full = (
+                    old is None
+                    or coll.stale
+                    or not (state.unchanged_since(old) or state.appended_since(old) or shared)
+                )
+                t0 = time.perf_counter()
+                if full or old is None:  # never loaded, marked, or records were removed
+                    loaded += coll.reload(store, state, twin=self._twin(name))
+                elif state.unchanged_since(old):
+                    pass
+                elif state.appended_since(old):  # puts and patches only: O(changes)
+                    loaded += coll.catch_up(store, state)
+                else:  # removals, other daemons write too: compared record by record
+                    loaded += coll.refresh(store, state)
+                fig = self.figures
+                if full:
+                    fig.loads += 1
+                    fig.load_ms += (time.perf_counter() - t0) * 1000
+                else:
+                    fig.hits += 1
+                out[name] = coll
         self.heap.loaded(loaded)
         self._evict(out)
         return out
