@@ -113,6 +113,19 @@ class BackgroundActivity(WireStruct):
     watcher: WatcherActivity | None = None  # present when a markdown watcher runs
 
 
+class CacheActivity(WireStruct):
+    """The retrieval caches: the per-collection views ``assemble`` and ``search`` read
+    (docs/store.md, "Views"), within ``cache.max_bytes``."""
+
+    bytes: int  # the views' estimated size
+    max_bytes: int  # the budget (0: unbounded)
+    views: int  # collections held
+    hits: int  # a view found loaded (unchanged or brought up to date incrementally)
+    loads: int  # collections read in full (first use, after an eviction or a removal)
+    load_ms: float  # the time those reads took, in total
+    evictions: int  # views dropped to stay within the budget
+
+
 class StatusResult(WireStruct):
     # Reference fields.
     ok: bool
@@ -136,6 +149,7 @@ class StatusResult(WireStruct):
     models: dict[str, ComponentState] = msgspec.field(default_factory=dict)
     methods: dict[str, MethodStats] = msgspec.field(default_factory=dict)
     background: BackgroundActivity = msgspec.field(default_factory=BackgroundActivity)
+    cache: CacheActivity | None = None
 
 
 class ShutdownResult(WireStruct):

@@ -35,8 +35,14 @@ For each backend and each size N, side by side in one run on one machine:
 
 Growth is reported as the ratio of each figure between consecutive sizes (per 10x data).
 
+``--baseline REF`` measures the same points again with the code of a git revision (its
+tree exported to a temporary directory, its own ``bench_scale.py`` run there with
+``--no-write``) after this tree's, one point at a time, and prints both tables one above
+the other: the figures side by side with the code before a change, on the same machine in
+the same run.
+
 Usage: ``python scripts/bench_scale.py [--sizes 10000,100000,1000000]
-[--backends sqlite,postgres] [--no-write]``.
+[--backends sqlite,postgres] [--no-write] [--baseline REF]``.
 """
 
 from __future__ import annotations
@@ -352,11 +358,28 @@ def table(points: list[Point]) -> str:
     return "\n".join(lines)
 
 
+def baseline(ref: str, sizes: str, backends: str) -> str:
+    """The tables of ``bench_scale.py`` as of git revision ``ref`` (module doc)."""
+    with tempfile.TemporaryDirectory(prefix="bench-scale-base-") as tmp:
+        tree = subprocess.run(
+            ["git", "-C", str(REPO), "archive", ref], check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=tree, check=True)
+        env = {**os.environ, "PYTHONPATH": f"{tmp}{os.pathsep}{tmp}/host_clients/python"}
+        argv = [sys.executable, "scripts/bench_scale.py", "--sizes", sizes]
+        argv += ["--backends", backends, "--no-write"]
+        out = subprocess.run(argv, cwd=tmp, env=env, check=True, capture_output=True, text=True)
+    # the last tables printed: from the last main-table header to the end
+    text = out.stdout
+    return text[text.rindex("| backend | memories (records)") :].strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--baseline", default="", help="also measure this git revision")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     backends = args.backends.split(",")
@@ -379,6 +402,12 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     points.sort(key=lambda p: (p.backend, p.n))
     body = table(points)
+    if args.baseline:
+        print(f"== the same points with the code of {args.baseline}", flush=True)
+        body = (
+            f"This tree:\n\n{body}\n\nThe code of `{args.baseline}`, measured right after:"
+            f"\n\n{baseline(args.baseline, args.sizes, args.backends)}"
+        )
     print(body)
     if not args.no_write:
         command = "python scripts/bench_scale.py " + shlex.join(argv or sys.argv[1:])

@@ -153,6 +153,14 @@ class JournalSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_entries: int = 500  # 0 = unbounded
 
 
+class CacheSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The retrieval caches (docs/store.md, "Views"): ``max_bytes`` bounds the estimated
+    size of the collection views kept between requests; the least recently used are
+    dropped past it and read again on demand. 0 = unbounded."""
+
+    max_bytes: int = 1 << 30
+
+
 class McpSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """``libravdb mcp --http``: every ``initialize`` opens a session the server keeps, so the
     table is bounded (past the cap the least recently used idle session is closed) and an
@@ -175,6 +183,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     gating: GatingSettings = msgspec.field(default_factory=GatingSettings)
     journal: JournalSettings = msgspec.field(default_factory=JournalSettings)
+    cache: CacheSettings = msgspec.field(default_factory=CacheSettings)
     mcp: McpSettings = msgspec.field(default_factory=McpSettings)
     compaction: CompactionSettings = msgspec.field(default_factory=CompactionSettings)
     authored: AuthoredSettings = msgspec.field(default_factory=AuthoredSettings)
@@ -255,6 +264,7 @@ ENV_KEYS: dict[str, str] = {
     "LIBRAVDB_GATING_CENTROID_K": "gating.centroid_k",
     "LIBRAVDB_GATING_MODEL": "gating.model",
     "LIBRAVDB_LIFECYCLE_JOURNAL_MAX_ENTRIES": "journal.max_entries",
+    "LIBRAVDB_CACHE_MAX_BYTES": "cache.max_bytes",
     "LIBRAVDB_COMPACTION_AUTO": "compaction.auto",
     "LIBRAVDB_COMPACTION_MIN_TURNS": "compaction.min_turns",
     "LIBRAVDB_COMPACTION_MAX_CONCURRENT": "compaction.max_concurrent",
@@ -510,6 +520,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("store.assemble_graph must be auto, on or off")
     if settings.store.synchronous.upper() not in ("FULL", "NORMAL"):
         raise ConfigError("store.synchronous must be FULL or NORMAL")
+    if settings.cache.max_bytes < 0:
+        raise ConfigError("cache.max_bytes must be >= 0 (0 = unbounded)")
     if settings.journal.max_entries < 0:
         raise ConfigError("journal.max_entries must be >= 0 (0 = unbounded)")
     if settings.mcp.http_max_sessions < 1:

@@ -96,6 +96,7 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
             ef_search=st.hnsw_ef_search,
             threads=st.index_threads,
         ),
+        max_bytes=settings.cache.max_bytes,
     )
     app.provide(Retrieval, retrieval)
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():

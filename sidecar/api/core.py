@@ -6,6 +6,7 @@ from protocol.core import (
     PROTOCOL_VERSION,
     AutoCompactionActivity,
     BackgroundActivity,
+    CacheActivity,
     Capabilities,
     ComponentState,
     Empty,
@@ -22,6 +23,7 @@ from sidecar import SERVER_NAME, __version__
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.app import App
+from sidecar.assembly.service import Retrieval
 from sidecar.memory.authored.watcher import AuthoredWatcher
 from sidecar.memory.service import MemoryService
 
@@ -139,6 +141,24 @@ async def status(ctx: CallContext, params: Empty) -> StatusResult:
             for name, (c, e, p50, p95) in app.stats.snapshot().items()
         },
         background=background_of(app),
+        cache=cache_of(app),
+    )
+
+
+def cache_of(app: App) -> CacheActivity | None:
+    """The retrieval caches' figures (view_budget.py), None without retrieval."""
+    retrieval = app.maybe_service(Retrieval)
+    if retrieval is None:
+        return None
+    f = retrieval.figures
+    return CacheActivity(
+        bytes=f.bytes,
+        max_bytes=f.max_bytes,
+        views=f.views,
+        hits=f.hits,
+        loads=f.loads,
+        load_ms=round(f.load_ms, 3),
+        evictions=f.evictions,
     )
 
 

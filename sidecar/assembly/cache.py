@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,13 +32,12 @@ import numpy.typing as npt
 
 from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.scoring import F32
-from sidecar.assembly.selection import AuthoredNode
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
-from sidecar.memory.core.tokens import estimate_tokens, message_text
+from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
 
@@ -149,6 +148,11 @@ class CollectionView:
         return "graph" if self._graph is not None and self._graph.ready else "store"
 
     @property
+    def scan_shadow(self) -> bool:
+        """Whether the view keeps an int8 copy of its rows for the scan."""
+        return self._shadow is not None
+
+    @property
     def graph(self) -> ViewGraph | None:
         return self._graph
 
@@ -177,35 +181,39 @@ class CollectionView:
         the records); returns how many. ``twin``: a loaded view whose records share ids and
         texts with many of these (the history beside the durable memories): a record with
         its twin's text takes the twin's analyzed terms instead of analyzing them again."""
-        if recs is None:
-            recs = store.list_records(self.name, include_vectors=True)
+        dims = store.embed_dims
+        if recs is None:  # paged: one page of vectors at a time, straight into the matrix
+            recs, mat = _read_rows(store, self.name, state.count)
+        else:
+            mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
+            for i, r in enumerate(recs):
+                mat[i] = _unit(r.vector, dims)
+                r.vector = None  # the matrix holds it (half the memory of a large view)
         old = {r.id: r.text for r in self.records}
         new = {r.id: r.text for r in recs}
         for rid, text in old.items():
             if new.get(rid) != text:
                 self.bm25.remove(rid)
         shared = _shared_terms(self.bm25, twin)
-        for rid, text in new.items():
-            if old.get(rid) != text:
-                counts = shared(rid, text)
-                if counts is None:
-                    self.bm25.add(rid, text)
-                else:
-                    self.bm25.add_counts(rid, counts)
+        analyze = self.bm25.analyze
+        self.bm25.add_bulk(
+            (
+                (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
+                for rid, text in new.items()
+                if old.get(rid) != text
+            ),
+            twin.bm25 if twin is not None else None,
+        )
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.records = recs
         self.by_id = {r.id: i for i, r in enumerate(recs)}
-        dims = store.embed_dims
-        mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
-        for i, r in enumerate(recs):
-            mat[i] = _unit(r.vector, dims)
-            r.vector = None  # the matrix holds it (half the memory of a large view)
         self._mat = mat
         self._ann = store if len(recs) >= self.ann_min_rows else None
         self._restart_graph(dims)
         self._shadow = None
         self._sync_shadow(0)
-        self.cands = [self._candidate(r, mat[i]) for i, r in enumerate(recs)]
+        nonzero: list[bool] = np.any(mat[: len(recs)], axis=1).tolist()
+        self.cands = [self._candidate(r, mat[i], nonzero[i]) for i, r in enumerate(recs)]
         self.by_pos = {}
         for i, c in enumerate(self.cands):
             if c.kind == "turn" and c.seq is not None:
@@ -338,7 +346,9 @@ class CollectionView:
             c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
         ]
 
-    def _candidate(self, r: Record, vec: F32) -> Candidate:
+    def _candidate(self, r: Record, vec: F32, has_vector: bool | None = None) -> Candidate:
+        """The candidate of a record whose unit vector is ``vec`` (``has_vector``: whether
+        it is not all zeros, when the caller knows)."""
         scope, kind = scope_of(self.name)
         meta = r.metadata
         if meta.get("type") == C.TYPE_SUMMARY:
@@ -369,7 +379,7 @@ class CollectionView:
             role=_str(meta.get("role")),
             ts=ts if ts is not None else (r.ts_ms or None),
             seq=_int(meta.get("seq")),
-            vector=vec if bool(np.any(vec)) else None,
+            vector=vec if (bool(np.any(vec)) if has_vector is None else has_vector) else None,
             tokens=estimate_tokens(text),
             metadata=meta,
         )
@@ -493,19 +503,19 @@ class CollectionView:
 
 def _shared_terms(
     index: BM25Index, twin: CollectionView | None
-) -> Callable[[str, str], Counter[str] | None]:
-    """A lookup of the analyzed terms ``twin`` holds for an id with the same text (None:
-    analyze), when both indexes analyze alike. The counts are shared, not copied: an
-    index never changes a document's counts once added (a change is a new add)."""
+) -> Callable[[str, str], int | None]:
+    """A lookup of the slot of ``twin``'s BM25 index that holds an id with the same text
+    (None: analyze), when both indexes analyze alike: its terms are copied instead of
+    analyzed again (``BM25Index.add_bulk``)."""
     if twin is None or not twin.bm25.analyzes_like(index):
         return lambda _rid, _text: None
     by_id, records, bm25 = twin.by_id, twin.records, twin.bm25
 
-    def lookup(rid: str, text: str) -> Counter[str] | None:
+    def lookup(rid: str, text: str) -> int | None:
         j = by_id.get(rid)
         if j is None or records[j].text != text:
             return None
-        return bm25.counts_of(rid)
+        return bm25.slot(rid)
 
     return lookup
 
@@ -520,6 +530,30 @@ def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> lis
     return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
+#: Records read per page when a view is loaded: their vectors go into the matrix page by
+#: page, so a load never holds every record's vector twice (the store's rows and the
+#: matrix; 300 MB more peak memory at 100k records before it was paged).
+READ_PAGE = 2048
+
+
+def _read_rows(store: StoreBackend, name: str, count: int) -> tuple[list[Record], F32]:
+    """Every record of ``name`` (in id order, as ``list_records``) and the matrix of their
+    unit vectors (the records keep none), read page by page."""
+    dims = store.embed_dims
+    mat = np.zeros((_capacity(count), dims), dtype=np.float32)
+    recs: list[Record] = []
+    for r in store.iter_records(name, include_vectors=True, batch=READ_PAGE):
+        i = len(recs)
+        if i >= mat.shape[0]:  # written since the state was read
+            bigger = np.zeros((_capacity(i + 1), dims), dtype=np.float32)
+            bigger[:i] = mat[:i]
+            mat = bigger
+        mat[i] = _unit(r.vector, dims)
+        r.vector = None  # the matrix holds it (half the memory of a large view)
+        recs.append(r)
+    return recs, mat
+
+
 def _capacity(rows: int) -> int:
     return max(16, rows + rows // 4)
 
@@ -532,117 +566,4 @@ def _unit(vector: Any, dims: int) -> F32:
             n = float(np.linalg.norm(v))
             if n > 1e-12:
                 out[:] = v / n
-    return out
-
-
-class Twins:
-    """Durable memory row -> the row of its copy in the namespace's raw history with the
-    same vector, or -1 (kept in step incrementally; rebuilt after a full reload)."""
-
-    def __init__(self, turns: str) -> None:
-        self.turns = turns
-        self.rows = np.zeros(0, dtype=np.int64)
-        self.stamps = (-1, -1)
-        self.seen = (0, 0)  # how much of user.touched / turns.touched is accounted for
-        # derived from rows: durable rows with a twin, their history rows, the others
-        self.have = np.zeros(0, dtype=np.int64)
-        self.src = np.zeros(0, dtype=np.int64)
-        self.rest = np.zeros(0, dtype=np.int64)
-
-    def update(self, user: CollectionView, turns: CollectionView) -> npt.NDArray[np.int64]:
-        n = len(user.records)
-        if self.stamps != (user.stamp, turns.stamp):
-            self.rows = np.full(n, -1, dtype=np.int64)
-            redo: Iterable[int] = range(n)
-        else:
-            old = self.rows.shape[0]
-            if n > old:
-                self.rows = np.concatenate([self.rows, np.full(n - old, -1, dtype=np.int64)])
-            ids = [*user.touched[self.seen[0] :], *turns.touched[self.seen[1] :]]
-            redo = sorted({i for i in (user.by_id.get(x) for x in ids) if i is not None})
-        self.stamps = (user.stamp, turns.stamp)
-        self.seen = (len(user.touched), len(turns.touched))
-        redo = np.asarray(list(redo), dtype=np.int64)
-        if redo.size:
-            umat, tmat = user.matrix, turns.matrix
-            assert umat is not None and tmat is not None
-            by_id = turns.by_id
-            cand = np.fromiter(
-                (by_id.get(user.records[i].id, -1) for i in redo.tolist()),
-                dtype=np.int64,
-                count=redo.size,
-            )
-            self.rows[redo] = -1
-            for lo in range(0, redo.size, 4096):  # bounded temporaries
-                r, c = redo[lo : lo + 4096], cand[lo : lo + 4096]
-                ok = c >= 0
-                r, c = r[ok], c[ok]
-                same = np.all(umat[r] == tmat[c], axis=1)
-                self.rows[r[same]] = c[same]
-        if redo.size or self.have.size + self.rest.size != n:
-            mask = self.rows >= 0
-            self.have = np.flatnonzero(mask)
-            self.src = self.rows[self.have]
-            self.rest = np.flatnonzero(~mask)
-        return self.rows
-
-
-def authored_nodes(coll: CollectionView, tier: int) -> list[AuthoredNode]:
-    """Authored rules in authored order: by source document, then node ordinal."""
-
-    def order(r: Record) -> tuple[str, int, str]:
-        ordinal = _int(r.metadata.get("ordinal"))
-        doc = _str(r.metadata.get("source_doc")) or r.id.rsplit("#", 1)[0]
-        return (doc, ordinal if ordinal is not None else 0, r.id)
-
-    out: list[AuthoredNode] = []
-    for r in sorted(coll.records, key=order):
-        text = r.text or _str(r.metadata.get("text"))
-        if text.strip():
-            out.append(AuthoredNode(r.id, text, tier, coll.name, metadata=r.metadata))
-    return out
-
-
-def message_turns(
-    messages: Sequence[Mapping[str, Any]],
-    session_id: str,
-    now: int,
-    stored: Sequence[Candidate] = (),
-) -> list[Candidate]:
-    """The host's current messages as session turns (the tail is taken from them).
-
-    A message without an id takes the id ingest gave the same turn: the k-th message with
-    a given role and text takes the k-th stored turn with them. Otherwise the tail and the
-    stored copies of the same turn would look like two turns and both be injected."""
-    ids_of: dict[tuple[str, str], list[str]] = {}
-    for c in stored:
-        ids_of.setdefault((c.role.strip().lower(), c.text.strip()), []).append(c.covered[0])
-    out: list[Candidate] = []
-    n = len(messages)
-    for i, m in enumerate(messages):
-        try:
-            text = message_text(m.get("content"))
-        except TypeError:
-            text = ""
-        mid = m.get("id")
-        if isinstance(mid, str) and mid.strip():
-            tid = mid
-        else:
-            same = ids_of.get((_str(m.get("role")).strip().lower(), text.strip()))
-            tid = same.pop(0) if same else f"msg:{i}"
-        ts = _int(m.get("ts"))
-        out.append(
-            Candidate(
-                kind="turn",
-                collection=C.SESSION_PREFIX + session_id,
-                id=tid,
-                text=text,
-                scope="session",
-                turn_ids=(tid,),
-                session_id=session_id,
-                role=_str(m.get("role")),
-                ts=ts if ts is not None else now - (n - i),
-                seq=i,
-            )
-        )
     return out

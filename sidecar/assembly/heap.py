@@ -10,15 +10,47 @@ metadata, its candidate, its lexical term counts, ...): 675k objects for the ben
 collections skip. Reference counting still frees a frozen object when its last reference
 goes (a reloaded collection's old rows are released as before); only a reference cycle
 among frozen objects would outlive its last use, and the caches build none.
+
+:func:`paused` keeps the collector off *while* a cache loads: a load creates several
+objects per record and no garbage cycles, yet every 700 allocations start a collection,
+and the older generations' collections walk the growing cache again and again (3.4 s of
+collections in a 16.6 s first ``assemble`` at 100k memories; 10.9 s without them, the
+same result). Reference counting frees as usual meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
+from collections.abc import Iterator
 
 #: Rows (re)loaded into the caches since the last freeze that make the next one worth it.
 FREEZE_MIN_ROWS = 2048
+
+
+_pause_lock = threading.Lock()
+_pauses = 0  # callers inside paused() now
+_resume = False  # whether the first of them found the collector enabled
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The cyclic collector off for the block (process-wide; nested and concurrent blocks
+    leave it off until the last ends, then as the first found it)."""
+    global _pauses, _resume
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
 
 
 class HeapSettler:

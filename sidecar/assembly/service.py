@@ -63,13 +63,10 @@ from sidecar.assembly.cache import (
     ANN_MIN_ROWS,
     CollectionView,
     SharedLexical,
-    Twins,
-    authored_nodes,
-    message_turns,
     positive_rows,
 )
 from sidecar.assembly.candidates import Candidate
-from sidecar.assembly.heap import HeapSettler
+from sidecar.assembly.heap import HeapSettler, paused
 from sidecar.assembly.implicit_source import Densities, implicit_inputs
 from sidecar.assembly.plan import PlanHead, SearchHit, plan_assembly, plan_head
 from sidecar.assembly.render import RenderStyle, entry_overhead
@@ -83,7 +80,9 @@ from sidecar.assembly.search import (
 )
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.assembly.speaker_focus import LabelVectors, named_in
+from sidecar.assembly.view_budget import DEFAULT_MAX_BYTES, CacheFigures, evict
 from sidecar.assembly.view_graph import GraphParams
+from sidecar.assembly.view_inputs import Twins, authored_nodes, message_turns
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
@@ -146,6 +145,7 @@ class Retrieval:
         ann_min_rows: int = ANN_MIN_ROWS,
         graph: str = "auto",
         graph_params: GraphParams | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.memory = memory
         self.config = config
@@ -155,6 +155,8 @@ class Retrieval:
         self.graph = graph
         self.graph_params = graph_params or GraphParams()
         self.lock = asyncio.Lock()
+        # the views' memory budget (view_budget.py) and the figures status shows
+        self.figures = CacheFigures(max_bytes=max_bytes)
         self._colls: OrderedDict[str, CollectionView] = OrderedDict()
         self._bumps = AccessBumps(lambda updates: self.memory.store.increment(updates))
         # stale marks from the event loop, consumed by the sync in a worker thread
@@ -212,32 +214,45 @@ class Retrieval:
         states = store.collection_states(names)  # one read for every collection
         out: dict[str, CollectionView] = {}
         loaded = 0  # rows (re)loaded, for the heap freeze
-        for name in names:
-            coll = self._colls.get(name)
-            if coll is None:
-                coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
-                self._colls[name] = coll
-            self._colls.move_to_end(name)
-            state = states.get(name, CollectionState())
-            old = coll.state
-            if old is None or coll.stale:  # never loaded, or marked
-                loaded += coll.reload(store, state, twin=self._twin(name))
-            elif state.unchanged_since(old):
-                pass
-            elif state.appended_since(old):  # puts and patches only: O(changes)
-                loaded += coll.catch_up(store, state)
-            elif shared:  # removals, other daemons write too: compared record by record
-                loaded += coll.refresh(store, state)
-            else:
-                loaded += coll.reload(store, state, twin=self._twin(name))
-            out[name] = coll
+        with paused():  # no collections while the caches grow (heap.py)
+            for name in names:
+                coll = self._colls.get(name)
+                if coll is None:
+                    coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
+                    self._colls[name] = coll
+                self._colls.move_to_end(name)
+                state = states.get(name, CollectionState())
+                old = coll.state
+                full = (
+                    old is None
+                    or coll.stale
+                    or not (state.unchanged_since(old) or state.appended_since(old) or shared)
+                )
+                t0 = time.perf_counter()
+                if full or old is None:  # never loaded, marked, or records were removed
+                    loaded += coll.reload(store, state, twin=self._twin(name))
+                elif state.unchanged_since(old):
+                    pass
+                elif state.appended_since(old):  # puts and patches only: O(changes)
+                    loaded += coll.catch_up(store, state)
+                else:  # removals, other daemons write too: compared record by record
+                    loaded += coll.refresh(store, state)
+                fig = self.figures
+                if full:
+                    fig.loads += 1
+                    fig.load_ms += (time.perf_counter() - t0) * 1000
+                else:
+                    fig.hits += 1
+                out[name] = coll
         self.heap.loaded(loaded)
-        while len(self._colls) > MAX_COLLECTIONS:
-            name, evicted = self._colls.popitem(last=False)
-            evicted.close()
+        self._evict(out)
+        return out
+
+    def _evict(self, keep: Mapping[str, CollectionView]) -> None:
+        """Views past :data:`MAX_COLLECTIONS` or the byte budget dropped (view_budget.py)."""
+        for name in evict(self._colls, keep, self.figures, MAX_COLLECTIONS):
             self._twins.pop(name, None)
             self._densities.drop(name)
-        return out
 
     def _graph_params(self, shared: bool) -> GraphParams | None:
         on = self.graph == "on" or (self.graph == "auto" and shared)

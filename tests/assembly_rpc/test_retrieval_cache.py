@@ -299,15 +299,28 @@ async def test_a_large_lexical_index_is_warmed_when_its_view_loads(
     assert set(turns.bm25._bounds) == {t for t, p in turns.bm25._postings.items() if p.n > 2}
 
 
-async def test_durable_memories_share_their_history_twins_analyzed_terms(h: Harness) -> None:
+async def test_durable_memories_share_their_history_twins_analyzed_terms(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     await h.ingest("s1", HISTORY)
+    analyzed: list[object] = []  # the index of every analyze call
+    plain = lexical.BM25Index.analyze
+
+    def counted(self: lexical.BM25Index, text: str) -> list[str]:
+        analyzed.append(self)
+        return plain(self, text)
+
+    monkeypatch.setattr(lexical.BM25Index, "analyze", counted)
     await h.ask("tennis balls")
     turns, user = h.coll(C.turns(NS)), h.coll(C.user(NS))
     twins = [rid for rid in user.by_id if rid in turns.by_id]
     assert twins
-    # loaded after the history, with the same texts: one Counter for both indexes
+    # every durable record has a twin with its text: none was analyzed for the user index
+    assert not any(a is user.bm25 for a in analyzed)
+    # loaded after the history, with the same texts: the history's analysis is read back
+    # (nothing analyzed again) and gives the same terms
     for rid in twins:
-        assert user.bm25.counts_of(rid) is turns.bm25.counts_of(rid)
+        assert user.bm25.counts_of(rid) == turns.bm25.counts_of(rid)
     # a durable record whose text differs from its twin's is analyzed on its own
     rid = twins[0]
     await h.call(
@@ -315,7 +328,7 @@ async def test_durable_memories_share_their_history_twins_analyzed_terms(h: Harn
     )
     user.stale = True  # read anew, beside the loaded history
     await h.ask("who swims?")
-    assert user.bm25.counts_of(rid) is not turns.bm25.counts_of(rid)
+    assert user.bm25.counts_of(rid) != turns.bm25.counts_of(rid)
     assert user.bm25.doc_terms(rid) == {"biscuit": 1, "swim": 1, "daili": 1}
     _same_as_fresh(user, h.store)
     _same_as_fresh(turns, h.store)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from sidecar.assembly import heap
 from sidecar.assembly.heap import HeapSettler
 
 
@@ -44,3 +45,26 @@ def test_frozen_objects_are_still_freed_when_dropped(thawed: None) -> None:
     HeapSettler(min_rows=1).loaded(1)
     del row  # reference counting, not the collector, releases it
     assert ref() is None
+
+
+def test_the_collector_is_paused_while_caches_load_and_restored_after() -> None:
+    assert gc.isenabled()
+    with heap.paused():
+        assert not gc.isenabled()
+        with heap.paused():  # nested (or another thread's): still off
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # off before: left off
+    try:
+        with heap.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    try:
+        with heap.paused():
+            raise KeyError("load failed")
+    except KeyError:
+        pass
+    assert gc.isenabled()

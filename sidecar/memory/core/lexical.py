@@ -25,7 +25,10 @@ mask out; dead slots are compacted away once they outnumber the live ones. Per-t
 postings are numpy arrays of ``(slot, tf)`` with spare capacity and the
 ``tf-and-length weight`` of each posting beside them, so a query is a handful of
 vectorised scatters into one dense score array (about 3 ms p50 for 50k documents on a
-busy two-core machine). The weights use an average document length that is refreshed only
+busy two-core machine). Each document's analyzed terms are kept in a compact forward index
+(term ids and frequencies in flat arrays, :mod:`sidecar.memory.core.bm25_arrays`), not a
+``Counter`` per document, and :meth:`BM25Index.add_bulk` (a view's load) appends every
+term's postings at once. The weights use an average document length that is refreshed only
 when the true one drifts by more than 5 % (:data:`AVGDL_TOLERANCE`), so an add only
 weighs its own postings; ``search`` and ``score``
 use the same value and agree. The score array of the last query is memoised, so ranking
@@ -57,6 +60,7 @@ from sidecar.memory.core.analyzer import (
     analyze,
     analyze_query,
 )
+from sidecar.memory.core.bm25_arrays import DocTerms, Postings, by_term
 from sidecar.memory.core.bm25_topk import (
     TermBound,
     TermPostings,
@@ -95,68 +99,6 @@ class LexicalHit:
 _EMPTY_TERMS: Mapping[str, int] = {}
 
 
-class _Postings:
-    """One term's postings: slots (ascending) and term frequencies, and their BM25 weights
-    up to ``weighted`` (for the normalisation generation ``wgen``). A rare term keeps
-    plain lists (most of a conversation's vocabulary is a handful of postings, where three
-    arrays would cost more than the lists); from :data:`_ARRAY_MIN` postings on they are
-    arrays with spare capacity (8 bytes a posting, 12 with its weight once the term was
-    queried, instead of two boxed ints and a cached copy)."""
-
-    __slots__ = ("lists", "n", "slots", "tfs", "weighted", "weights", "wgen")
-
-    def __init__(self) -> None:
-        self.lists: tuple[list[int], list[int]] | None = ([], [])
-        self.slots = _NO_SLOTS
-        self.tfs = _NO_WEIGHTS
-        self.weights = _NO_WEIGHTS
-        self.n = 0
-        self.weighted = 0
-        self.wgen = -1
-
-    def append(self, slot: int, tf: int) -> None:
-        self.n += 1
-        if self.lists is not None:
-            self.lists[0].append(slot)
-            self.lists[1].append(tf)
-            if self.n >= _ARRAY_MIN:
-                self.slots = np.asarray(self.lists[0], dtype=np.int32)
-                self.tfs = np.asarray(self.lists[1], dtype=np.float32)
-                self.lists, self.weighted = None, 0
-            return
-        if self.n > self.slots.shape[0]:
-            cap = self.n + self.n // 2
-            self.slots = np.resize(self.slots, cap)
-            self.tfs = np.resize(self.tfs, cap)
-            if self.weights.shape[0]:  # weights exist once the term was queried
-                self.weights = np.resize(self.weights, cap)
-        self.slots[self.n - 1] = slot
-        self.tfs[self.n - 1] = tf
-
-    def weighed(self, wgen: int, dl: F32, avgdl: float, k1: float, b: float) -> tuple[I32, F32]:
-        if self.lists is not None:  # a few postings: weighed anew
-            slots = np.asarray(self.lists[0], dtype=np.int32)
-            tf = np.asarray(self.lists[1], dtype=np.float32)
-            norm = k1 * (1.0 - b + b * dl[slots] / avgdl)
-            return slots, (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
-        if self.wgen != wgen:
-            self.wgen, self.weighted = wgen, 0
-        if self.weights.shape[0] < self.slots.shape[0]:
-            self.weights = np.resize(self.weights, self.slots.shape[0])
-        lo, hi = self.weighted, self.n
-        if lo < hi:
-            slots, tf = self.slots[lo:hi], self.tfs[lo:hi]
-            norm = k1 * (1.0 - b + b * dl[slots] / avgdl)
-            self.weights[lo:hi] = tf * (k1 + 1.0) / (tf + norm)
-            self.weighted = hi
-        return self.slots[:hi], self.weights[:hi]
-
-
-_ARRAY_MIN = 64
-_NO_SLOTS: I32 = np.zeros(0, dtype=np.int32)
-_NO_WEIGHTS: F32 = np.zeros(0, dtype=np.float32)
-
-
 class BM25Index:
     """Okapi BM25 over one document set (see the module doc)."""
 
@@ -176,8 +118,8 @@ class BM25Index:
         self.stopwords = stopwords
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []  # slot -> id (None once removed)
-        self._doc_terms: list[Counter[str] | None] = []
-        self._postings: dict[str, _Postings] = {}
+        self._docs = DocTerms()  # slot -> analyzed term counts (compact, bm25_arrays)
+        self._postings: dict[str, Postings] = {}
         self._wgen = 0  # bumped when the normalising avgdl moves: every weight is redone
         # per term: largest cached weight (MaxScore bound) and champion list (bm25_topk),
         # extended as postings are appended
@@ -212,16 +154,20 @@ class BM25Index:
         return iter(list(self._slot_of))
 
     @property
+    def nbytes(self) -> int:
+        """An estimate of the index's arrays: the forward index, and per posting a slot,
+        a frequency and a weight; O(1)."""
+        return self._docs.nbytes + 12 * self._docs.postings + 5 * self._dl.shape[0]
+
+    @property
     def avgdl(self) -> float:
         n = len(self._slot_of)
         return self._total_len / n if n else 0.0
 
     def doc_terms(self, doc_id: str) -> Mapping[str, int]:
-        """The analyzed term counts of a document (empty if unknown). A read-only view:
-        do not modify it."""
+        """The analyzed term counts of a document (empty if unknown)."""
         slot = self._slot_of.get(doc_id)
-        terms = self._doc_terms[slot] if slot is not None else None
-        return terms if terms is not None else _EMPTY_TERMS
+        return self._docs.get(slot) if slot is not None else _EMPTY_TERMS
 
     def add(self, doc_id: str, text: str) -> None:
         """Index ``text`` under ``doc_id``, replacing an earlier version of the id."""
@@ -235,57 +181,81 @@ class BM25Index:
         """Whether both indexes turn a text into the same terms."""
         return self.stem == other.stem and self.stopwords == other.stopwords
 
-    def counts_of(self, doc_id: str) -> Counter[str] | None:
+    def counts_of(self, doc_id: str) -> Mapping[str, int] | None:
         """The term counts of a document (None if unknown), to hand to :meth:`add_counts`
-        of an index that :meth:`analyzes_like` this one."""
+        of an index that :meth:`analyzes_like` this one (instead of analyzing again)."""
         slot = self._slot_of.get(doc_id)
-        return self._doc_terms[slot] if slot is not None else None
+        return self._docs.get(slot) if slot is not None else None
 
     def add_terms(self, doc_id: str, terms: Sequence[str]) -> None:
         """Index already analyzed ``terms`` (for callers that analyze once)."""
         self.add_counts(doc_id, Counter(terms))
 
-    def add_counts(self, doc_id: str, counts: Counter[str]) -> None:
-        """Index a document by its term counts. The counts are kept as given, not copied
-        (two indexes of the same texts share them), and never modified."""
-        if doc_id in self._slot_of:
-            self.remove(doc_id)
-        slot = len(self._ids)
-        if slot >= self._dl.shape[0]:
-            cap = max(64, 2 * self._dl.shape[0])
+    def add_counts(self, doc_id: str, counts: Mapping[str, int]) -> None:
+        """Index a document by its term counts."""
+        self.add_bulk([(doc_id, counts)])
+
+    def slot(self, doc_id: str) -> int | None:
+        """The internal slot of a document (for :meth:`add_bulk` of a twin index)."""
+        return self._slot_of.get(doc_id)
+
+    def add_bulk(
+        self, docs: Iterable[tuple[str, Mapping[str, int] | int]], twin: BM25Index | None = None
+    ) -> None:
+        """Index many documents by their term counts, replacing earlier versions of their
+        ids: the same index as :meth:`add_counts` of each in turn, with every term's
+        postings appended at once (a view's load: one sort instead of a call per posting).
+        An ``int`` instead of counts is the :meth:`slot` of a document of ``twin`` (an
+        index that :meth:`analyzes_like` this one) whose terms are copied."""
+        docs = list(docs)
+        ids = [d for d, _ in docs]
+        if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
+            for doc_id, counts in docs:
+                self.add_bulk([(doc_id, counts)], twin)
+            return
+        for doc_id in ids:
+            if doc_id in self._slot_of:
+                self.remove(doc_id)
+        if not docs:
+            return
+        first, n = len(self._ids), len(docs)
+        if first + n > self._dl.shape[0]:
+            cap = max(64, 2 * self._dl.shape[0], first + n)
             self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
         self._memo = None
-        self._slot_of[doc_id] = slot
-        self._ids.append(doc_id)
-        self._doc_terms.append(counts)
-        length = sum(counts.values())
-        self._dl[slot] = length
-        self._alive[slot] = True
-        self._total_len += length
-        for term, tf in counts.items():
-            plist = self._postings.get(term)
+        tids, tfs, nterms = self._docs.extend(
+            [counts for _, counts in docs], twin._docs if twin is not None else None
+        )
+        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
+        lengths = np.bincount(slots - first, weights=tfs, minlength=n).astype(np.int64)
+        self._slot_of.update(zip(ids, range(first, first + n), strict=True))
+        self._ids.extend(ids)
+        self._dl[first : first + n] = lengths
+        self._alive[first : first + n] = True
+        self._total_len += int(lengths.sum())
+        terms, postings, df = self._docs.terms, self._postings, self._df
+        for tid, tslots, ttfs in by_term(tids, slots, tfs):
+            term = terms[tid]
+            plist = postings.get(term)
             if plist is None:
-                plist = _Postings()
-                self._postings[term] = plist
-            plist.append(slot, tf)
-            self._df[term] += 1
+                plist = postings[term] = Postings()
+            plist.extend(tslots, ttfs)
+            df[term] += int(tslots.shape[0])
 
     def remove(self, doc_id: str) -> bool:
         slot = self._slot_of.pop(doc_id, None)
         if slot is None:
             return False
         self._memo = None
-        counts = self._doc_terms[slot]
-        self._doc_terms[slot] = None
+        counts = self._docs.get(slot)
         self._ids[slot] = None
         self._alive[slot] = False
-        if counts is not None:
-            self._total_len -= sum(counts.values())
-            for term in counts:
-                self._df[term] -= 1
-                if self._df[term] <= 0:
-                    del self._df[term]
+        self._total_len -= sum(counts.values())
+        for term in counts:
+            self._df[term] -= 1
+            if self._df[term] <= 0:
+                del self._df[term]
         self._dead += 1
         if self._dead > max(1024, len(self._slot_of)):
             self._compact()
@@ -296,13 +266,12 @@ class BM25Index:
 
     def _compact(self) -> None:
         live = [
-            (doc_id, terms)
-            for doc_id, terms in zip(self._ids, self._doc_terms, strict=True)
-            if doc_id is not None and terms is not None
+            (doc_id, self._docs.get(slot))
+            for slot, doc_id in enumerate(self._ids)
+            if doc_id is not None
         ]
         self.clear()
-        for doc_id, terms in live:
-            self.add_terms(doc_id, list(terms.elements()))
+        self.add_bulk(live)
 
     # ------------------------------------------------------------------ queries
     def _norm_avgdl(self) -> float:
@@ -502,7 +471,7 @@ class BM25Index:
         out_hits: list[int] = []
         for doc_id in ids:
             slot = slot_of.get(doc_id)
-            counts = self._doc_terms[slot] if slot is not None else None
+            counts = self._docs.get(slot) if slot is not None else None
             if slot is None or counts is None:
                 out.append(0.0)
                 out_hits.append(-1)

@@ -165,6 +165,20 @@ export interface BumpAccessCountsParams {
   updates?: AccessUpdate[] | null;
 }
 
+/**
+ * The retrieval caches: the per-collection views ``assemble`` and ``search`` read
+ * (docs/store.md, "Views"), within ``cache.max_bytes``.
+ */
+export interface CacheActivity {
+  bytes: number;
+  maxBytes: number;
+  views: number;
+  hits: number;
+  loads: number;
+  loadMs: number;
+  evictions: number;
+}
+
 export interface Capabilities {
   transports: string[];
   maxFrameBytes: number;
@@ -1067,6 +1081,7 @@ export interface StatusResult {
   models?: { [key: string]: ComponentState };
   methods?: { [key: string]: MethodStats };
   background?: BackgroundActivity;
+  cache?: CacheActivity | null;
 }
 
 export interface SuccessResponse {

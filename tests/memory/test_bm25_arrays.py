@@ -1,0 +1,124 @@
+"""The BM25 index's compact storage (bm25_arrays.py): a bulk load builds the same index
+as adding each document in turn, and a document's terms read back as analyzed."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+
+from sidecar.memory.core import lexical
+from sidecar.memory.core.bm25_arrays import ARRAY_MIN, DocTerms, Postings
+from sidecar.memory.core.lexical import BM25Index
+
+WORDS = [f"w{i}" for i in range(300)] + ["dog", "cat", "park", "ball"]
+
+
+def _docs(n: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    # a skewed vocabulary: some terms in hundreds of documents (arrays), most in a few
+    return [
+        (f"d{i}", " ".join(rng.choice(WORDS[: rng.choice((4, 40, 304))]) for _ in range(12)))
+        for i in range(n)
+    ]
+
+
+def _same(a: BM25Index, b: BM25Index, queries: list[str]) -> None:
+    assert sorted(a) == sorted(b)
+    for doc_id in a:
+        assert a.doc_terms(doc_id) == b.doc_terms(doc_id)
+    for q in queries:
+        assert a.search(q, 20) == b.search(q, 20)
+        ids = sorted(a)[:10]
+        assert a.score_hits(q, ids) == b.score_hits(q, ids)
+
+
+def test_a_bulk_load_is_the_same_index_as_one_add_after_another() -> None:
+    docs = _docs(600, 1)
+    one, bulk = BM25Index(), BM25Index()
+    for doc_id, text in docs:
+        one.add(doc_id, text)
+    bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in docs)
+    queries = ["dog park", "w1 w2 w3", "cat ball w250", "nothing here"]
+    _same(one, bulk, queries)
+    for term, p in one._postings.items():
+        q = bulk._postings[term]
+        assert p.n == q.n and (p.lists is None) == (q.lists is None)
+    # replacing documents (and an id given twice: the later version wins), then more
+    more = [("d5", "dog dog park"), ("d9", "cat"), ("d5", "ball w7"), ("x1", "w3 dog")]
+    for doc_id, text in more:
+        one.add(doc_id, text)
+    bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in more)
+    _same(one, bulk, queries)
+    assert dict(bulk.doc_terms("d5")) == {"ball": 1, "w7": 1}
+
+
+def test_removals_and_compaction_keep_the_statistics() -> None:
+    docs = _docs(3000, 2)
+    idx = BM25Index()
+    idx.add_bulk((d, Counter(idx.analyze(t))) for d, t in docs)
+    for doc_id, _ in docs[:2000]:  # past half dead: compacted
+        idx.remove(doc_id)
+    fresh = BM25Index()
+    for doc_id, text in docs[2000:]:
+        fresh.add(doc_id, text)
+    assert idx._dead < 1024 + 1000
+    assert idx.avgdl == fresh.avgdl
+    for q in ["dog park", "w1 w2", "w100 cat"]:
+        assert idx.search(q, 15) == fresh.search(q, 15)
+
+
+def test_doc_terms_are_stored_as_arrays() -> None:
+    docs = DocTerms()
+    tids, tfs, nterms = docs.extend([{"a": 2, "b": 1}, {}, {"b": 3, "c": 1}])
+    assert tids.tolist() == [0, 1, 1, 2] and tfs.tolist() == [2, 1, 3, 1]
+    assert nterms.tolist() == [2, 0, 2]
+    assert [docs.get(s) for s in range(3)] == [{"a": 2, "b": 1}, {}, {"b": 3, "c": 1}]
+    assert len(docs) == 3 and docs.postings == 4
+    many = [{f"t{i}": 1} for i in range(5000)]  # grows past the first allocation
+    docs.extend(many)
+    assert docs.get(3 + 4999) == {"t4999": 1}
+
+
+def test_postings_extend_is_append_in_turn() -> None:
+    for k in (3, ARRAY_MIN - 1, ARRAY_MIN, 200):
+        a, b = Postings(), Postings()
+        slots = np.arange(0, 2 * k, 2, dtype=np.int32)
+        tfs = (slots % 5 + 1).astype(np.int32)
+        for s, f in zip(slots.tolist(), tfs.tolist(), strict=True):
+            a.append(s, f)
+        b.extend(slots[: k // 2], tfs[: k // 2])
+        b.extend(slots[k // 2 :], tfs[k // 2 :])
+        dl = np.ones(2 * k, dtype=np.float32)
+        wa, wb = a.weighed(0, dl, 1.0, 1.2, 0.75), b.weighed(0, dl, 1.0, 1.2, 0.75)
+        assert a.n == b.n == k
+        assert wa[0].tolist() == wb[0].tolist() and wa[1].tolist() == wb[1].tolist()
+
+
+def test_the_size_estimate_grows_with_the_postings() -> None:
+    idx = lexical.BM25Index()
+    empty = idx.nbytes
+    idx.add_bulk((d, Counter(idx.analyze(t))) for d, t in _docs(500, 3))
+    assert idx.nbytes > empty + 12 * 500
+
+
+def test_terms_copied_from_a_twin_index_are_the_analyzed_terms() -> None:
+    docs = _docs(400, 4)
+    twin = BM25Index()
+    twin.add("other", "zebra w9 w9 park")  # a vocabulary in another order than ours
+    for doc_id, text in docs:
+        twin.add(doc_id, text)
+    analyzed, copied = BM25Index(), BM25Index()
+    analyzed.add("mine", "kayak dog")
+    copied.add("mine", "kayak dog")
+    mixed: list[tuple[str, Counter[str] | int]] = []
+    for j, (doc_id, text) in enumerate(docs):
+        analyzed.add(doc_id, text)
+        slot = twin.slot(doc_id)
+        assert slot is not None
+        # every third analyzed here, the others copied from the twin, interleaved
+        mixed.append((doc_id, Counter(copied.analyze(text)) if j % 3 == 0 else slot))
+    copied.add_bulk(mixed, twin)
+    _same(analyzed, copied, ["dog park", "w1 w2 w3", "kayak w9", "zebra"])
+    assert copied.avgdl == analyzed.avgdl
