@@ -13,7 +13,7 @@ from sidecar.api.wire import assemble_result, search_hit_out
 from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
 from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.plan import plan_assembly, plan_head, plan_search
-from sidecar.assembly.render import escape_text
+from sidecar.assembly.render import escape_text, repeats_cost
 from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan, AuthoredNode
 from sidecar.memory.core.analyzer import analyze
 from sidecar.memory.core.tokens import estimate_tokens
@@ -609,7 +609,9 @@ def test_assembly_invariants(sc: dict[str, object]) -> None:
         assert getattr(b, part) == sum(s.tokens for s in p.selected if s.part == part)
     for s in p.selected:
         if s.part != "retrieval" or "expanded" not in s.reason:
-            assert s.tokens == estimate_tokens(s.text) + overhead
+            # an entry that stands for identical ones is charged its "(said N times)" too
+            assert s.tokens == estimate_tokens(s.text) + overhead + repeats_cost(s)
+            assert s.repeats == 1 or s.part in ("retrieval", "recovery")
 
     # hard rules are always present, in authored order, first
     assert [s.id for s in p.selected if s.part == "hard"] == [n.id for n in hard]
