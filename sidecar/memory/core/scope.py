@@ -82,12 +82,11 @@ def sessions_of_namespace(store: StoreBackend, namespace: str) -> list[str]:
     named: dict[str, None] = {}
     if namespace.startswith(C.SESSION_PREFIX):
         named[namespace[len(C.SESSION_PREFIX) :]] = None
-    if store.collection(C.turns(namespace)) is not None:
-        for rec in store.list_records(C.turns(namespace)):
-            sid = rec.metadata.get("sessionId")
-            # a v1 record's metadata can name anything, a session id no collection can have
-            if isinstance(sid, str) and _is_session_id(sid):
-                named[sid] = None
+    # the sessions of turns:<ns>, from the store's session keys (an index read, not every
+    # turn); a v1 record's metadata can name anything, a session id no collection can have
+    for sid in store.session_keys(C.turns(namespace)):
+        if _is_session_id(sid):
+            named[sid] = None
     found = {sid: None for sid, owner in owners.items() if owner == namespace}
     for sid in named:
         if sid not in owners:

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError
-from sidecar.memory.core.scope import session_owner
+from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.store.aio import AsyncStore
 from sidecar.store.interface import StoreBackend
-from sidecar.store.names import InvalidName
 
 SortKey = tuple[int, str]
 
@@ -67,40 +66,8 @@ def decode_cursor(cursor: str) -> SortKey:
     raise MemoryInputError("cursor is not one that sessions.list returned")
 
 
-def _is_session_id(sid: str) -> bool:
-    try:
-        C.session_state(sid)
-    except InvalidName:
-        return False
-    return True
-
-
-def namespace_sessions_of(store: StoreBackend, namespace: str) -> list[str]:
-    """``sidecar.memory.core.scope.sessions_of_namespace``'s answer (the same sessions, in
-    no particular order), without reading the namespace's turns: their session ids are
-    the store's session keys of ``turns:<ns>``."""
-    owners: dict[str, str | None] = {}
-    for info in store.collections(prefix=C.SESSION_STATE_PREFIX):
-        sid = C.session_id_of(info.name)
-        if sid and _is_session_id(sid):
-            owners[sid] = session_owner(store, sid)
-    named: dict[str, None] = {}
-    if namespace.startswith(C.SESSION_PREFIX):
-        named[namespace[len(C.SESSION_PREFIX) :]] = None
-    for sid in store.session_keys(C.turns(namespace)):
-        if _is_session_id(sid):
-            named[sid] = None
-    found = {sid: None for sid, owner in owners.items() if owner == namespace}
-    for sid in named:
-        if sid not in owners:
-            owners[sid] = session_owner(store, sid)
-        if owners[sid] in (None, namespace):
-            found[sid] = None
-    return list(found)
-
-
 async def namespace_sessions(store: AsyncStore, namespace: str) -> list[str]:
-    return await store.call(namespace_sessions_of, store.store, namespace)
+    return await store.call(sessions_of_namespace, store.store, namespace)
 
 
 def summarize_sessions(store: StoreBackend, sessions: Sequence[str]) -> list[SessionSummary]:
@@ -121,7 +88,7 @@ def summarize_sessions(store: StoreBackend, sessions: Sequence[str]) -> list[Ses
 
 
 def _all_sessions(store: StoreBackend, namespace: str, since: int | None) -> list[SessionSummary]:
-    kept = summarize_sessions(store, namespace_sessions_of(store, namespace))
+    kept = summarize_sessions(store, sessions_of_namespace(store, namespace))
     if since is not None:
         kept = [s for s in kept if s.last_ts is not None and s.last_ts >= since]
     kept.sort(key=lambda s: s.sort_key)

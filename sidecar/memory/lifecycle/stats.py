@@ -13,7 +13,7 @@ no vector is read.
 Counted by the store, not by reading records (docs/store.md "Listing by time"): the counts
 per collection and the sessions' are one ``time_spans`` query, the durable facts not
 superseded a ``count_by_time`` (index entries), the timeline a ``time_histogram`` (GROUP
-BY day over the time index), the sessions from ``session_index.namespace_sessions_of``.
+BY day over the time index), the sessions from ``scope.sessions_of_namespace``.
 Only the summaries are read (their DAG level is in their metadata).
 """
 
@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sidecar.memory.core import layout as C
-from sidecar.memory.lifecycle.session_index import namespace_sessions_of
+from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.memory.lifecycle.timeline import (
     DAY_MS,
     MAX_BUCKETS,
@@ -131,7 +131,7 @@ def _levels(store: StoreBackend, names: list[str]) -> dict[int, int]:
 
 def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> NamespaceStats:
     out = NamespaceStats(namespace)
-    sessions = sorted(namespace_sessions_of(store, namespace))
+    sessions = sorted(sessions_of_namespace(store, namespace))
     own = [C.user(namespace), C.turns(namespace), C.dream(namespace), C.elevated_user(namespace)]
     summaries = [C.session_summary(sid) for sid in sessions]
     shards = [C.elevated_session(sid) for sid in sessions]
