@@ -5,6 +5,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# pytest workers (pytest-xdist): most tests wait on a daemon they spawned, so two workers
+# keep a 2-core machine busy; 0 runs everything in one process.
+TEST_WORKERS ?= 2
 NPM    ?= npm
 TS     := host_clients/typescript
 TS_STAMP := $(TS)/node_modules/.installed
@@ -78,7 +81,7 @@ test: setup
 # Under coverage, spawned daemons included; the report fails under the floor in pyproject.
 test-py: setup
 	@rm -f .coverage .coverage.*
-	$(PY) -m coverage run -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m coverage run -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	@$(PY) -m coverage combine --quiet
 	$(PY) -m coverage report --format=total --precision=1 | sed 's/^/coverage (lines, %): /'
 	@$(PY) -m coverage report > /dev/null || { $(PY) -m coverage report --sort=cover | tail -25; exit 2; }
