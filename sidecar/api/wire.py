@@ -5,6 +5,7 @@ and assembly layers return plain Python values and never camelCase dictionaries.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -29,6 +30,17 @@ from sidecar.store.types import Record
 
 SCORE_DIGITS = 6  # scores: more digits only carry float noise
 MS_DIGITS = 3
+
+W = TypeVar("W")
+
+
+def copy_fields(value: object, kind: type[W]) -> W:
+    """A ``kind`` (a wire Struct or a dataclass) whose fields are ``value``'s attributes of
+    the same names, nested values alike, checked against ``kind``'s types: for a service
+    result the protocol names field for field (or params a service takes as they are),
+    instead of copying each field by hand; a field renamed on one side fails the call
+    instead of going missing."""
+    return msgspec.convert(value, kind, from_attributes=True)
 
 
 def budget_out(b: BudgetPartition) -> AssembleBudget:
