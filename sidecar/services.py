@@ -8,7 +8,9 @@ closes them in reverse, so the order below is the shutdown order read backwards:
 3. the memory service (sessions: ingest, compaction, change notices);
 4. the authored-document, dream and lifecycle-journal services (store only);
 5. retrieval (``assemble`` / ``search``), which reads the memory and follows authored
-   changes; it closes before the store so its pending access counts are flushed;
+   changes; it closes before the store so its pending access counts are flushed; then
+   the namespace's memory (``memory.*``, ``sessions.list``, ``forget``), which asks
+   retrieval for a ``forget`` query's matches;
 6. the authored-folder watcher, when folders are configured (or were, to retire their
    documents); it stops first.
 
@@ -17,9 +19,10 @@ Kept apart from the server so tests and tools build an App with the same wiring.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sidecar.app import App
+from sidecar.assembly.forget_query import clear_matches, too_many
 from sidecar.assembly.selection import AssemblyConfig
 from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
 from sidecar.assembly.view_graph import GraphParams
@@ -28,7 +31,9 @@ from sidecar.engines.embedding_spec import PROFILES
 from sidecar.memory.authored.service import AuthoredService
 from sidecar.memory.authored.watcher import STATE_FILE, AuthoredWatcher
 from sidecar.memory.lifecycle.dreams import DreamService
+from sidecar.memory.lifecycle.forget_items import RecordRef
 from sidecar.memory.lifecycle.journal import LifecycleJournal
+from sidecar.memory.lifecycle.namespace_memory import NamespaceMemory
 from sidecar.memory.service import MemoryService
 from sidecar.store.service import StoreService
 
@@ -74,6 +79,21 @@ def daemon_assembly(hub: EngineHub | None) -> AssemblyConfig:
     return config
 
 
+@dataclass(frozen=True, slots=True)
+class ForgetQueries:
+    """A ``forget`` query's clear matches, from retrieval (``assembly.forget_query``), for
+    :class:`NamespaceMemory`, which sits in a layer below retrieval."""
+
+    retrieval: Retrieval
+
+    async def matches(self, namespace: str, query: str) -> list[RecordRef]:
+        found = await clear_matches(self.retrieval, namespace, query)
+        return [RecordRef(m.collection, m.id) for m in found]
+
+    def too_many(self, query: str, found: int, limit: int) -> Exception:
+        return too_many(query, found, limit)
+
+
 def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) -> None:
     """Build the services above the store (steps 3 to 6). Tests that stand a hash embedder
     in for the models wire their own store, then call this."""
@@ -99,6 +119,7 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
         max_bytes=settings.cache.max_bytes,
     )
     app.provide(Retrieval, retrieval)
+    app.provide(NamespaceMemory, NamespaceMemory(memory, ForgetQueries(retrieval)))
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():
         watcher = AuthoredWatcher(
             settings.authored,

@@ -1,8 +1,8 @@
 """v2 methods ``assemble`` and ``search``.
 
-The handlers check what the types cannot say, take the namespace from
-:mod:`sidecar.memory.core.ownership` (as every verb does) and delegate to
-:class:`sidecar.assembly.service.Retrieval`.
+The handlers check what the types cannot say and delegate to
+:class:`sidecar.assembly.service.Retrieval`, which resolves the namespace the request
+works in (a session of another namespace: -32012) as every verb's service does.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from protocol.assemble import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
-from sidecar.api.sessions import memory_service
 from sidecar.api.wire import assemble_result, search_hit_out
 from sidecar.assembly.search import SEARCH_SCOPES, SearchRequest
 from sidecar.assembly.service import Retrieval
 from sidecar.assembly.window import window_start
 from sidecar.errors import InvalidInput
-from sidecar.memory.core.ownership import request_namespace, require_addressed, session_namespace
 from sidecar.memory.core.tokens import message_text
+from sidecar.memory.service import Address
 
 
 def _query_of(params: AssembleParams) -> str:
@@ -71,12 +70,8 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
             )
         start = window_start(messages, params.token_budget, frac)
         messages = messages[start:]
-    ns = await session_namespace(
-        memory_service(ctx).store, params.session_id, params.namespace, params.user_id
-    )
     plan, timings = await ctx.app.service(Retrieval).assemble(
-        session_id=params.session_id,
-        namespace=ns,
+        who=Address(params.namespace, params.user_id, params.session_id),
         query=_query_of(params),
         token_budget=params.token_budget,
         memory_fraction=frac,
@@ -94,7 +89,6 @@ async def assemble(ctx: CallContext, params: AssembleParams) -> AssembleResult:
 async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
     if not params.query.strip():
         raise InvalidInput("query is required")
-    require_addressed(params.namespace, params.user_id, params.session_id)
     scopes = params.scopes
     if scopes is not None:
         bad = [s for s in scopes if s not in (*SEARCH_SCOPES, "session")]
@@ -105,11 +99,9 @@ async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
     f = params.filters
     if f is not None and f.since is not None and f.until is not None and f.since > f.until:
         raise InvalidInput("filters.since must be <= filters.until")
-    ns = await request_namespace(
-        memory_service(ctx).store, params.session_id, params.namespace, params.user_id
-    )
-    hits = await ctx.app.service(Retrieval).search(
-        SearchRequest(
+    hits = await ctx.app.service(Retrieval).search_as(
+        Address(params.namespace, params.user_id, params.session_id),
+        lambda ns: SearchRequest(
             query=params.query,
             namespace=ns,
             session_id=params.session_id,
@@ -119,7 +111,7 @@ async def search(ctx: CallContext, params: SearchParams) -> SearchResult:
             since=f.since if f else None,
             until=f.until if f else None,
             kind=f.kind if f else None,
-        )
+        ),
     )
     return SearchResult(hits=[search_hit_out(h) for h in hits])
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from protocol.authored import (
     AuthoredDeleteParams,
@@ -13,6 +13,7 @@ from protocol.authored import (
     AuthoredIngestResult,
     AuthoredListParams,
     AuthoredListResult,
+    DreamEntryParams,
     DreamPromoteParams,
     DreamPromoteResult,
     DreamRejection,
@@ -23,31 +24,16 @@ from protocol.authored import (
     LifecycleJournalResult,
     SourceInfo,
 )
+from protocol.v1_authored import V1DreamEntry
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
+from sidecar.api.wire import copy_fields
 from sidecar.errors import InvalidInput
 from sidecar.memory.authored.service import AuthoredService, SourceMeta
 from sidecar.memory.authored.watcher import AuthoredWatcher
 from sidecar.memory.lifecycle.dream import DreamEntry, parse_dream_diary
 from sidecar.memory.lifecycle.dreams import DreamProvenance, DreamService
 from sidecar.memory.lifecycle.journal import LifecycleJournal
-
-T = TypeVar("T")
-
-
-def _source(info: SourceInfo | None) -> SourceMeta:
-    if info is None:
-        return SourceMeta()
-    return SourceMeta(
-        root=info.root,
-        path=info.path,
-        kind=info.kind,
-        file_hash=info.file_hash,
-        size=info.size,
-        mtime_ms=info.mtime_ms,
-        ingest_version=info.ingest_version,
-        hash_backend=info.hash_backend,
-    )
 
 
 def _journal_entry(rid: str, meta: dict[str, Any]) -> JournalEntry:
@@ -62,6 +48,21 @@ def _journal_entry(rid: str, meta: dict[str, Any]) -> JournalEntry:
     )
 
 
+def dream_entry(e: DreamEntryParams | V1DreamEntry, *, line: int, index: int) -> DreamEntry:
+    """A dream candidate as v2 ``dream.promote`` and v1 ``promote_dream_entries`` send it;
+    each says which line and index it has."""
+    return DreamEntry(
+        text=e.text,
+        score=e.score,
+        recall_count=e.recall_count,
+        unique_queries=e.unique_queries,
+        section=e.section,
+        line=line,
+        index=index,
+        metadata=e.metadata or {},
+    )
+
+
 methods = MethodTable()
 
 
@@ -72,23 +73,11 @@ async def authored_ingest(ctx: CallContext, params: AuthoredIngestParams) -> Aut
         params.text,
         core=params.core,
         tokenizer_id=params.tokenizer_id,
-        source=_source(params.source),
+        source=copy_fields(params.source or SourceInfo(), SourceMeta),
         dry_run=params.dry_run,
         progress=ctx.progress,
     )
-    return AuthoredIngestResult(
-        source_doc=rep.source_doc,
-        core=rep.core,
-        nodes=rep.nodes,
-        hard=rep.hard,
-        soft=rep.soft,
-        variant=rep.variant,
-        removed=rep.removed,
-        unchanged=rep.unchanged,
-        suppressed=rep.suppressed,
-        hop_targets=rep.hop_targets,
-        cache_key=rep.cache_key,
-    )
+    return copy_fields(rep, AuthoredIngestResult)
 
 
 @methods.method("authored.delete")
@@ -118,29 +107,10 @@ async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPr
         entries = parse_dream_diary(params.text)
     else:
         entries = [
-            DreamEntry(
-                text=e.text,
-                score=e.score,
-                recall_count=e.recall_count,
-                unique_queries=e.unique_queries,
-                section=e.section,
-                line=max(0, e.line),
-                index=i + 1,
-                metadata=e.metadata or {},
-            )
+            dream_entry(e, line=max(0, e.line), index=i + 1)
             for i, e in enumerate(params.entries or [])
         ]
-    s = params.source or SourceInfo()
-    prov = DreamProvenance(
-        root=s.root,
-        path=s.path,
-        kind=s.kind,
-        file_hash=s.file_hash,
-        size=s.size,
-        mtime_ms=s.mtime_ms,
-        ingest_version=s.ingest_version,
-        hash_backend=s.hash_backend,
-    )
+    prov = copy_fields(params.source or SourceInfo(), DreamProvenance)
     ns = params.namespace.strip() or params.user_id.strip()
     if not ns:
         raise InvalidInput("userId or namespace is required")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from protocol.core import (
     PROTOCOL_VERSION,
     AutoCompactionActivity,
@@ -22,6 +24,7 @@ from protocol.core import (
 from sidecar import SERVER_NAME, __version__
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
+from sidecar.api.wire import MS_DIGITS, copy_fields
 from sidecar.app import App
 from sidecar.assembly.service import Retrieval
 from sidecar.memory.authored.watcher import AuthoredWatcher
@@ -151,14 +154,8 @@ def cache_of(app: App) -> CacheActivity | None:
     if retrieval is None:
         return None
     f = retrieval.figures
-    return CacheActivity(
-        bytes=f.bytes,
-        max_bytes=f.max_bytes,
-        views=f.views,
-        hits=f.hits,
-        loads=f.loads,
-        load_ms=round(f.load_ms, 3),
-        evictions=f.evictions,
+    return msgspec.structs.replace(
+        copy_fields(f, CacheActivity), load_ms=round(f.load_ms, MS_DIGITS)
     )
 
 

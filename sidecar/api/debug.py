@@ -8,6 +8,7 @@ from protocol.codes import ErrorCode
 from protocol.debug import DenseTopParams, DenseTopResult, SleepParams, SleepResult
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
+from sidecar.api.wire import copy_fields
 from sidecar.assembly.service import Retrieval
 from sidecar.errors import InvalidParams, RpcError
 
@@ -35,13 +36,7 @@ async def sleep(ctx: CallContext, params: SleepParams) -> SleepResult:
 async def dense_top(ctx: CallContext, params: DenseTopParams) -> DenseTopResult:
     require_debug(ctx)
     probe = await ctx.app.service(Retrieval).dense_probe(params.collection, params.query, params.k)
-    return DenseTopResult(
-        ids=probe.ids,
-        mode=probe.mode,
-        graph_state=probe.graph_state,
-        graph_rows=probe.graph_rows,
-        rows=probe.rows,
-    )
+    return copy_fields(probe, DenseTopResult)
 
 
 register = methods.register

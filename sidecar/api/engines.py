@@ -10,9 +10,8 @@ from protocol.engines import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
-from sidecar.engines import (
-    EngineHub,
-)
+from sidecar.api.wire import copy_fields
+from sidecar.engines import EngineHub
 
 methods = MethodTable()
 
@@ -40,16 +39,7 @@ async def summarize(ctx: CallContext, params: SummarizeParams) -> SummarizeResul
         method=params.method,
         density=params.density,
     )
-    return SummarizeResult(
-        summary=res.summary,
-        method=res.method,
-        confidence=res.confidence,
-        tokens=res.tokens,
-        fallback_reason=res.fallback_reason,
-        source_indices=res.source_indices,
-        truncated=res.truncated,
-        model=res.model,
-    )
+    return copy_fields(res, SummarizeResult)
 
 
 register = methods.register

@@ -1,7 +1,8 @@
 """v2 ``memory.list`` and ``memory.update``: see what the memory keeps, correct a fact.
 
-The logic lives in ``sidecar.memory.lifecycle`` (``listing``, ``update``); these handlers
-resolve the namespace as ``memory.get`` does and shape the results.
+The logic lives in ``sidecar.memory.lifecycle`` (``listing``, ``update``, behind
+:class:`NamespaceMemory`, which resolves the namespace as for ``memory.get``); these
+handlers decode and shape the results.
 """
 
 from __future__ import annotations
@@ -13,24 +14,21 @@ from protocol.memory import (
     MemoryUpdateResult,
 )
 from sidecar.api.context import CallContext
-from sidecar.api.memory_get import reader_namespace
 from sidecar.api.registry import MethodTable
-from sidecar.api.sessions import memory_service
 from sidecar.api.wire import memory_record_out
 from sidecar.errors import InvalidInput
-from sidecar.memory.lifecycle.listing import ListQuery, list_memory
-from sidecar.memory.lifecycle.update import update_fact
+from sidecar.memory.lifecycle.listing import ListQuery
+from sidecar.memory.lifecycle.namespace_memory import NamespaceMemory
+from sidecar.memory.service import Address
 
 methods = MethodTable()
 
 
 @methods.method("memory.list")
 async def memory_list(ctx: CallContext, params: MemoryListParams) -> MemoryListResult:
-    svc = memory_service(ctx)
-    ns = await reader_namespace(svc, params.namespace, params.user_id, params.session_id)
-    page = await list_memory(
-        svc.store,
-        ListQuery(
+    page = await ctx.app.service(NamespaceMemory).listing(
+        Address(params.namespace, params.user_id, params.session_id),
+        lambda ns: ListQuery(
             namespace=ns,
             scope=params.scope,
             session_id=params.session_id.strip() if params.session_id else None,
@@ -52,9 +50,9 @@ async def memory_list(ctx: CallContext, params: MemoryListParams) -> MemoryListR
 async def memory_update(ctx: CallContext, params: MemoryUpdateParams) -> MemoryUpdateResult:
     if not params.collection.strip() or not params.id.strip():
         raise InvalidInput("collection and id are required")
-    svc = memory_service(ctx)
-    ns = await reader_namespace(svc, params.namespace, params.user_id, None)
-    out = await update_fact(svc, ns, params.collection, params.id, params.text)
+    out = await ctx.app.service(NamespaceMemory).update(
+        Address(params.namespace, params.user_id), params.collection, params.id, params.text
+    )
     return MemoryUpdateResult(
         record=memory_record_out(out.record),
         previous=memory_record_out(out.previous) if out.previous is not None else None,

@@ -1,7 +1,8 @@
 """v2 ``memory.stats``: counts of what the memory holds, per namespace.
 
-The logic lives in ``sidecar.memory.lifecycle.stats``; this handler picks the namespaces
-(the one named by ``namespace`` or ``userId``, else all) and shapes the result.
+The logic lives in ``sidecar.memory.lifecycle.stats``, behind :class:`NamespaceMemory`
+(the namespace named by ``namespace`` or ``userId``, else all); this handler shapes the
+result.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from protocol.memory_stats import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
-from sidecar.api.sessions import memory_service
-from sidecar.memory.core import layout as C
-from sidecar.memory.ingest.sessions import named_namespace
+from sidecar.api.wire import copy_fields
 from sidecar.memory.lifecycle import stats
+from sidecar.memory.lifecycle.namespace_memory import NamespaceMemory
+from sidecar.memory.service import Address
 
 methods = MethodTable()
 
@@ -40,10 +41,7 @@ def _namespace_out(ns: stats.NamespaceStats) -> NamespaceStats:
         summary_levels=[SummaryLevel(level=k, count=v) for k, v in ns.summary_levels.items()],
         first_ts=ns.first_ts,
         last_ts=ns.last_ts,
-        timeline=[
-            TimelineBucket(label=r.label, start_ms=r.start_ms, records=r.records)
-            for r in ns.timeline
-        ],
+        timeline=[copy_fields(r, TimelineBucket) for r in ns.timeline],
         earlier=ns.earlier,
         out_of_range=ns.out_of_range,
     )
@@ -51,21 +49,12 @@ def _namespace_out(ns: stats.NamespaceStats) -> NamespaceStats:
 
 @methods.method("memory.stats")
 async def memory_stats(ctx: CallContext, params: MemoryStatsParams) -> MemoryStatsResult:
-    named = named_namespace(params.namespace, params.user_id)
-    if named is not None:
-        C.user(named)  # refuses a name no collection could have, like every memory.* call
-    svc = memory_service(ctx)
-    out = await stats.memory_stats(
-        svc.store, None if named is None else [named], bucket=params.bucket
+    out = await ctx.app.service(NamespaceMemory).stats(
+        Address(params.namespace, params.user_id), params.bucket
     )
     return MemoryStatsResult(
         namespaces=[_namespace_out(ns) for ns in out.namespaces],
-        authored=AuthoredStats(
-            documents=out.authored.documents,
-            hard=out.authored.hard,
-            soft=out.authored.soft,
-            variant=out.authored.variant,
-        ),
+        authored=copy_fields(out.authored, AuthoredStats),
         records=out.records,
         collections=out.collections,
         disk=DiskStats(

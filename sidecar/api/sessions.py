@@ -1,8 +1,8 @@
 """v2 session memory methods: ``ingest``, ``compact``, ``expand`` (``forget`` is in
 ``api/forget.py``).
 
-The logic lives in ``sidecar.memory`` (``MemoryService``); these handlers only decode,
-map errors and shape results.
+The logic lives in ``sidecar.memory`` (``MemoryService``, which also resolves the
+session's namespace); these handlers only decode and shape results.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from protocol.sessions import (
 )
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
-from sidecar.api.wire import ingested_messages
+from sidecar.api.wire import copy_fields, ingested_messages
 from sidecar.errors import InvalidInput, NotFound
-from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
-from sidecar.memory.core.ownership import session_exists
+from sidecar.memory.compaction.compactor import CompactionOptions
 from sidecar.memory.ingest.sessions import messages_from_wire
 from sidecar.memory.service import MemoryService
 from sidecar.store.names import explicit_ts
@@ -72,18 +71,10 @@ async def compact(ctx: CallContext, params: CompactParams) -> CompactResult:
     opts = CompactionOptions.from_settings(
         svc.settings, target_size=params.target_size or None, force=params.force
     )
-    if not session_exists(svc.store, params.session_id):
-        raise NotFound(f"unknown session {params.session_id!r}: nothing was ingested for it")
-    out = await svc.compact(params.session_id, opts, ctx.progress)
-    return CompactResult(
-        did_compact=out.did_compact,
-        clusters_formed=out.clusters_formed,
-        clusters_declined=out.clusters_declined,
-        turns_covered=out.turns_covered,
-        summary_method=out.summary_method,
-        mean_confidence=out.mean_confidence,
-        summary_ids=out.summary_ids + out.condensed_ids,
-    )
+    out = await svc.compact_known(params.session_id, opts, ctx.progress)
+    # the summaries written: of turns, then of summaries
+    ids = out.summary_ids + out.condensed_ids
+    return msgspec.structs.replace(copy_fields(out, CompactResult), summary_ids=ids)
 
 
 @methods.method("expand")
@@ -93,7 +84,7 @@ async def expand(ctx: CallContext, params: ExpandParams) -> ExpandResult:
         raise InvalidInput("sessionId is required")
     if not params.summary_id.strip():
         raise InvalidInput("summaryId is required")
-    items = await expand_summary(svc, params.session_id, params.summary_id, params.max_depth)
+    items = await svc.expand(params.session_id, params.summary_id, params.max_depth)
     if items is None:
         raise NotFound(f"summary {params.summary_id!r} not found in session {params.session_id!r}")
     turns: list[ExpandedTurn] = []

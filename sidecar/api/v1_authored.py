@@ -9,7 +9,8 @@ fractional ``sourceMtimeMs`` / ``sourceSize`` are accepted.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from protocol.v1_authored import (
     DeleteAuthoredDocumentParams,
@@ -21,14 +22,31 @@ from protocol.v1_authored import (
     SessionLifecycleHintResult,
 )
 from protocol.v1_store import OkResult, ResultsResult
+from sidecar.api.authored import dream_entry
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.v1_store import _result
 from sidecar.memory.authored.service import AuthoredService, SourceMeta
 from sidecar.memory.authored.watcher import glob_match
-from sidecar.memory.lifecycle.dream import DreamEntry, resolve_source_line
+from sidecar.memory.lifecycle.dream import resolve_source_line
 from sidecar.memory.lifecycle.dreams import DreamProvenance, DreamService
 from sidecar.memory.lifecycle.journal import LifecycleJournal
+
+Provenance = TypeVar("Provenance", SourceMeta, DreamProvenance)
+# v1 names a document's provenance flat, with a ``source`` prefix on some fields.
+_V1_NAMES = {
+    "root": "source_root",
+    "path": "source_path",
+    "kind": "source_kind",
+    "size": "source_size",
+    "mtime_ms": "source_mtime_ms",
+}
+
+
+def _v1_source(v1: object, kind: type[Provenance]) -> Provenance:
+    """The provenance ``kind`` from the v1 ``source*`` fields of ``v1`` (a document's
+    ``sourceMeta`` or a dream promotion's params)."""
+    return kind(**{f.name: getattr(v1, _V1_NAMES.get(f.name, f.name)) for f in fields(kind)})
 
 
 def _v1_core(ctx: CallContext, core_doc: bool, source_path: str) -> bool | None:
@@ -49,26 +67,12 @@ async def ingest_markdown_document(
     ctx: CallContext, params: IngestMarkdownDocumentParams
 ) -> OkResult:
     m = params.source_meta
-    source = (
-        SourceMeta(
-            root=m.source_root,
-            path=m.source_path,
-            kind=m.source_kind,
-            file_hash=m.file_hash,
-            size=m.source_size,
-            mtime_ms=m.source_mtime_ms,
-            ingest_version=m.ingest_version,
-            hash_backend=m.hash_backend,
-        )
-        if m is not None
-        else None
-    )
     await ctx.app.service(AuthoredService).ingest(
         params.source_doc,
         params.text,
         core=_v1_core(ctx, params.core_doc, m.source_path if m is not None else ""),
         tokenizer_id=params.tokenizer_id,
-        source=source,
+        source=_v1_source(m, SourceMeta) if m is not None else None,
     )
     return OkResult(ok=True)
 
@@ -88,30 +92,15 @@ async def promote_dream_entries(
     ctx: CallContext, params: PromoteDreamEntriesParams
 ) -> PromoteDreamEntriesResult:
     entries = [
-        DreamEntry(
-            text=e.text,
-            score=e.score,
-            recall_count=e.recall_count,
-            unique_queries=e.unique_queries,
-            section=e.section,
+        dream_entry(
+            e,
             line=resolve_source_line(e.line, e.source_line),
             index=e.line if e.line > 0 else i + 1,
-            metadata=e.metadata or {},
         )
         for i, e in enumerate(params.entries or [])
     ]
-    prov = DreamProvenance(
-        root=params.source_root,
-        path=params.source_path,
-        kind=params.source_kind,
-        file_hash=params.file_hash,
-        size=params.source_size,
-        mtime_ms=params.source_mtime_ms,
-        ingest_version=params.ingest_version,
-        hash_backend=params.hash_backend,
-    )
     rep = await ctx.app.service(DreamService).promote(
-        params.user_id, params.source_doc, entries, prov
+        params.user_id, params.source_doc, entries, _v1_source(params, DreamProvenance)
     )
     return PromoteDreamEntriesResult(promoted=rep.promoted, rejected=rep.rejected)
 

@@ -10,7 +10,6 @@ a seq2seq error; ``expand_summary`` returns children chronologically.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -32,9 +31,8 @@ from sidecar.api.sessions import memory_service
 from sidecar.api.v1_store import _clean_ids, _embed, _fit, _result, _store, _svc
 from sidecar.api.wire import gating_result
 from sidecar.errors import InvalidInput
-from sidecar.memory.compaction.compactor import CompactionOptions, expand_summary
+from sidecar.memory.compaction.compactor import CompactionOptions
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.ownership import refuse_another_owner
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.ingest.gate import REFERENCE_CONFIG, compute_gating
 from sidecar.memory.service import MemoryService
@@ -63,14 +61,9 @@ async def insert_session_turn(ctx: CallContext, params: InsertSessionTurnParams)
     meta.setdefault("access_count", 0)
     if await store.tombstoned_anywhere([C.tombstone_key(C.session_raw(sid), params.id)]):
         return OkResult(ok=True)  # forgotten: a re-sent turn must not come back
-    mem = ctx.app.maybe_service(MemoryService)
-    # Under the session's ingest lock, as v2 ingest: the owner checked is the one written
-    # against (a v2 ingest of another namespace cannot claim the session in between).
-    async with mem.ingest_lock(sid) if mem is not None else contextlib.nullcontext():
-        await refuse_another_owner(store, sid, meta.get("userId"))
+    # Under the session's ingest lock, after its owner is checked against the turn's user.
+    async with memory_service(ctx).v1_turn(sid, meta.get("userId"), estimate_tokens(params.text)):
         await _write_turn(ctx, sid, params, meta)
-    if mem is not None:
-        mem.note_ingested(sid, estimate_tokens(params.text))
     return OkResult(ok=True)
 
 
@@ -181,7 +174,7 @@ async def expand_summary_v1(ctx: CallContext, params: ExpandSummaryParams) -> Re
         raise InvalidInput("summaryId is required")
     svc = memory_service(ctx)
     depth = params.max_depth if params.max_depth is not None and params.max_depth > 0 else 3
-    items = await expand_summary(svc, params.session_id, params.summary_id, depth)
+    items = await svc.expand(params.session_id, params.summary_id, depth)
     return ResultsResult(results=[_result(it.record, 0.0, None) for it in items or []])
 
 

@@ -227,25 +227,24 @@ async def list_by_meta(ctx: CallContext, params: ListByMetaParams) -> ResultsRes
     return ResultsResult(results=[_result(r, 0.0, None) for r in recs])
 
 
-@methods.method("delete")
-async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
+async def _delete(ctx: CallContext, collection: str, ids: list[str]) -> OkResult:
+    """Delete ``ids`` of ``collection``; a missing collection or no id is a no-op."""
     store = _store(ctx)
-    if store.store.collection(_collection(params.collection)) is None or not params.id:
+    if store.store.collection(_collection(collection)) is None or not ids:
         return OkResult(ok=True)
-    await store.delete(params.collection, params.id)
+    await store.delete_many(collection, ids)
     await store.scrub_after_forget()
     return OkResult(ok=True)
+
+
+@methods.method("delete")
+async def delete(ctx: CallContext, params: DeleteParams) -> OkResult:
+    return await _delete(ctx, params.collection, [params.id] if params.id else [])
 
 
 @methods.method("delete_batch")
 async def delete_batch(ctx: CallContext, params: DeleteBatchParams) -> OkResult:
-    store = _store(ctx)
-    ids = _clean_ids(params.ids)
-    if store.store.collection(_collection(params.collection)) is None or not ids:
-        return OkResult(ok=True)
-    await store.delete_many(params.collection, ids)
-    await store.scrub_after_forget()
-    return OkResult(ok=True)
+    return await _delete(ctx, params.collection, _clean_ids(params.ids))
 
 
 @methods.method("bump_access_counts")

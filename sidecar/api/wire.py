@@ -5,6 +5,7 @@ and assembly layers return plain Python values and never camelCase dictionaries.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -30,32 +31,26 @@ from sidecar.store.types import Record
 SCORE_DIGITS = 6  # scores: more digits only carry float noise
 MS_DIGITS = 3
 
+W = TypeVar("W")
+
+
+def copy_fields(value: object, kind: type[W]) -> W:
+    """A ``kind`` (a wire Struct or a dataclass) whose fields are ``value``'s attributes of
+    the same names, nested values alike, checked against ``kind``'s types: for a service
+    result the protocol names field for field (or params a service takes as they are),
+    instead of copying each field by hand; a field renamed on one side fails the call
+    instead of going missing."""
+    return msgspec.convert(value, kind, from_attributes=True)
+
 
 def budget_out(b: BudgetPartition) -> AssembleBudget:
-    return AssembleBudget(
-        total=b.total,
-        hard=b.hard,
-        tail=b.tail,
-        soft=b.soft,
-        elevated=b.elevated,
-        retrieval=b.retrieval,
-        recovery=b.recovery,
-        used=b.used,
-    )
+    return copy_fields(b, AssembleBudget)
 
 
 def selected_out(s: SelectedItem, *, with_text: bool = False) -> AssembleSelected:
-    return AssembleSelected(
-        kind=s.kind,
-        collection=s.collection,
-        id=s.id,
-        turn_ids=list(s.turn_ids),
-        session_id=s.session_id,
-        role=s.role,
-        ts=s.ts,
+    return msgspec.structs.replace(
+        copy_fields(s, AssembleSelected),
         score=round(s.score, SCORE_DIGITS),
-        tokens=s.tokens,
-        reason=s.reason,
         text=s.text if with_text else msgspec.UNSET,
     )
 
@@ -88,48 +83,18 @@ def assemble_result(
 
 
 def considered_out(c: ConsideredItem) -> AssembleConsidered:
-    return AssembleConsidered(
-        kind=c.kind,
-        collection=c.collection,
-        id=c.id,
-        text=c.text,
-        score=round(c.score, SCORE_DIGITS),
-        tokens=c.tokens,
-        why=c.why,
-        reason=c.reason,
+    return msgspec.structs.replace(
+        copy_fields(c, AssembleConsidered), score=round(c.score, SCORE_DIGITS)
     )
 
 
 def search_hit_out(h: SearchHit) -> SearchHitOut:
-    return SearchHitOut(
-        kind=h.kind,
-        collection=h.collection,
-        id=h.id,
-        turn_ids=list(h.turn_ids),
-        session_id=h.session_id,
-        role=h.role,
-        ts=h.ts,
-        score=round(h.score, SCORE_DIGITS),
-        text=h.text,
-    )
+    return msgspec.structs.replace(copy_fields(h, SearchHitOut), score=round(h.score, SCORE_DIGITS))
 
 
 def gating_result(s: GatingSignals) -> GatingSignalsResult:
     """The reference ``gating_scalar`` result: every signal, without the decision."""
-    return GatingSignalsResult(
-        g=s.g,
-        t=s.t,
-        h=s.h,
-        r=s.r,
-        d=s.d,
-        input_freq=s.input_freq,
-        mem_saturation=s.mem_saturation,
-        p=s.p,
-        a=s.a,
-        dtech=s.dtech,
-        gconv=s.gconv,
-        gtech=s.gtech,
-    )
+    return copy_fields(s, GatingSignalsResult)
 
 
 def memory_record_out(record: Record) -> MemoryRecord:

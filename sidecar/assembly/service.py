@@ -48,7 +48,7 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -91,7 +91,7 @@ from sidecar.store.types import CollectionState
 
 if TYPE_CHECKING:
     from protocol.core import ComponentState
-    from sidecar.memory.service import MemoryService
+    from sidecar.memory.service import Address, MemoryService
 
 log = structlog.get_logger(__name__)
 
@@ -305,8 +305,7 @@ class Retrieval:
     async def assemble(  # noqa: PLR0913 - keyword-only options of one request
         self,
         *,
-        session_id: str,
-        namespace: str,
+        who: Address,
         query: str,
         token_budget: float,
         memory_fraction: float,
@@ -321,7 +320,7 @@ class Retrieval:
         the addition and removed from the returned messages. Either way no turn appears
         twice, and no message is recalled as a memory. ``render``: the entries' style
         (default: the configured one; "reference" gives the reference's bytes).
-        ``explain``: list what was left out."""
+        ``explain``: list what was left out. ``who``: the session, maybe a namespace."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
         embed_ms = 0.0
@@ -347,8 +346,8 @@ class Retrieval:
             async with self.lock:
                 prep = await asyncio.to_thread(
                     self._prepare,
-                    session_id,
-                    namespace,
+                    who.session_id or "",
+                    await self.memory.session_namespace(who),
                     query,
                     now,
                     token_budget,
@@ -607,6 +606,10 @@ class Retrieval:
         return {}
 
     # ---- search ------------------------------------------------------------------------
+
+    async def search_as(self, who: Address, req: Callable[[str], SearchRequest]) -> list[SearchHit]:
+        """``search`` in the namespace ``who`` works in: ``req`` builds it once known."""
+        return await self.search(req(await self.memory.namespace_of(who)))
 
     async def search(self, req: SearchRequest) -> list[SearchHit]:
         qvec = await self.embed_query(req.query)

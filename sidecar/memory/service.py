@@ -20,14 +20,19 @@ It holds what the ingest, compaction and forget code share across calls:
 
 The operations themselves live in :mod:`sessions`, :mod:`compactor` and :mod:`forget`;
 the methods here are thin entry points so callers need only this object.
+
+It is also the door to :mod:`sidecar.memory.core.ownership`: a request's :class:`Address`
+(the namespace and session it names) becomes the namespace it works in here, for every
+service above (retrieval, the namespace's memory, v1 writes), so no handler resolves a
+namespace or reads a session's owner itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +51,15 @@ from sidecar.memory.compaction.autocompact import (
 from sidecar.memory.compaction.compactor import (
     CompactionOptions,
     CompactionOutcome,
+    ExpandedItem,
     compact_session,
+    expand_summary,
 )
 from sidecar.memory.compaction.continuity import GUIDANCE_PROTOTYPES
 from sidecar.memory.core import layout as C
+from sidecar.memory.core import ownership
 from sidecar.memory.core.callbacks import Listeners
+from sidecar.memory.core.errors import MemoryNotFound
 from sidecar.memory.core.progress import Progress, no_progress
 from sidecar.memory.core.shared_locks import SharedLocks
 from sidecar.memory.ingest.gate import GatingConfig
@@ -82,6 +91,17 @@ class InvalidationEvent:
 
 
 Listener = Callable[[InvalidationEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a request says it works: the namespace it names (``namespace``, else
+    ``userId``), its session, both or neither, as the request gave them. The services
+    resolve it through :class:`MemoryService` before they read or write."""
+
+    namespace: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
 
 
 class MemoryService:
@@ -200,6 +220,48 @@ class MemoryService:
         """Session locks with a holder or a waiter (idle sessions keep none)."""
         return len(self._ingest_locks) + len(self._compaction_locks) + len(self._namespace_locks)
 
+    # ---- where a request works (memory.core.ownership, for every verb) ----------------
+
+    async def namespace_of(self, who: Address) -> str:
+        """The namespace a read works in: its session's when it names one (-32012 for a
+        session of another namespace than the one named), else the one it names; a
+        request naming neither is refused (-32009)."""
+        return await ownership.reader_namespace(
+            self.store, who.session_id, who.namespace, who.user_id
+        )
+
+    async def session_namespace(self, who: Address) -> str:
+        """The namespace of ``who``'s session (which it must name): its owner's (a new
+        session's: the one named), -32012 when ``who`` names another."""
+        return await ownership.session_namespace(
+            self.store, who.session_id or "", who.namespace, who.user_id
+        )
+
+    @staticmethod
+    def required_namespace(who: Address) -> str:
+        """The namespace a request over a whole namespace must name (``forget``,
+        ``sessions.list``: a session id alone would name only itself)."""
+        return ownership.required_namespace(
+            who.namespace, who.user_id, "namespace or userId is required"
+        )
+
+    @staticmethod
+    def named_namespace(who: Address) -> str | None:
+        """The namespace the request names, if any, as given."""
+        return ownership.named_namespace(who.namespace, who.user_id)
+
+    @asynccontextmanager
+    async def v1_turn(self, session_id: str, user: object, tokens: int) -> AsyncIterator[None]:
+        """Held while a v1 turn of ``tokens`` is written into the session: under its
+        ingest lock, as v2 ingest, so the owner checked is the one written against (a v2
+        ingest of another namespace cannot claim the session in between); a turn naming
+        a user other than the owner is refused (-32012). The tokens count towards
+        auto-compaction once the write is done."""
+        async with self.ingest_lock(session_id):
+            await ownership.refuse_another_owner(self.store, session_id, user)
+            yield
+        self.note_ingested(session_id, tokens)
+
     # ---- epoch and invalidation --------------------------------------------------------
 
     def epoch(self, session_id: str) -> int:
@@ -267,6 +329,22 @@ class MemoryService:
             if progress is None:
                 return await compact_session(self, session_id, opts)
             return await compact_session(self, session_id, opts, progress)
+
+    async def compact_known(
+        self, session_id: str, options: CompactionOptions, progress: Progress | None = None
+    ) -> CompactionOutcome:
+        """:meth:`compact` of a session something was stored for; an unknown session is
+        refused (not found) rather than compacted to nothing."""
+        if not ownership.session_exists(self.store, session_id):
+            raise MemoryNotFound(f"unknown session {session_id!r}: nothing was ingested for it")
+        return await self.compact(session_id, options, progress)
+
+    async def expand(
+        self, session_id: str, summary_id: str, max_depth: int | None
+    ) -> list[ExpandedItem] | None:
+        """What a summary of the session covers, down to ``max_depth`` levels (None for
+        an unknown summary; ``max_depth`` None or <= 0: down to the raw turns)."""
+        return await expand_summary(self, session_id, summary_id, max_depth)
 
     # ---- auto-compaction ---------------------------------------------------------------
 

@@ -7,10 +7,13 @@ request naming another is refused with :class:`SessionNamespaceError` (-32012), 
 session's tail and summaries are never read, extended or forgotten under a namespace
 that did not write them.
 
-Every entry point goes through here: v2 ``ingest`` (under the session's ingest lock, in
-``sidecar.memory.ingest.sessions``), ``assemble``, ``search``, ``memory.*``,
-``sessions.list``, ``forget`` and its items, v1 ``insert_session_turn`` and
-``get_session_namespace``; the MCP server and the UI reach them over the protocol.
+Every entry point goes through here, behind the services and never from a handler:
+v2 ``ingest`` (under the session's ingest lock, in ``sidecar.memory.ingest.sessions``);
+``assemble``, ``search``, ``memory.*``, ``sessions.list``, ``forget`` and its items,
+``compact`` and v1 ``insert_session_turn`` through ``MemoryService`` (``namespace_of``,
+``session_namespace``, ``required_namespace``, ``v1_turn``, ``compact_known``), which
+the retrieval service and ``NamespaceMemory`` call; the MCP server and the UI reach them
+over the protocol.
 """
 
 from __future__ import annotations

@@ -43,12 +43,7 @@ import numpy as np
 
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError
-
-# Namespace resolution lives in ownership; these names stay importable from here.
-from sidecar.memory.core.ownership import named_namespace as named_namespace
 from sidecar.memory.core.ownership import namespace_of_session, stored_owner
-from sidecar.memory.core.ownership import request_namespace as request_namespace
-from sidecar.memory.core.ownership import session_namespace as session_namespace
 from sidecar.memory.core.progress import PROGRESS_CHUNK, Progress, no_progress
 from sidecar.memory.core.temporal import mentioned_windows
 from sidecar.memory.core.tokens import estimate_tokens, message_text

@@ -42,8 +42,8 @@ from sidecar.memory.compaction.loading import SummaryRec, TurnRec, load_session
 from sidecar.memory.compaction.sanitize import summary_view
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.ownership import session_namespace
 from sidecar.memory.core.tokens import estimate_tokens
-from sidecar.memory.ingest.sessions import session_namespace
 from sidecar.memory.lifecycle.forget import sessions_of_namespace
 from sidecar.memory.lifecycle.forget_related import marks_to_clear, version_deletes
 from sidecar.store.aio import AsyncStore
