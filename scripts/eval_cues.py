@@ -2,7 +2,7 @@
 """`make eval`: implicit recall. Does the memory a trigger assembles hold its cue?
 
     python scripts/eval_cues.py [DATA.json] [--split S ...] [--no-daemon] [--no-loco]
-        [--endpoint E] [--overlap] [--no-write] [--no-cache] [--seed N]
+        [--endpoint E] [--overlap] [--no-write] [--no-cache] [--seed N] [--inside]
 
 The set (``tests/memory/data/cue_pairs.json``, :mod:`scripts.cue_set`) holds cue /
 trigger pairs written for this project: something the user said earlier, and a later
@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+import random
 import statistics
 import subprocess
 import sys
@@ -91,6 +92,7 @@ from scripts.locomo_pool import (  # noqa: E402
     prepare,
 )
 from scripts.locomo_report import mean  # noqa: E402
+from sidecar.assembly.selection import DEFAULT_ASSEMBLY, AssemblyConfig  # noqa: E402
 from sidecar.assembly.service import DAEMON_ASSEMBLY  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
@@ -119,20 +121,62 @@ def run_baselines(datas: Sequence[ConvData], sts: Sequence[Stitched], scores: Cu
 
 
 def run_inprocess(
-    datas: Sequence[ConvData], sts: Sequence[Stitched], scores: CueScores, now_ms: int
+    datas: Sequence[ConvData],
+    sts: Sequence[Stitched],
+    scores: CueScores,
+    now_ms: int,
+    *,
+    config: AssemblyConfig = DEFAULT_ASSEMBLY,
+    method: str = "inprocess",
 ) -> None:
     budget = int(TOKEN_BUDGET * MEMORY_FRACTION)
     for data, st in zip(datas, sts, strict=True):
         cands = conversation_candidates(data)
         for qi, ask in enumerate(st.asks):
-            plan = inprocess_plan(data, cands, qi, budget, now_ms=now_ms)
+            plan = inprocess_plan(data, cands, qi, budget, config=config, now_ms=now_ms)
             if ask.pair is not None:
                 ids = [t for item in plan.selected for t in item.turn_ids]
                 cover = covered(ids, data.conv.questions[qi].evidence)
-                scores.add(st.split, "inprocess", conv_name(st), ask.kind, cover)
+                scores.add(st.split, method, conv_name(st), ask.kind, cover)
             else:
                 b = plan.budget
-                scores.spent(st.split, "inprocess", ask.kind, b.used, b.recovery)
+                scores.spent(st.split, method, ask.kind, b.used, b.recovery)
+
+
+def inside_sessions(st: Stitched, seed: int = SEED) -> Stitched:
+    """``st`` with every cue said inside one of the conversation's own sessions instead of
+    a session of its own: each cue (its user turn and reply, in order) goes between two
+    turns of a seeded session and gap of that session, the session's later turns move
+    down, and the cue's turns take the time of the turn before them. Turn ids are kept,
+    so the cover is counted the same way. Its neighbours are now chatter about something
+    else: the pessimistic case, where stitching gives the optimistic one (a cue alone in
+    its session)."""
+    cue_sids = set(st.cue_sessions)
+    hosts: dict[str, list[EvalTurn]] = {}
+    cues: dict[str, list[EvalTurn]] = {}
+    for t in st.conv.turns:
+        (cues if t.session_id in cue_sids else hosts).setdefault(t.session_id, []).append(t)
+    for own in hosts.values():
+        own.sort(key=lambda t: t.position)
+    names = sorted(s for s, own in hosts.items() if len(own) >= 2)
+    gaps: dict[tuple[str, int], list[str]] = {}  # (session, turns before) -> cue sessions
+    for sid in sorted(cues):
+        rng = random.Random(f"{seed}:{st.split}:inside:{sid}")
+        host = rng.choice(names)
+        gaps.setdefault((host, rng.randrange(1, len(hosts[host]))), []).append(sid)
+    turns: list[EvalTurn] = []
+    for host, own in hosts.items():
+        out: list[EvalTurn] = []
+        for i, t in enumerate(own):
+            out.append(t)
+            said = [c for sid in gaps.get((host, i + 1), []) for c in cues[sid]]
+            n, ts = t.session_index, t.ts
+            out += [replace(c, session_id=host, session_index=n, ts=ts) for c in said]
+        turns += [replace(t, position=p) for p, t in enumerate(out)]
+    turns.sort(key=lambda t: (t.ts, t.session_id, t.position))
+    dates = {k: v for k, v in st.conv.session_dates.items() if k not in cue_sids}
+    conv = replace(st.conv, turns=turns, session_dates=dates)
+    return replace(st, conv=conv, cue_sessions={})
 
 
 # Implicit recall's constants, around the chosen ones (docs/memory.md, "Implicit recall:
@@ -314,6 +358,11 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings")
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument(
+        "--inside",
+        action="store_true",
+        help="also print in-process figures with the cues said inside the sessions",
+    )
     return parser.parse_args(argv)
 
 
@@ -348,6 +397,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             loco.append(run_loco(datas, sts, scores, now))
         print(f"{split}: in-process figures done", flush=True)
     bare = bare_cues(convs, pairs, prompts, splits, args.seed, embedder, now, scores)
+    inside = (
+        inside_table([st for s in splits for st in stitched[s]], splits, args.seed, embedder, now)
+        if args.inside
+        else ""
+    )
     note = ""
     if not args.no_daemon:
         note = run_assemble([st for s in splits for st in stitched[s]], scores, args.endpoint)
@@ -356,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tables = [render_cover(scores, s, methods) for s in splits]
     token_methods = [m for m in ("assemble", "inprocess", "cosine") if m in methods]
     tokens = render_tokens(scores, splits, token_methods)
-    for text in (*tables, *loco, bare, tokens, note):
+    for text in (*tables, *loco, bare, inside, tokens, note):
         if text:
             print(f"\n{text}")
     if not args.no_write:
@@ -411,6 +465,30 @@ def bare_cues(
             cells = " | ".join(f"{mean(got.overall(split, m)):.3f}" for m in methods)
             lines.append(f"| {split} | {name} | {cells} |")
     return "\n".join(lines)
+
+
+INSIDE_METHODS = ("own session", "inside a session")
+
+
+def inside_table(
+    stitched: Sequence[Stitched],
+    splits: Sequence[str],
+    seed: int,
+    embedder: CachedEmbedder,
+    now_ms: int,
+) -> str:
+    """The daemon's configuration in-process with the cues as stitched (each a session of
+    its own) and said inside the conversation's sessions (:func:`inside_sessions`), per
+    split: cover per kind and the no-memory prompts' tokens."""
+    scores = CueScores()
+    for st in stitched:
+        for method, version in zip(INSIDE_METHODS, (st, inside_sessions(st, seed)), strict=True):
+            data = prepare(version.conv, embedder)
+            run_inprocess([data], [version], scores, now_ms, config=DAEMON_ASSEMBLY, method=method)
+    blocks = ["The daemon's configuration in-process, cues in a session of their own and inside:"]
+    blocks += [render_cover(scores, s, INSIDE_METHODS) for s in splits]
+    blocks.append(render_tokens(scores, splits, INSIDE_METHODS))
+    return "\n\n".join(blocks)
 
 
 def _doc_body(

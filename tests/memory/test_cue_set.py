@@ -157,6 +157,35 @@ def test_bare_stitching_leaves_the_cue_text_as_written(convs: list[Conversation]
     assert turn.content == pair.user and turn.speaker == convs[1].speaker_a
 
 
+def test_cues_said_inside_the_sessions(convs: list[Conversation]) -> None:
+    """eval_cues --inside: every cue moved into one of the conversation's own sessions,
+    between two of its turns, in order, the same way every time."""
+    from scripts.eval_cues import inside_sessions
+
+    pairs, prompts = load_pairs(), load_prompts()
+    for st in stitch(convs, pairs, prompts, "dev"):
+        inside = inside_sessions(st)
+        assert inside_sessions(st).conv == inside.conv
+        assert inside.asks == st.asks and inside.cue_sessions == {}
+        turns = inside.conv.turns
+        assert sorted(t.id for t in turns) == sorted(t.id for t in st.conv.turns)
+        assert [t.ts for t in turns] == sorted(t.ts for t in turns)
+        assert set(inside.conv.session_dates) == {t.session_id for t in turns}
+        by_session: dict[str, list[EvalTurn]] = {}
+        for t in turns:
+            by_session.setdefault(t.session_id, []).append(t)
+        for own in by_session.values():
+            assert [t.position for t in own] == list(range(len(own)))
+            assert own[0].id.startswith("D") and own[-1].id.startswith("D")
+        for ask in inside.asks:
+            if ask.pair is None:
+                continue
+            ids = cue_turn_ids(ask.pair)
+            host = by_session[next(t.session_id for t in turns if t.id == ids[0])]
+            at = [t.id for t in host].index(ids[0])
+            assert [t.id for t in host[at : at + len(ids)]] == list(ids)
+
+
 def test_cover_is_any_turn_of_the_cue() -> None:
     assert covered(["D1:1", "goal-01:a"], ("goal-01:u", "goal-01:a")) == 1.0
     assert covered(["D1:1"], ("goal-01:u",)) == 0.0
