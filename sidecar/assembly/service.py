@@ -18,8 +18,7 @@
    for neighbour turns (``seq +- 1`` of ``turns:<ns>``), hop targets (authored variant by
    id), summary expansion (the summary's covered turns) and recovery (a deeper search of
    the raw history);
-4. counts ``access_count`` bumps for the injected stored records, written coalesced at
-   most every :data:`~sidecar.assembly.access_bumps.BUMP_DELAY_S` (and on close).
+4. counts ``access_count`` bumps of the injected records (coalesced: ``access_bumps``).
 
 **Caches.** One :class:`CollectionView` per collection name, in an LRU bounded by
 :data:`MAX_COLLECTIONS` collections. Nothing is reloaded or rescanned per call while the
@@ -37,9 +36,8 @@ it, in any process); an unchanged state costs nothing more. A changed one:
   by diff; on a shared PostgreSQL store the records are listed without vectors and
   compared by ``seq``, and only the changed ones fetched (:meth:`CollectionView.refresh`);
 * :meth:`Retrieval.invalidate` marks a view stale: it is read again on the next call.
-
-Stale marks are taken before the store is read (one arriving during a sync is kept for
-the next). Not thread-safe otherwise: every call holds :attr:`Retrieval.lock`.
+  Stale marks are taken before the store is read (one arriving during a sync is kept).
+  Not thread-safe otherwise: every call holds :attr:`Retrieval.lock`.
 """
 
 from __future__ import annotations
@@ -323,6 +321,8 @@ class Retrieval:
         ``explain``: list what was left out. ``who``: the session, maybe a namespace."""
         t0 = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        # Before any work: a session of another namespace is refused (-32012) unembedded.
+        namespace = await self.memory.session_namespace(who)
         embed_ms = 0.0
 
         async def embed() -> F32 | None:
@@ -347,7 +347,7 @@ class Retrieval:
                 prep = await asyncio.to_thread(
                     self._prepare,
                     who.session_id or "",
-                    await self.memory.session_namespace(who),
+                    namespace,
                     query,
                     now,
                     token_budget,
