@@ -340,6 +340,14 @@ def _count(pattern: re.Pattern[str], text: str) -> int:
     return sum(1 for _ in pattern.finditer(text))
 
 
+def _weighted(text: str, weights: Sequence[tuple[re.Pattern[str], float]]) -> float:
+    """The weights of the patterns ``text`` matches, summed and capped at 1."""
+    text = text.strip()
+    if not text:
+        return 0.0
+    return min(sum(weight for pattern, weight in weights if _has(pattern, text)), 1.0)
+
+
 def technical_share(text: str, tech_norm: float = DEFAULT_TECH_NORM) -> float:
     """``T``: weights of the technical patterns present, over ``tech_norm``, capped at 1."""
     text = text.strip()
@@ -364,18 +372,26 @@ def novelty(memory_scores: Sequence[float]) -> float:
     return _clamp01(1.0 - sum(max(s, 0.0) for s in memory_scores) / len(memory_scores))
 
 
+_STRUCTURE_WEIGHTS = (
+    (DATE, 0.3),
+    (QUANTITY, 0.2),
+    (HUMAN_NAME, 0.3),
+    (PREFERENCE, 0.4),
+    (FACT_ASSERTION, 0.3),
+)
+_ACTION_WEIGHTS = ((ARCH_DECISION, 0.5), (RESOLUTION, 0.4), (MILESTONE, 0.3), (CONFIG_CHANGE, 0.4))
+_TECH_WEIGHTS = (
+    (FUNC_DEF, 0.4),
+    (DATA_STRUCTURE, 0.3),
+    (DEPENDENCY, 0.3),
+    (TEST_CASE, 0.2),
+    (DOC_COMMENT, 0.2),
+)
+
+
 def structure(text: str) -> float:
     """``D``: natural-language structure (date, quantity, name, preference, fact)."""
-    text = text.strip()
-    if not text:
-        return 0.0
-    score = 0.0
-    score += 0.3 if _has(DATE, text) else 0.0
-    score += 0.2 if _has(QUANTITY, text) else 0.0
-    score += 0.3 if _has(HUMAN_NAME, text) else 0.0
-    score += 0.4 if _has(PREFERENCE, text) else 0.0
-    score += 0.3 if _has(FACT_ASSERTION, text) else 0.0
-    return min(score, 1.0)
+    return _weighted(text, _STRUCTURE_WEIGHTS)
 
 
 def content(text: str) -> float:
@@ -426,29 +442,12 @@ def specificity(text: str) -> float:
 
 def actionability(text: str) -> float:
     """``A``: architecture decision, resolution, milestone, configuration change."""
-    text = text.strip()
-    if not text:
-        return 0.0
-    score = 0.0
-    score += 0.5 if _has(ARCH_DECISION, text) else 0.0
-    score += 0.4 if _has(RESOLUTION, text) else 0.0
-    score += 0.3 if _has(MILESTONE, text) else 0.0
-    score += 0.4 if _has(CONFIG_CHANGE, text) else 0.0
-    return min(score, 1.0)
+    return _weighted(text, _ACTION_WEIGHTS)
 
 
 def tech_density(text: str) -> float:
     """``Dtech``: definitions, data structures, dependencies, tests, doc comments."""
-    text = text.strip()
-    if not text:
-        return 0.0
-    score = 0.0
-    score += 0.4 if _has(FUNC_DEF, text) else 0.0
-    score += 0.3 if _has(DATA_STRUCTURE, text) else 0.0
-    score += 0.3 if _has(DEPENDENCY, text) else 0.0
-    score += 0.2 if _has(TEST_CASE, text) else 0.0
-    score += 0.2 if _has(DOC_COMMENT, text) else 0.0
-    return min(score, 1.0)
+    return _weighted(text, _TECH_WEIGHTS)
 
 
 def compute_gating(
