@@ -89,6 +89,18 @@ def matching(
     return out[:limit] if limit is not None and limit > 0 else out
 
 
+def unscored_hits(records: list[Record], excluded: Iterable[str], k: int) -> list[Hit]:
+    """A search of a vectorless collection (or by a zero query): every record scores 0,
+    so the hits are the listing's records in id order, ``excluded`` left out, ``k`` at
+    most (``k <= 0``: all)."""
+    ex = set(excluded)
+    kept = [r for r in records if r.id not in ex] if ex else records
+    return [
+        Hit(r.collection, r.id, r.text, r.metadata, r.version, 0.0, r.created_ms, r.ts_ms)
+        for r in (kept[:k] if k > 0 else kept)
+    ]
+
+
 class Identity(Protocol):
     """What a store records of its embedder in ``meta``."""
 

@@ -181,13 +181,7 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> list[int]
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
     current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"the database has schema version {current}, newer than this daemon supports "
-            f"({SCHEMA_VERSION}); upgrade the daemon",
-            found=current,
-            supported=SCHEMA_VERSION,
-        )
+    SchemaTooNew.refuse(current, SCHEMA_VERSION)
     applied: list[int] = []
     for version in range(current + 1, target + 1):
         conn.execute("BEGIN IMMEDIATE")

@@ -219,13 +219,7 @@ def schema_version(conn: Conn) -> int:
 
 
 def _refuse_newer(current: int) -> None:
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"the database has schema version {current}, newer than this daemon supports "
-            f"({SCHEMA_VERSION}); upgrade the daemon",
-            found=current,
-            supported=SCHEMA_VERSION,
-        )
+    SchemaTooNew.refuse(current, SCHEMA_VERSION)
 
 
 def migrate(conn: Conn, target: int = SCHEMA_VERSION) -> list[int]:
