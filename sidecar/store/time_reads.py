@@ -50,24 +50,24 @@ def list_by_time(
     if plan is None:
         return []
     where, args, index = _scope(plan.session, plan.exclude_marks)
-    found: list[Record] = []
-    for r in plan.ranges:
-        rows = _reads._read(
-            store,
-            f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
-            "AND ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id LIMIT ?",
-            (cids[r.collection], *args, r.lower, r.upper, limit),
-        )
-        found += _reads._records(store, r.collection, rows, False)
+    # (collection, the rest of its WHERE and its order, their parameters): each range, then
+    # the continuation's tie
+    reads: list[tuple[str, str, tuple[Any, ...]]] = [
+        (r.collection, "ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id", (r.lower, r.upper))
+        for r in plan.ranges
+    ]
     if plan.tie is not None:
         t = plan.tie
+        reads.append((t.collection, "ts_ms = ? AND id > ? ORDER BY id", (t.ts_ms, t.after_id)))
+    found: list[Record] = []
+    for name, clause, bounds in reads:
         rows = _reads._read(
             store,
             f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
-            "AND ts_ms = ? AND id > ? ORDER BY id LIMIT ?",
-            (cids[t.collection], *args, t.ts_ms, t.after_id, limit),
+            f"AND {clause} LIMIT ?",
+            (cids[name], *args, *bounds, limit),
         )
-        found += _reads._records(store, t.collection, rows, False)
+        found += _reads._records(store, name, rows, False)
     return by_time.merge(found, limit)
 
 
