@@ -275,15 +275,24 @@ ENV_KEYS: dict[str, str] = {
 }
 
 
-def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+def set_dotted(tree: dict[str, Any], key: str, value: Any) -> str | None:
+    """``tree["a"]["b"] = value`` for the key ``"a.b"``, making the tables on the way; the
+    part of the key that already holds a value, if one does (then nothing is set)."""
     node = tree
     *parents, leaf = key.split(".")
     for part in parents:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"setting {key!r}: {part!r} is not a table")
+            return part
         node = child
     node[leaf] = value
+    return None
+
+
+def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    part = set_dotted(tree, key, value)
+    if part is not None:
+        raise ConfigError(f"setting {key!r}: {part!r} is not a table")
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import msgspec
 from libravdb_client import ProgressParams, RpcError
 
 from protocol.catalog import all_methods
+from sidecar.config import set_dotted
 
 
 class InputError(ValueError):
@@ -59,14 +60,9 @@ def parse_assignments(words: Iterable[str]) -> dict[str, Any]:
         key, sep, value = word.partition("=")
         if not sep or not key:
             raise InputError(f"expected key=value or a JSON value, got {word!r}")
-        *parents, leaf = key.split(".")
-        node = params
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise InputError(f"{key!r}: {part!r} is already set to a value")
-            node = child
-        node[leaf] = parse_value(value)
+        part = set_dotted(params, key, parse_value(value))
+        if part is not None:
+            raise InputError(f"{key!r}: {part!r} is already set to a value")
     return params
 
 

@@ -70,11 +70,7 @@ class ProgressBar:
 
 
 def _embedder(settings: Settings) -> Embedder:
-    hub = EngineHub.from_settings(
-        settings.embedding,
-        settings.summarizer,
-        search_roots=[settings.data_path.parent / "models"],
-    )
+    hub = EngineHub.for_tool(settings)
     try:
         return hub.require_embedder()
     except Exception as exc:

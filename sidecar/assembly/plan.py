@@ -110,11 +110,13 @@ from sidecar.assembly.scoring import (
 )
 from sidecar.assembly.selection import (
     DEFAULT_ASSEMBLY,
+    NO_FILTER,
     AssemblyConfig,
     AssemblyPlan,
     AuthoredNode,
     Chosen,
     ExpandHook,
+    HitFilter,
     HopsHook,
     NeighborsHook,
     RecoverHook,
@@ -752,30 +754,13 @@ class SearchHit:
     score: float = 0.0
 
 
-def passes_filters(
-    c: Candidate, role: str | None, since: int | None, until: int | None, kind: str | None
-) -> bool:
-    """``search``'s filters: role and kind equal, ``ts`` within ``since``..``until``
-    (inclusive, epoch ms; a candidate without ``ts`` fails a time filter)."""
-    if role is not None and c.role != role:
-        return False
-    if kind is not None and c.kind != kind:
-        return False
-    if since is not None and (c.ts is None or c.ts < since):
-        return False
-    return not (until is not None and (c.ts is None or c.ts > until))
-
-
 def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     *,
     query: str,
     query_vector: F32 | None,
     candidates: Sequence[Candidate],
     k: int = 8,
-    role: str | None = None,
-    since: int | None = None,
-    until: int | None = None,
-    kind: str | None = None,
+    filters: HitFilter = NO_FILTER,
     now_ms: int | None = None,
     lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
     terms_of: Callable[[Candidate], Iterable[str]] | None = None,
@@ -783,17 +768,17 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
     config: AssemblyConfig = DEFAULT_ASSEMBLY,
     dreams: bool | None = None,
 ) -> list[SearchHit]:
-    """The ``search`` RPC's ranking: the same scoring as assembly, filters (``role``,
-    ``since``/``until`` on ``ts`` in epoch ms, inclusive, ``kind``), one hit per source
-    turn, ``k`` hits best first. Dream entries count when ``dreams`` is true (the caller
-    asked for the dream scope by name), and when it is None only for dream questions."""
+    """The ``search`` RPC's ranking: the same scoring as assembly, the candidates
+    ``filters`` passes, one hit per source turn, ``k`` hits best first. Dream entries
+    count when ``dreams`` is true (the caller asked for the dream scope by name), and
+    when it is None only for dream questions."""
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     plan = plan_temporal(query, now, mention_slack_days=config.mention_slack_days)
     qctx = QueryContext.build(query, query_vector, plan=plan, now_ms=now)
     dream = is_dream_query(query) if dreams is None else dreams
 
     def ok(c: Candidate) -> bool:
-        return passes_filters(c, role, since, until, kind) and (dream or c.scope != "dream")
+        return filters.passes(c) and (dream or c.scope != "dream")
 
     pool = dedupe([c for c in candidates if ok(c)], Chosen())
     channels = Channels.compute(qctx, pool, lexical)

@@ -15,9 +15,9 @@ import numpy as np
 
 from sidecar.assembly.cache import CollectionView, SharedLexical
 from sidecar.assembly.candidates import Candidate
-from sidecar.assembly.plan import SearchHit, passes_filters, plan_search
+from sidecar.assembly.plan import SearchHit, plan_search
 from sidecar.assembly.scoring import F32
-from sidecar.assembly.selection import AssemblyConfig
+from sidecar.assembly.selection import AssemblyConfig, HitFilter
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.temporal import plan_temporal
 
@@ -59,11 +59,8 @@ class SearchRequest:
         return set(self.scopes) if self.scopes else set(SEARCH_SCOPES)
 
     @property
-    def filtered(self) -> bool:
-        return any(v is not None for v in (self.role, self.since, self.until, self.kind))
-
-    def passes(self, c: Candidate) -> bool:
-        return passes_filters(c, self.role, self.since, self.until, self.kind)
+    def filters(self) -> HitFilter:
+        return HitFilter(self.role, self.since, self.until, self.kind)
 
 
 def terms_lookup(colls: Mapping[str, CollectionView]) -> Any:
@@ -93,10 +90,11 @@ def _rows(
     coll: CollectionView, req: SearchRequest, qvec: F32 | None, lex_query: str, depth: int
 ) -> list[int]:
     """The rows of one collection that enter the pool."""
-    if not req.filtered:
+    filters = req.filters
+    if not filters.active:
         return list(dict.fromkeys(coll.dense_top(qvec, depth) + coll.lexical_top(lex_query, depth)))
     # filters can empty a top-k: take the whole collection's matches
-    idx = [i for i, c in enumerate(coll.cands) if req.passes(c)]
+    idx = [i for i, c in enumerate(coll.cands) if filters.passes(c)]
     if len(idx) > 4 * depth and qvec is not None and coll.matrix is not None:
         sims = coll.matrix[idx] @ qvec
         top = np.argsort(-sims, kind="stable")[:depth].tolist()
@@ -130,10 +128,7 @@ def run_search(
         query_vector=qvec,
         candidates=cands,
         k=req.k,
-        role=req.role,
-        since=req.since,
-        until=req.until,
-        kind=req.kind,
+        filters=req.filters,
         now_ms=now,
         lexical=lexical,
         terms_of=terms_lookup(colls),

@@ -157,6 +157,33 @@ class Chosen:
         self.sources.update(sources)
 
 
+@dataclass(frozen=True, slots=True)
+class HitFilter:
+    """``search``'s filters: role and kind equal, ``ts`` within ``since``..``until``
+    (inclusive, epoch ms; a candidate without ``ts`` fails a time filter)."""
+
+    role: str | None = None
+    since: int | None = None
+    until: int | None = None
+    kind: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.role, self.since, self.until, self.kind))
+
+    def passes(self, c: Candidate) -> bool:
+        if self.role is not None and c.role != self.role:
+            return False
+        if self.kind is not None and c.kind != self.kind:
+            return False
+        if self.since is not None and (c.ts is None or c.ts < self.since):
+            return False
+        return not (self.until is not None and (c.ts is None or c.ts > self.until))
+
+
+NO_FILTER = HitFilter()
+
+
 def authored_item(node: AuthoredNode, part: Part, tokens: int) -> SelectedItem:
     coll, _ = node.key
     return SelectedItem(

@@ -31,7 +31,7 @@ from .seq2seq import Seq2SeqSummarizer, resolve_summarizer
 from .summarizer import Summarizer
 
 if TYPE_CHECKING:
-    from sidecar.config import EmbeddingSettings, SummarizerSettings
+    from sidecar.config import EmbeddingSettings, Settings, SummarizerSettings
 
 
 class EngineHub:
@@ -121,6 +121,16 @@ class EngineHub:
             max_new_tokens=summarizer.max_new_tokens,
         )
         return cls(embedder, summ, embedder_error=embedder_error, preload=embedding.preload)
+
+    @classmethod
+    def for_tool(cls, settings: Settings) -> EngineHub:
+        """The engines of an offline tool (reembed, doctor): the configured models, looked
+        for in ``models/`` beside the data directory too, as the daemon does."""
+        return cls.from_settings(
+            settings.embedding,
+            settings.summarizer,
+            search_roots=[settings.data_path.parent / "models"],
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _slots(self) -> list[ModelSlot[Any]]:

@@ -9,9 +9,6 @@ The session table is bounded (``http_sessions``).
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,15 +16,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 
 from sidecar.config import McpSettings
+from sidecar.endpoints import parse_loopback, uvicorn_server
 from sidecar.mcp.http_sessions import BoundedSessionManager
 from sidecar.mcp.server import MemoryServer
 
 MCP_PATH = "/mcp"
-_LOOPBACK_NAMES = ("localhost",)
-
-
-class NotLoopback(ValueError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,29 +46,11 @@ class HttpOptions:
 
 
 def parse_http_address(text: str) -> HttpAddress:
-    """``127.0.0.1:8765``, ``[::1]:8765`` or ``localhost:8765``; anything that is not a
-    loopback address raises :class:`NotLoopback` (a ValueError naming the problem)."""
-    host, sep, port_text = text.strip().rpartition(":")
-    if not sep or not host:
-        raise ValueError(f"--http wants HOST:PORT (for example 127.0.0.1:8765), not {text!r}")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"--http port must be a number, not {port_text!r}") from None
-    if not 1 <= port <= 65535:
-        raise ValueError(f"--http port must be 1..65535, not {port}")
-    if host.lower() not in _LOOPBACK_NAMES:
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise NotLoopback(
-                f"--http serves loopback only (127.0.0.1, ::1 or localhost), not {host!r}: "
-                "the MCP endpoint has no authentication"
-            )
-    return HttpAddress(host.lower(), port)
+    """``127.0.0.1:8765``, ``[::1]:8765`` or ``localhost:8765``; anything else, a host
+    that is not loopback included, raises ValueError naming the problem."""
+    return HttpAddress(
+        *parse_loopback(text, free_port=False, why="the MCP endpoint has no authentication")
+    )
 
 
 def _security(address: HttpAddress) -> TransportSecuritySettings:
@@ -110,18 +85,6 @@ def http_app(server: MemoryServer, options: HttpOptions) -> Any:
 async def serve_http(server: MemoryServer, options: HttpOptions, log_level: str) -> None:
     import uvicorn
 
-    class Uvicorn(uvicorn.Server):
-        # uvicorn re-raises SIGTERM/SIGINT once it has shut down, which would kill the
-        # process before the daemon connection is closed (and a daemon it started is
-        # stopped): the shutdown is finished here instead, and the exit status is 0.
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            with super().capture_signals():
-                try:
-                    yield
-                finally:
-                    self._captured_signals.clear()
-
     address = options.address
     config = uvicorn.Config(
         http_app(server, options),
@@ -135,4 +98,4 @@ async def serve_http(server: MemoryServer, options: HttpOptions, log_level: str)
         # handler writes the same JSON lines as the rest of the server (logging_setup).
         log_config=None,
     )
-    await Uvicorn(config).serve()
+    await uvicorn_server(config).serve()

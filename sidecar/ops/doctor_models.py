@@ -27,11 +27,7 @@ def _config_hint(settings: Settings) -> str:
 
 
 def check_models(settings: Settings) -> ModelFindings:
-    hub = EngineHub.from_settings(
-        settings.embedding,
-        settings.summarizer,
-        search_roots=[settings.data_path.parent / "models"],
-    )
+    hub = EngineHub.for_tool(settings)
     try:
         embedder_check, fingerprint, profile = _check_embedder(hub, settings)
         return ModelFindings(

@@ -13,7 +13,6 @@ import contextlib
 import json
 import re
 import sqlite3
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from urllib.parse import quote
 
 from sidecar.ops.doctor_result import Check, fail, ok, q, warn
 from sidecar.store.files import DB_NAME, INDEX_DIR
+from sidecar.store.graph_files import file_crc
 from sidecar.store.index import INDEX_FORMAT
 from sidecar.store.reembed_stage import TARGET_KEY
 
@@ -218,7 +218,7 @@ def _judge(
     size = graph.stat().st_size if graph.exists() else -1
     if size != meta.get("size"):
         return fail(name, f"graph file is {size} bytes, its metadata says {meta.get('size')}", fix)
-    if _crc32(graph) != meta.get("crc32"):
+    if file_crc(graph) != meta.get("crc32"):
         return fail(name, "graph file checksum mismatch (damaged)", fix)
     labels = _graph_labels(graph, ann_dims)
     live = {
@@ -237,14 +237,6 @@ def _judge(
         )
     newer = coll.count - len(live)
     return f"{coll.name} tier {ann_dims}: {len(live)} in the graph + {newer} newer rows"
-
-
-def _crc32(path: Path) -> int:
-    crc = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 def _graph_labels(graph: Path, ann_dims: int) -> set[int]:

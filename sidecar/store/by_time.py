@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sidecar.store.errors import InvalidInput
 from sidecar.store.record_keys import storable_session
@@ -188,3 +189,18 @@ class ReadCounter:
     @property
     def value(self) -> int:
         return self._n
+
+
+def scope_sql(session: str | None, marks: int, *, column: str, mark: str) -> tuple[str, list[Any]]:
+    """The clauses (each `` AND ...``) that keep a listing to ``session`` and to records
+    without ``marks``, and their parameters: ``column`` prefixes the column names (a
+    table alias), ``mark`` is the dialect's placeholder."""
+    sql = ""
+    args: list[Any] = []
+    if session is not None:
+        sql += f" AND {column}session_key = {mark}"
+        args.append(session)
+    if marks:
+        sql += f" AND ({column}marks & {mark}) = 0"
+        args.append(marks)
+    return sql, args

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.common import counted
 from sidecar.store.exact import F32
 from sidecar.store.index import VectorIndex
-from sidecar.store.record_keys import record_marks, session_key
+from sidecar.store.record_keys import derived_columns
 from sidecar.store.rows import chunks, decode_meta, json_encode
 from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import Tx
@@ -162,11 +163,7 @@ def increment_future(
                     (info.cid, *part),
                 ).fetchall()
                 for rid, raw, created in rows:
-                    meta = decode_meta(raw)
-                    old = meta.get(key)
-                    if isinstance(old, bool) or not isinstance(old, (int, float)):
-                        old = 0
-                    meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+                    meta = counted(decode_meta(raw), key)
                     # the derived columns follow the metadata (record_keys.py)
                     tx.conn.execute(
                         "UPDATE records SET metadata = ?, seq = ?, ts_ms = ?, session_key = ?, "
@@ -174,9 +171,7 @@ def increment_future(
                         (
                             json_encode(meta).decode(),
                             tx.next_seq(),
-                            N.ts_from_metadata(meta, created),
-                            session_key(meta),
-                            record_marks(meta),
+                            *derived_columns(meta, created),
                             rid,
                         ),
                     )

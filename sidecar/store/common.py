@@ -9,7 +9,7 @@ recorded in ``meta`` at open) must not differ, so it is decided here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from sidecar.store import names as N
 from sidecar.store.errors import (
@@ -68,17 +68,54 @@ def check_patch_target(op: Patch, actual_version: int | None) -> bool:
     return True
 
 
+def counted(meta: dict[str, Any], key: str) -> dict[str, Any]:
+    """``meta`` with the counter ``key`` incremented in place (``increment``): a missing or
+    non-numeric value counts from 0, a float stays a float."""
+    old = meta.get(key)
+    if isinstance(old, bool) or not isinstance(old, (int, float)):
+        old = 0
+    meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+    return meta
+
+
+def matching(
+    records: list[Record], post: Sequence[tuple[str, Any]], limit: int | None
+) -> list[Record]:
+    """A listing's records that pass the metadata filters SQL could not apply (``post``,
+    from ``where_sql``), ``limit`` at most (SQL could not apply it either)."""
+    if not post:
+        return records
+    out = [r for r in records if N.metadata_matches(r.metadata, post)]
+    return out[:limit] if limit is not None and limit > 0 else out
+
+
+def unscored_hits(records: list[Record], excluded: Iterable[str], k: int) -> list[Hit]:
+    """A search of a vectorless collection (or by a zero query): every record scores 0,
+    so the hits are the listing's records in id order, ``excluded`` left out, ``k`` at
+    most (``k <= 0``: all)."""
+    ex = set(excluded)
+    kept = [r for r in records if r.id not in ex] if ex else records
+    return [
+        Hit(r.collection, r.id, r.text, r.metadata, r.version, 0.0, r.created_ms, r.ts_ms)
+        for r in (kept[:k] if k > 0 else kept)
+    ]
+
+
+class Identity(Protocol):
+    """What a store records of its embedder in ``meta``."""
+
+    fingerprint: str
+    model: str
+    embed_dims: int
+
+
 def meta_writes(
-    meta: Mapping[str, str],
-    *,
-    fingerprint: str,
-    model: str,
-    embed_dims: int,
-    profile: Mapping[str, Any] | None,
+    meta: Mapping[str, str], store: Identity, profile: Mapping[str, Any] | None
 ) -> dict[str, str]:
     """The ``meta`` rows a store records at open: the first fingerprint, the model's name
     while it is the stored fingerprint's, the dimension and creation time once, the
     profile every time."""
+    fingerprint, model = store.fingerprint, store.model
     stored = meta.get("fingerprint", "")
     writes: dict[str, str] = {}
     if fingerprint and not stored:
@@ -87,7 +124,7 @@ def meta_writes(
     if model and fingerprint and same_model and meta.get("model") != model:
         writes["model"] = model
     if "embed_dims" not in meta:
-        writes["embed_dims"] = str(embed_dims)
+        writes["embed_dims"] = str(store.embed_dims)
     if "created_ms" not in meta:
         writes["created_ms"] = str(now_ms())
     if profile is not None:

@@ -19,9 +19,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, Self, TextIO
+from typing import Any, Protocol, Self
 
-from sidecar.store import ndjson
+from sidecar.store import by_time, ndjson
 from sidecar.store.common import check_changed_since, iter_pages, merge_searches
 from sidecar.store.errors import InvalidInput, StoreClosed
 from sidecar.store.types import (
@@ -29,9 +29,7 @@ from sidecar.store.types import (
     CollectionState,
     Delete,
     DropCollection,
-    ExportStats,
     Hit,
-    ImportStats,
     IndexStatus,
     ListQuery,
     Op,
@@ -151,9 +149,24 @@ class StoreCore(abc.ABC):
 
     # ---- writes ------------------------------------------------------------------------
 
-    @abc.abstractmethod
     def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
-        """Run ``ops`` atomically (all or nothing); see :meth:`write`."""
+        """Run ``ops`` atomically (all or nothing); see :meth:`write`. They are checked
+        first, in the caller's thread: a bad one fails the future, and nothing is written."""
+        try:
+            prepared = [self._prepare(op) for op in ops]
+        except Exception as exc:
+            fut: Future[list[OpResult]] = Future()
+            fut.set_exception(exc)
+            return fut
+        return self._write_future(prepared)
+
+    @abc.abstractmethod
+    def _prepare(self, op: Op) -> Op:
+        """``op`` checked and normalised (cheap; nothing touches the database)."""
+
+    @abc.abstractmethod
+    def _write_future(self, ops: list[Op]) -> Future[list[OpResult]]:
+        """``write_future`` of prepared operations."""
 
     def write(self, ops: Sequence[Op]) -> list[OpResult]:
         """Apply ``ops`` in one transaction: every one or none (the error is raised)."""
@@ -309,30 +322,55 @@ class StoreCore(abc.ABC):
 
     # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
 
-    @abc.abstractmethod
     def list_by_time(
         self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
     ) -> list[Record]:
         """At most ``limit`` records of ``query`` (no vectors), newest first: ``ts_ms``
         descending, then collection and id ascending (byte order), the ones after
         ``after`` when given. Reads O(limit) rows per collection (an index range)."""
+        self._guard()
+        limit = by_time.check_limit(limit)
+        checked = by_time.check_query(query)
+        return [] if checked is None else self._list_by_time(checked, after, limit)
 
     @abc.abstractmethod
+    def _list_by_time(self, query: TimeQuery, after: TimeKey | None, limit: int) -> list[Record]:
+        """``list_by_time`` of a query ``by_time.check_query`` kept, a checked limit."""
+
     def count_by_time(self, query: TimeQuery) -> int:
         """How many records ``list_by_time`` pages through for ``query`` (index entries)."""
+        self._guard()
+        checked = by_time.check_query(query)
+        return 0 if checked is None else self._count_by_time(checked)
 
     @abc.abstractmethod
+    def _count_by_time(self, query: TimeQuery) -> int:
+        """``count_by_time`` of a query ``by_time.check_query`` kept."""
+
     def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
         """Per collection named (missing ones: an empty span): how many records, their
         earliest and latest ``ts_ms``; one aggregate query."""
+        self._guard()
+        names = by_time.check_names(collections)
+        return {name: TimeSpan() for name in names} | self._time_spans(names)
 
     @abc.abstractmethod
+    def _time_spans(self, names: list[str]) -> dict[str, TimeSpan]:
+        """``time_spans`` of the collections among ``names`` that have records."""
+
     def time_histogram(
         self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
     ) -> TimeHistogram:
         """Records of ``collections`` per bucket ``ts_ms // width_ms`` for the times within
         ``lo_ms..hi_ms`` (inclusive, ``0 <= lo_ms``), the number outside them, and the
         earliest and latest time within: aggregate queries (GROUP BY buckets)."""
+        self._guard()
+        width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
+        return self._time_histogram(by_time.check_names(collections), width, lo, hi)
+
+    @abc.abstractmethod
+    def _time_histogram(self, names: list[str], width: int, lo: int, hi: int) -> TimeHistogram:
+        """``time_histogram`` with checked names and bounds."""
 
     @abc.abstractmethod
     def session_keys(self, collection: str) -> list[str]:
@@ -424,34 +462,9 @@ class StoreCore(abc.ABC):
     def storage_bytes(self) -> StorageBytes:
         """Space the store takes: database, write-ahead log (SQLite), vector indexes."""
 
-    def export_ndjson(
-        self,
-        out: TextIO,
-        *,
-        collections: Iterable[str] | None = None,
-        include_vectors: bool = True,
-        progress: Progress | None = None,
-    ) -> ExportStats:
-        return ndjson.export_ndjson(
-            self,
-            out,
-            collections=collections,
-            include_vectors=include_vectors,
-            progress=progress,
-        )
-
-    def import_ndjson(
-        self,
-        src: Iterable[str],
-        *,
-        embed: EmbedFn | None = None,
-        progress: Progress | None = None,
-        batch: int = 256,
-        skip: SkipFn | None = None,
-    ) -> ImportStats:
-        return ndjson.import_ndjson(
-            self, src, embed=embed, progress=progress, batch=batch, skip=skip
-        )
+    # export and import are the same on both backends (``ndjson.py``)
+    export_ndjson = ndjson.export_ndjson
+    import_ndjson = ndjson.import_ndjson
 
     # ---- locks between daemons ---------------------------------------------------------
 

@@ -204,3 +204,14 @@ class SchemaTooNew(StoreError):
     """The database was written by a newer version of the daemon."""
 
     code = "schema_too_new"
+
+    @classmethod
+    def refuse(cls, found: int, supported: int) -> None:
+        """Raise it when the database's schema ``found`` is newer than ``supported``."""
+        if found > supported:
+            raise cls(
+                f"the database has schema version {found}, newer than this daemon supports "
+                f"({supported}); upgrade the daemon",
+                found=found,
+                supported=supported,
+            )

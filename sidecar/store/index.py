@@ -454,6 +454,18 @@ class VectorIndex:
 
     # ---- persistence -------------------------------------------------------------------
 
+    def _identity(self, fingerprint: str) -> dict[str, object]:
+        """What a saved graph must match to be loaded for this index (its metadata file)."""
+        return {
+            "format": INDEX_FORMAT,
+            "cid": self.cid,
+            "collection": self.name,
+            "dims": self.dims,
+            "ann_dims": self.ann_dims,
+            "space": "ip",
+            "fingerprint": fingerprint,
+        }
+
     def file_stem(self, directory: Path) -> Path:
         return directory / f"c{self.cid}-d{self.ann_dims}"
 
@@ -490,14 +502,8 @@ class VectorIndex:
             crc = file_crc(tmp)
             os.replace(tmp, stem.with_suffix(".hnsw"))
             meta = {
-                "format": INDEX_FORMAT,
-                "cid": self.cid,
-                "collection": self.name,
-                "dims": self.dims,
-                "ann_dims": self.ann_dims,
-                "space": "ip",
+                **self._identity(fingerprint),
                 "seq": seq,
-                "fingerprint": fingerprint,
                 "elements": count,
                 "live": live,
                 "m": self.params.m,
@@ -555,16 +561,7 @@ class VectorIndex:
             raise ValueError("no index file") from None
         except (OSError, ValueError) as exc:
             raise ValueError(f"unreadable index metadata: {exc}") from exc
-        expect = {
-            "format": INDEX_FORMAT,
-            "cid": self.cid,
-            "collection": self.name,
-            "dims": self.dims,
-            "ann_dims": self.ann_dims,
-            "space": "ip",
-            "fingerprint": fingerprint,
-        }
-        for key, want in expect.items():
+        for key, want in self._identity(fingerprint).items():
             if meta.get(key) != want:
                 raise ValueError(f"index {key} is {meta.get(key)!r}, expected {want!r}")
         seq = meta.get("seq")

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sidecar.store.errors import InvalidInput
+from sidecar.store.timestamps import ts_number
 
 MAX_COLLECTION_BYTES = 256
 # A session id or namespace becomes part of collection names such as
@@ -185,17 +186,24 @@ def validate_metadata(metadata: object) -> dict[str, Any]:
     return dict(metadata)
 
 
-def as_vector(vector: object, dims: int, collection: str) -> npt.NDArray[np.float32]:
-    """A float32 vector of exactly ``dims`` finite values."""
+def float32_row(vector: object, what: str) -> npt.NDArray[np.float32]:
+    """``vector`` as one float32 row (no copy when it is one); InvalidInput naming
+    ``what`` otherwise."""
     if type(vector) is np.ndarray and vector.dtype == np.float32:
         arr: npt.NDArray[np.float32] = vector
     else:
         try:
             arr = np.asarray(vector, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"vector for collection {collection} is not numeric: {exc}") from exc
+            raise InvalidInput(f"{what} is not numeric: {exc}") from exc
     if arr.ndim != 1:
-        raise InvalidInput(f"vector for collection {collection} must be 1-dimensional")
+        raise InvalidInput(f"{what} must be 1-dimensional")
+    return arr
+
+
+def as_vector(vector: object, dims: int, collection: str) -> npt.NDArray[np.float32]:
+    """A float32 vector of exactly ``dims`` finite values."""
+    arr = float32_row(vector, f"vector for collection {collection}")
     if arr.shape[0] != dims:
         raise InvalidInput(
             f"record vector dimensions {arr.shape[0]} do not match collection {collection} "
@@ -238,23 +246,10 @@ def filter_namespace(names: Iterable[str], namespace: str) -> list[str]:
 
 def explicit_ts(metadata: Mapping[str, Any]) -> int | None:
     """``metadata["ts"]`` as integer milliseconds when it is a number or a numeric string."""
-    ts = metadata.get("ts")
-    if ts is None or isinstance(ts, bool):
+    number = ts_number(metadata.get("ts"))
+    if number is None:
         return None
-    value: float | int
-    if isinstance(ts, (int, float)):
-        value = ts
-    elif isinstance(ts, str):
-        try:
-            value = float(ts.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        value = int(value)
+    value = int(number)
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 

@@ -75,13 +75,7 @@ def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any
     store._applied_seq = store._seq
     if not allow_mismatch:
         _check_fingerprint(store, meta)
-    writes = meta_writes(
-        meta,
-        fingerprint=store.fingerprint,
-        model=store.model,
-        embed_dims=store.embed_dims,
-        profile=profile,
-    )
+    writes = meta_writes(meta, store, profile)
     if writes:
         try:
             with store._txn(store._wconn):

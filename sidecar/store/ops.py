@@ -16,7 +16,7 @@ from sidecar.store.errors import (
     VersionConflict,
 )
 from sidecar.store.exact import F32
-from sidecar.store.record_keys import record_marks, session_key
+from sidecar.store.record_keys import derived_columns, record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import Delete, Op, OpResult, Patch, Put
 from sidecar.store.writer import Effect, Tx
@@ -153,9 +153,7 @@ def _op_patch(store: SqliteState, tx: Tx, op: Patch) -> OpResult:
             new_version,
             tx.next_seq(),
             tx.now_ms,
-            N.ts_from_metadata(meta, created),
-            session_key(meta),
-            record_marks(meta),
+            *derived_columns(meta, created),
             rid,
         ),
     )

@@ -11,6 +11,7 @@ import numpy as np
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.common import matching
 from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
@@ -179,13 +180,13 @@ def get_many(
     return out
 
 
-def list_records(store: SqliteState, collection: str, q: ListQuery) -> list[Record]:
+def list_records(store: SqliteState, collection: str, query: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order of UTF-8, like Go's sort).
 
     ``where``: metadata equality (all pairs must match); ``after_id`` pages.
     """
-    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
-    include_vectors = q.include_vectors
+    where, time_range, limit, after_id = query.where, query.time_range, query.limit, query.after_id
+    include_vectors = query.include_vectors
     store._guard()
     info = store._collections.get(collection)
     if info is None:
@@ -201,12 +202,7 @@ def list_records(store: SqliteState, collection: str, q: ListQuery) -> list[Reco
         sql += " LIMIT ?"
         args.append(limit)
     rows = _read(store, sql, args)
-    out = _records(store, info.name, rows, include_vectors)
-    if post:
-        out = [r for r in out if N.metadata_matches(r.metadata, post)]
-        if limit is not None and limit > 0:
-            out = out[:limit]
-    return out
+    return matching(_records(store, info.name, rows, include_vectors), post, limit)
 
 
 def changed_since(

@@ -18,10 +18,12 @@ instead of every record of a namespace (docs/store.md, "Listing by time"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from sidecar.store.names import MAX_COLLECTION_BYTES
+import msgspec
+
+from sidecar.store.names import MAX_COLLECTION_BYTES, ts_from_metadata
 
 SESSION_FIELD = "sessionId"
 # a longer value cannot be the session id of a collection name (``session_raw:<sid>``)
@@ -58,3 +60,33 @@ def record_marks(metadata: Mapping[str, Any]) -> int:
     if isinstance(kind, str) and kind in INTERNAL_TYPES:
         marks |= MARK_INTERNAL
     return marks
+
+
+def derived_columns(metadata: Mapping[str, Any], created_ms: int) -> tuple[int, str | None, int]:
+    """What a write stores beside a record's metadata, derived from it: ``ts_ms``,
+    ``session_key``, ``marks`` (a patch or an increment recomputes them)."""
+    return ts_from_metadata(metadata, created_ms), session_key(metadata), record_marks(metadata)
+
+
+def backfill(
+    read: Callable[[int], list[Any]], write: Callable[[list[tuple[str | None, int, int]]], object]
+) -> None:
+    """Fill ``session_key`` and ``marks`` of the records stored before those columns
+    existed (the migration that adds them): ``read(after)`` gives the next batch of
+    ``(rid, metadata)`` rows in rid order, ``write`` stores ``(session_key, marks, rid)``
+    for the records that have either."""
+    after = 0
+    while rows := read(after):
+        updates = [(*_stored_keys(raw), rid) for rid, raw in rows]
+        write([u for u in updates if u[0] is not None or u[1]])
+        after = rows[-1][0]
+
+
+def _stored_keys(raw: bytes | str) -> tuple[str | None, int]:
+    """``session_key`` and ``marks`` of a stored metadata document (none for a damaged one)."""
+    try:
+        decoded = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        decoded = {}
+    meta = decoded if isinstance(decoded, dict) else {}
+    return session_key(meta), record_marks(meta)

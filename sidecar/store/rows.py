@@ -110,13 +110,9 @@ def where_sql(
             post.append((key, val))
         else:
             raise InvalidInput(f"unsupported metadata filter value for {key!r}")
-    if time_range is not None:
-        if time_range.start_ms is not None:
-            clauses.append("ts_ms >= ?")
-            params.append(int(time_range.start_ms))
-        if time_range.end_ms is not None:
-            clauses.append("ts_ms < ?")
-            params.append(int(time_range.end_ms))
+    for op, ms in time_range.bounds() if time_range is not None else ():
+        clauses.append(f"ts_ms {op} ?")
+        params.append(ms)
     sql = "".join(f" AND ({c})" for c in clauses)
     return sql, params, post
 

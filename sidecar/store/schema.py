@@ -139,7 +139,7 @@ def _v4(conn: sqlite3.Connection) -> None:
 def _v5(conn: sqlite3.Connection) -> None:
     # Listing by time (docs/store.md): each record's session and marks (record_keys.py),
     # filled from the records stored before, and the newest-first indexes that carry them.
-    from sidecar.store.record_keys import record_marks, session_key  # local: load order
+    from sidecar.store.record_keys import backfill  # local: load order
 
     _exec_script(
         conn,
@@ -148,25 +148,14 @@ def _v5(conn: sqlite3.Connection) -> None:
         ALTER TABLE records ADD COLUMN marks INTEGER NOT NULL DEFAULT 0;
         """,
     )
-    after = 0
-    while True:
-        rows = conn.execute(
+    backfill(
+        lambda after: conn.execute(
             "SELECT rid, metadata FROM records WHERE rid > ? ORDER BY rid LIMIT 5000", (after,)
-        ).fetchall()
-        if not rows:
-            break
-        updates = []
-        for rid, raw in rows:
-            try:
-                decoded = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
-                decoded = {}
-            meta = decoded if isinstance(decoded, dict) else {}
-            skey, marks = session_key(meta), record_marks(meta)
-            if skey is not None or marks:
-                updates.append((skey, marks, rid))
-        conn.executemany("UPDATE records SET session_key = ?, marks = ? WHERE rid = ?", updates)
-        after = rows[-1][0]
+        ).fetchall(),
+        lambda updates: conn.executemany(
+            "UPDATE records SET session_key = ?, marks = ? WHERE rid = ?", updates
+        ),
+    )
     _exec_script(
         conn,
         """
@@ -192,13 +181,7 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> list[int]
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
     current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"the database has schema version {current}, newer than this daemon supports "
-            f"({SCHEMA_VERSION}); upgrade the daemon",
-            found=current,
-            supported=SCHEMA_VERSION,
-        )
+    SchemaTooNew.refuse(current, SCHEMA_VERSION)
     applied: list[int] = []
     for version in range(current + 1, target + 1):
         conn.execute("BEGIN IMMEDIATE")

@@ -13,7 +13,7 @@ import structlog
 
 from sidecar.store import names as N
 from sidecar.store import reads as _reads
-from sidecar.store.errors import InvalidInput
+from sidecar.store.common import unscored_hits
 from sidecar.store.exact import F32, Candidate, top_candidates
 from sidecar.store.index import NeedScan, VectorIndex, decode_rows
 from sidecar.store.rows import (
@@ -27,7 +27,7 @@ from sidecar.store.rows import (
     record_meta,
     where_sql,
 )
-from sidecar.store.types import CollectionInfo, Hit, ListQuery, Record, SearchFilter, TimeRange
+from sidecar.store.types import CollectionInfo, Hit, ListQuery, SearchFilter, TimeRange
 
 if TYPE_CHECKING:
     from sidecar.store.sqlite_state import SqliteState
@@ -42,15 +42,7 @@ def _query_vector(store: SqliteState, info: CollectionInfo, vector: Any) -> F32:
 def query_unit(info: CollectionInfo, vector: Any) -> F32:
     """The query as a unit vector of the collection's dimension (a longer query gives its
     re-normalized prefix; a zero or tiny query gives zeros). Shared by both backends."""
-    if type(vector) is np.ndarray and vector.dtype == np.float32:
-        arr: F32 = vector
-    else:
-        try:
-            arr = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"query vector is not numeric: {exc}") from exc
-    if arr.ndim != 1:
-        raise InvalidInput("query vector must be 1-dimensional")
+    arr = N.float32_row(vector, "query vector")
     if arr.shape[0] > info.dims and info.dims > 1:
         arr = arr[: info.dims]  # Matryoshka: a tier collection takes the query's prefix
     if arr.shape[0] == info.dims:
@@ -151,12 +143,7 @@ def search(store: SqliteState, collection: str, vector: Any, k: int, f: SearchFi
     excluded_ids = list(exclude_ids)
     if not info.has_vectors:
         recs = _reads.list_records(store, collection, ListQuery(where, time_range))
-        if excluded_ids:
-            ex = set(excluded_ids)
-            recs = [r for r in recs if r.id not in ex]
-        if k > 0:
-            recs = recs[:k]
-        return [_hit(r, 0.0) for r in recs]
+        return unscored_hits(recs, excluded_ids, k)
     q = _query_vector(store, info, vector)
     exclude = _ids_to_rids(store, info.cid, excluded_ids) if excluded_ids else set()
     allowed = _allowed_rids(store, info.cid, where, time_range)
@@ -221,16 +208,3 @@ def _materialize(
         )
     hits.sort(key=hit_order)
     return hits[:k] if k > 0 else hits
-
-
-def _hit(rec: Record, score: float) -> Hit:
-    return Hit(
-        collection=rec.collection,
-        id=rec.id,
-        text=rec.text,
-        metadata=rec.metadata,
-        version=rec.version,
-        score=score,
-        created_ms=rec.created_ms,
-        ts_ms=rec.ts_ms,
-    )

@@ -38,14 +38,13 @@ from sidecar.store import names as N
 from sidecar.store import opening as _opening
 from sidecar.store import ops as _ops
 from sidecar.store import reads as _reads
-from sidecar.store import search as _search
+from sidecar.store import search as _vector_search
 from sidecar.store import time_reads as _time_reads
 from sidecar.store import tombstones as _tombstones
 from sidecar.store.core import StoreCore, check_dims
 from sidecar.store.errors import (
     InvalidInput,
     StorageUnavailable,
-    StoreError,
 )
 from sidecar.store.files import DB_NAME as DB_NAME
 from sidecar.store.files import INDEX_DIR as INDEX_DIR
@@ -60,19 +59,9 @@ from sidecar.store.sqlite_state import SqliteState
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
-    Hit,
-    IndexStatus,
-    ListQuery,
     Op,
     OpResult,
-    Record,
     ScrubReport,
-    SearchFilter,
-    StorageBytes,
-    TimeHistogram,
-    TimeKey,
-    TimeQuery,
-    TimeSpan,
 )
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
 
@@ -131,61 +120,30 @@ class Store(SqliteState, StoreCore):
         Raises StoreLocked, FingerprintMismatch, SchemaTooNew, StorageUnavailable.
         """
         self = cls()
-        self._init(
-            Path(data_dir),
-            embed_dims=embed_dims,
-            fingerprint=fingerprint,
-            tiers=tuple(tiers),
-            ann_dims=ann_dims,
-            settings=settings,
-            synchronous=synchronous,
-            index_threads=index_threads,
-            profile=profile,
-            model=model,
-            allow_mismatch=allow_fingerprint_mismatch,
-            background=background,
-            exact_threshold=exact_threshold,
-            checkpoint_idle_s=checkpoint_idle_s,
-        )
-        return self
-
-    def _init(  # noqa: PLR0913 - the options of open()
-        self,
-        data_dir: Path,
-        *,
-        embed_dims: int,
-        fingerprint: str,
-        tiers: tuple[int, ...],
-        ann_dims: int | None,
-        settings: StoreSettings | None,
-        synchronous: str,
-        index_threads: int,
-        profile: Mapping[str, Any] | None,
-        model: str,
-        allow_mismatch: bool,
-        background: bool,
-        exact_threshold: int | None,
-        checkpoint_idle_s: float | None,
-    ) -> None:
-        started = time.monotonic()
         self._shut = False
-        ann_dims = check_dims(embed_dims, tiers, ann_dims)
+        tiers = tuple(tiers)
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise InvalidInput("synchronous must be FULL, NORMAL or EXTRA")
         self._setup(
-            data_dir,
+            Path(data_dir),
             embed_dims=embed_dims,
             fingerprint=fingerprint,
             model=model,
             tiers=tiers,
-            ann_dims=ann_dims,
+            ann_dims=check_dims(embed_dims, tiers, ann_dims),
             settings=settings,
             synchronous=synchronous,
             index_threads=index_threads,
             exact_threshold=exact_threshold,
             checkpoint_idle_s=checkpoint_idle_s,
         )
+        self._open(allow_fingerprint_mismatch, profile, background)
+        return self
 
+    def _open(
+        self, allow_mismatch: bool, profile: Mapping[str, Any] | None, background: bool
+    ) -> None:
+        started = time.monotonic()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
@@ -268,9 +226,7 @@ class Store(SqliteState, StoreCore):
 
     # ---- the writer thread's hook (writer.WriterHost) ------------------------------------
 
-    def _after_commit(self, txs: list[Tx], group: Mapping[str, CollectionInfo | None]) -> None:
-        """Apply the in-memory effects of committed jobs (writer thread, post-commit)."""
-        return _commits._after_commit(self, txs, group)
+    _after_commit = _commits._after_commit  # in-memory effects of committed jobs
 
     # ---- collections -------------------------------------------------------------------
 
@@ -327,71 +283,48 @@ class Store(SqliteState, StoreCore):
 
     # ---- writes ------------------------------------------------------------------------
 
-    def _prepare(self, op: Op) -> Op:
-        """Validate an operation in the caller's thread (cheap; nothing touches the DB)."""
-        return _ops._prepare(self, op)
+    _prepare = _ops._prepare
+    _apply_op = _ops._apply_op
 
-    def _apply_op(self, tx: Tx, op: Op) -> OpResult:
-        return _ops._apply_op(self, tx, op)
-
-    def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
-        """Run ``ops`` atomically (all or nothing); see :meth:`write`."""
-        try:
-            prepared = [self._prepare(op) for op in ops]
-        except StoreError as exc:
-            fut: Future[list[OpResult]] = Future()
-            fut.set_exception(exc)
-            return fut
-
+    def _write_future(self, ops: list[Op]) -> Future[list[OpResult]]:
         def job(tx: Tx) -> list[OpResult]:
-            return [self._apply_op(tx, op) for op in prepared]
+            return [self._apply_op(tx, op) for op in ops]
 
         return self._submit(job)
 
-    def increment_future(
-        self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
-    ) -> Future[int]:
-        return _commits.increment_future(self, updates, key)
+    increment_future = _commits.increment_future
 
-    # ---- tombstones --------------------------------------------------------------------
+    # ---- the parts' operations, bound by assignment: the signatures (and what they
+    # promise) are StoreCore's, which mypy checks these functions against ---------------
 
-    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
-        return _tombstones.add_tombstones(self, namespace, keys, reason)
+    add_tombstones = _tombstones.add_tombstones
+    remove_tombstones = _tombstones.remove_tombstones
+    tombstoned = _tombstones.tombstoned
+    tombstoned_anywhere = _tombstones.tombstoned_anywhere
+    list_tombstones = _tombstones.list_tombstones
 
-    def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int:
-        return _tombstones.remove_tombstones(self, namespace, keys)
+    get = _reads.get
+    get_many = _reads.get_many
+    _list_records = _reads.list_records
+    _changed_since = _reads.changed_since
+    _search = _vector_search.search
 
-    def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
-        return _tombstones.tombstoned(self, namespace, keys)
+    _list_by_time = _time_reads.list_by_time
+    _count_by_time = _time_reads.count_by_time
+    _time_spans = _time_reads.time_spans
+    _time_histogram = _time_reads.time_histogram
+    session_keys = _time_reads.session_keys
 
-    def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
-        """The keys among ``keys`` tombstoned under any namespace."""
-        return _tombstones.tombstoned_anywhere(self, keys)
+    checkpoint = _maintenance.checkpoint
+    index_status = _maintenance.index_status
+    wait_indexed = _maintenance.wait_indexed
+    run_index_work = _maintenance.run_index_work
+    storage_bytes = _maintenance.storage_bytes
+    _checkpoint_indexes = _maintenance._checkpoint_indexes
+    _dirty_cids = _maintenance._dirty_cids
+    _tick = _maintenance._tick
 
-    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
-        """(namespace, key, reason, created_ms) sorted by namespace, key."""
-        return _tombstones.list_tombstones(self, namespace)
-
-    # ---- reads -------------------------------------------------------------------------
-
-    def get(
-        self, collection: str, record_id: str, *, include_vector: bool = False
-    ) -> Record | None:
-        return _reads.get(self, collection, record_id, include_vector=include_vector)
-
-    def get_many(
-        self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
-    ) -> list[Record]:
-        """Existing records among ``ids``, in id order."""
-        return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
-
-    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
-        return _reads.list_records(self, collection, query)
-
-    def _changed_since(
-        self, collection: str, after: int, include_vectors: bool, limit: int | None
-    ) -> list[Record]:
-        return _reads.changed_since(self, collection, after, include_vectors, limit)
+    # ---- counts (the in-memory counters) ----------------------------------------------
 
     def count(self, collection: str) -> int:
         info = self._collections.get(collection)
@@ -419,44 +352,7 @@ class Store(SqliteState, StoreCore):
     def max_seq(self) -> int:
         return self._applied_seq
 
-    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
-
-    def list_by_time(
-        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
-    ) -> list[Record]:
-        """At most ``limit`` records of ``query``, newest first (``ts_ms`` descending, then
-        collection and id), after ``after``; no vectors. O(limit) rows per collection."""
-        return _time_reads.list_by_time(self, query, after, limit)
-
-    def count_by_time(self, query: TimeQuery) -> int:
-        """How many records ``list_by_time`` pages through for ``query``."""
-        return _time_reads.count_by_time(self, query)
-
-    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
-        """Per collection (each one named; missing ones empty): records, first and last time."""
-        return _time_reads.time_spans(self, collections)
-
-    def time_histogram(
-        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
-    ) -> TimeHistogram:
-        """Records of ``collections`` per ``ts_ms // width_ms`` within ``lo_ms..hi_ms``
-        (inclusive), how many are outside, the first and last time within."""
-        return _time_reads.time_histogram(self, collections, width_ms, lo_ms, hi_ms)
-
-    def session_keys(self, collection: str) -> list[str]:
-        """The distinct ``metadata.sessionId`` values (as ``record_keys`` stores them) of a
-        collection's records, sorted: one index seek per session."""
-        return _time_reads.session_keys(self, collection)
-
-    # ---- search ------------------------------------------------------------------------
-    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
-        return _search.search(self, collection, vector, k, f)
-
     # ---- checkpoints and index maintenance ---------------------------------------------
-
-    def checkpoint(self) -> dict[str, int]:
-        """Repair dirty indexes, save changed graphs, truncate the WAL."""
-        return _maintenance.checkpoint(self)
 
     def scrub_deleted(self, wait_s: float = WAIT_S) -> ScrubReport:
         """Remove what was deleted from the files: checkpoint the log into the database
@@ -466,33 +362,10 @@ class Store(SqliteState, StoreCore):
         and no cost, when nothing was deleted since the last scrub (scrub.py)."""
         return self._scrubber.scrub(wait_s)
 
-    def _checkpoint_indexes(self) -> dict[str, int]:
-        return _maintenance._checkpoint_indexes(self)
-
-    def _dirty_cids(self) -> set[int]:
-        return _maintenance._dirty_cids(self)
-
-    def _tick(self) -> None:
-        return _maintenance._tick(self)
-
-    def index_status(self) -> list[IndexStatus]:
-        return _maintenance.index_status(self)
-
-    def wait_indexed(self, timeout: float = 60.0) -> bool:
-        """Block until the indexer has nothing left to do (tests, benchmarks)."""
-        return _maintenance.wait_indexed(self, timeout)
-
-    def run_index_work(self) -> int:
-        """Do all pending index work in the calling thread (when ``background=False``)."""
-        return _maintenance.run_index_work(self)
-
     def bulk_load(self) -> contextlib.AbstractContextManager[None]:
         """Nothing to defer: inserts go to the exact tail, the indexer's graph work is
         already in the background."""
         return contextlib.nullcontext()
-
-    def storage_bytes(self) -> StorageBytes:
-        return _maintenance.storage_bytes(self)
 
     # ---- session locks (one process owns the directory: in-process locks suffice) -------
 

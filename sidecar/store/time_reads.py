@@ -10,8 +10,9 @@ count is a scan of index entries only (no table row is read). A page reads at mo
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import by_time
@@ -37,83 +38,58 @@ def _cids(store: SqliteState, names: Iterable[str]) -> dict[str, int]:
 
 def _scope(session: str | None, marks: int) -> tuple[str, list[Any], str]:
     """(the WHERE clauses after ``cid = ?``, their parameters, the index to read)."""
-    sql = ""
-    args: list[Any] = []
-    if session is not None:
-        sql += " AND session_key = ?"
-        args.append(session)
-    if marks:
-        sql += " AND (marks & ?) = 0"
-        args.append(marks)
+    sql, args = by_time.scope_sql(session, marks, column="", mark="?")
     return sql, args, TIME_INDEX if session is None else SESSION_INDEX
 
 
 def list_by_time(
-    store: SqliteState, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+    store: SqliteState, query: TimeQuery, after: TimeKey | None, limit: int
 ) -> list[Record]:
-    store._guard()
-    limit = by_time.check_limit(limit)
-    checked = by_time.check_query(query)
-    if checked is None:
-        return []
-    cids = _cids(store, checked.collections)
-    plan = by_time.plan(
-        TimeQuery(
-            tuple(cids), checked.session, checked.since_ms, checked.until_ms, checked.exclude_marks
-        ),
-        after,
-        limit,
-    )
+    cids = _cids(store, query.collections)
+    plan = by_time.plan(dataclasses.replace(query, collections=tuple(cids)), after, limit)
     if plan is None:
         return []
     where, args, index = _scope(plan.session, plan.exclude_marks)
-    found: list[Record] = []
-    for r in plan.ranges:
-        rows = _reads._read(
-            store,
-            f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
-            "AND ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id LIMIT ?",
-            (cids[r.collection], *args, r.lower, r.upper, limit),
-        )
-        found += _reads._records(store, r.collection, rows, False)
+    # (collection, the rest of its WHERE and its order, their parameters): each range, then
+    # the continuation's tie
+    reads: list[tuple[str, str, tuple[Any, ...]]] = [
+        (r.collection, "ts_ms BETWEEN ? AND ? ORDER BY ts_ms DESC, id", (r.lower, r.upper))
+        for r in plan.ranges
+    ]
     if plan.tie is not None:
         t = plan.tie
+        reads.append((t.collection, "ts_ms = ? AND id > ? ORDER BY id", (t.ts_ms, t.after_id)))
+    found: list[Record] = []
+    for name, clause, bounds in reads:
         rows = _reads._read(
             store,
             f"SELECT {_reads.COLS} FROM records INDEXED BY {index} WHERE cid = ?{where} "
-            "AND ts_ms = ? AND id > ? ORDER BY id LIMIT ?",
-            (cids[t.collection], *args, t.ts_ms, t.after_id, limit),
+            f"AND {clause} LIMIT ?",
+            (cids[name], *args, *bounds, limit),
         )
-        found += _reads._records(store, t.collection, rows, False)
+        found += _reads._records(store, name, rows, False)
     return by_time.merge(found, limit)
 
 
 def count_by_time(store: SqliteState, query: TimeQuery) -> int:
-    store._guard()
-    checked = by_time.check_query(query)
-    if checked is None:
-        return 0
-    where, args, index = _scope(checked.session, checked.exclude_marks)
+    where, args, index = _scope(query.session, query.exclude_marks)
     total = 0
-    for cid in _cids(store, checked.collections).values():
+    for cid in _cids(store, query.collections).values():
         rows = _reads._read(
             store,
             f"SELECT count(*) FROM records INDEXED BY {index} WHERE cid = ?{where} "
             "AND ts_ms BETWEEN ? AND ?",
-            (cid, *args, checked.since_ms, checked.until_ms),
+            (cid, *args, query.since_ms, query.until_ms),
         )
         total += int(rows[0][0])
     return total
 
 
-def time_spans(store: SqliteState, collections: Sequence[str]) -> dict[str, TimeSpan]:
+def time_spans(store: SqliteState, names: list[str]) -> dict[str, TimeSpan]:
     """Counts from the store's per-collection counters, the first and last time from two
     index seeks per collection (one statement): O(collections), whatever their sizes."""
-    store._guard()
-    names = by_time.check_names(collections)
-    cids = _cids(store, names)
-    by_cid = {cid: name for name, cid in cids.items()}
-    out = {name: TimeSpan() for name in names}
+    by_cid = {cid: name for name, cid in _cids(store, names).items()}
+    out: dict[str, TimeSpan] = {}
     for part in chunks(list(by_cid), 5000):
         rows = _reads._read(
             store,
@@ -130,16 +106,13 @@ def time_spans(store: SqliteState, collections: Sequence[str]) -> dict[str, Time
 
 
 def time_histogram(
-    store: SqliteState, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
+    store: SqliteState, names: list[str], width: int, lo: int, hi: int
 ) -> TimeHistogram:
-    store._guard()
-    width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
-    cids = list(_cids(store, by_time.check_names(collections)).values())
     buckets: dict[int, int] = {}
     outside = 0
     first: int | None = None
     last: int | None = None
-    for cid in cids:
+    for cid in _cids(store, names).values():
         for key, n, a, b in _reads._read(
             store,
             f"SELECT ts_ms / ?, count(*), min(ts_ms), max(ts_ms) FROM records "

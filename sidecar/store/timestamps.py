@@ -28,6 +28,24 @@ RANGE_TEXT = (
 )
 
 
+def ts_number(raw: object) -> float | None:
+    """``metadata["ts"]`` as the store reads it, a record's time: a finite number or a
+    numeric string (milliseconds); None for anything else (no ``ts``, a date string, a
+    bool, "nan")."""
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        value = raw
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return value if isinstance(value, int) or math.isfinite(value) else None
+
+
 def in_range(ts_ms: int) -> bool:
     return TS_MIN_MS <= ts_ms <= TS_MAX_MS
 
@@ -57,21 +75,8 @@ def metadata_ts_problem(metadata: Mapping[str, Any]) -> str | None:
     float is dropped). Anything else there (no ``ts``, a date string, null) is not the
     record's time and is accepted as it was."""
     raw = metadata.get("ts")
-    if raw is None or isinstance(raw, bool):
-        return None
-    value: float
-    if isinstance(raw, (int, float)):
-        value = raw
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    if not math.isfinite(value):
-        return None  # "nan" or "inf" as text: the store does not read it as a time either
-    if TS_MIN_MS <= value < TS_MAX_MS + 1:
+    value = ts_number(raw)
+    if value is None or TS_MIN_MS <= value < TS_MAX_MS + 1:
         return None
     hint = _unit_hint(value) if value > TS_MAX_MS else ""
     return f"metadata.ts {raw!r} is outside the accepted range, {RANGE_TEXT}{hint}"

@@ -53,31 +53,24 @@ def remove_tombstones(store: SqliteState, namespace: str, keys: Iterable[str] | 
 
 
 def tombstoned(store: SqliteState, namespace: str, keys: Iterable[str]) -> set[str]:
-    items = list(dict.fromkeys(str(k) for k in keys))
-    out: set[str] = set()
-    for part in chunks(items):
-        marks = ",".join("?" * len(part))
-        out.update(
-            r[0]
-            for r in _reads._read(
-                store,
-                f"SELECT key FROM tombstones WHERE namespace = ? AND key IN ({marks})",
-                (namespace, *part),
-            )
-        )
-    return out
+    return _tombstoned(store, keys, "namespace = ? AND ", (namespace,))
 
 
 def tombstoned_anywhere(store: SqliteState, keys: Iterable[str]) -> set[str]:
     """The keys among ``keys`` tombstoned under any namespace."""
+    return _tombstoned(store, keys, "", ())
+
+
+def _tombstoned(
+    store: SqliteState, keys: Iterable[str], scope: str, scope_args: tuple[str, ...]
+) -> set[str]:
+    """The keys among ``keys`` with a tombstone ``scope`` (a SQL condition) matches."""
     items = list(dict.fromkeys(str(k) for k in keys))
     out: set[str] = set()
     for part in chunks(items):
         marks = ",".join("?" * len(part))
-        out.update(
-            r[0]
-            for r in _reads._read(store, f"SELECT key FROM tombstones WHERE key IN ({marks})", part)
-        )
+        sql = f"SELECT key FROM tombstones WHERE {scope}key IN ({marks})"
+        out.update(r[0] for r in _reads._read(store, sql, (*scope_args, *part)))
     return out
 
 

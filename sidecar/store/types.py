@@ -96,6 +96,11 @@ class TimeRange:
     start_ms: int | None = None
     end_ms: int | None = None
 
+    def bounds(self) -> list[tuple[str, int]]:
+        """The SQL comparisons of ``ts_ms`` it stands for: ``(">=", start)``, ``("<", end)``."""
+        out = [] if self.start_ms is None else [(">=", int(self.start_ms))]
+        return out + ([] if self.end_ms is None else [("<", int(self.end_ms))])
+
 
 # ---- listing by time (list_by_time, count_by_time, time_histogram, time_spans) ----------
 

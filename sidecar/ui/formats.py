@@ -9,6 +9,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import quote, unquote
 
+from sidecar.ops.stats_report import human_bytes
+
 DAY_MS = 86_400_000
 
 
@@ -154,13 +156,7 @@ def score_parts(reason: str) -> tuple[str, list[tuple[str, str]]]:
     return head.strip(), _PART.findall(rest)
 
 
-def size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+size = human_bytes  # as `libravdb stats` writes it
 
 
 def duration(seconds: float) -> str:

@@ -32,3 +32,11 @@ async def read_form(request: Request, ctx: UiContext) -> dict[str, list[str]]:
 
 def field(form: dict[str, list[str]], name: str) -> str:
     return (form.get(name) or [""])[0]
+
+
+async def read_post(request: Request) -> tuple[UiContext, dict[str, list[str]], str]:
+    """A form's POST: the UI's context, the form (size and CSRF token checked) and the
+    namespace it acts in."""
+    ctx: UiContext = request.app.state.ui
+    form = await read_form(request, ctx)
+    return ctx, form, ctx.namespace(request, form)

@@ -74,3 +74,27 @@ def el(tag: str, *children: Child, **attributes: object) -> Html:
     if tag in _VOID:
         return Html(opening)
     return Html(opening + join(*children) + f"</{tag}>")
+
+
+def labelled(
+    label: str,
+    name: str,
+    *after: Child,
+    tag: str = "input",
+    content: Child = None,
+    **attributes: object,
+) -> Html:
+    """A form's paragraph: ``label`` for the control ``<tag id=name name=name ...>content``,
+    then ``after`` (a datalist, a button)."""
+    control = el(tag, content, id=name, name=name, **attributes)
+    return el("p", el("label", label, for_=name), control, *after)
+
+
+def table(
+    columns: Iterable[str], rows: Child, *, numeric: Iterable[str] = (), **attributes: object
+) -> Html:
+    """A ``<table>``: a header row of ``columns`` (those in ``numeric`` right-aligned,
+    class ``num``), ``rows`` as its body."""
+    num = set(numeric)
+    head = [el("th", c, scope="col", class_="num" if c in num else None) for c in columns]
+    return el("table", el("thead", el("tr", head)), el("tbody", rows), **attributes)

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from protocol.sessions import ForgetResult
 from sidecar.ui.context import PageError, UiContext, href
 from sidecar.ui.formats import parse_ref, ref
-from sidecar.ui.forms import field, read_form
+from sidecar.ui.forms import field, read_post
 from sidecar.ui.html import Child, Html, el, join
 from sidecar.ui.layout import csrf_field, ns_field, page
 from sidecar.ui.records import session_href
@@ -65,9 +65,7 @@ def _missing(result: ForgetResult) -> Child:
 
 
 async def preview(request: Request) -> Response:
-    ctx: UiContext = request.app.state.ui
-    form = await read_form(request, ctx)
-    ns = ctx.namespace(request, form)
+    ctx, form, ns = await read_post(request)
     selection = _selection(form)
     result = await ctx.link.call(lambda c: c.forget(namespace=ns, records=selection, dry_run=True))
     memories = len(result.items)
@@ -108,9 +106,7 @@ async def preview(request: Request) -> Response:
 
 
 async def confirm(request: Request) -> Response:
-    ctx: UiContext = request.app.state.ui
-    form = await read_form(request, ctx)
-    ns = ctx.namespace(request, form)
+    ctx, form, ns = await read_post(request)
     selection = _selection(form)
     try:
         result = await ctx.link.call(lambda c: c.forget(namespace=ns, records=selection))

@@ -14,7 +14,7 @@ from protocol.memory_stats import MemoryStatsResult, NamespaceStats
 from sidecar.ui import charts
 from sidecar.ui.context import PageError, UiContext
 from sidecar.ui.formats import duration, size, when
-from sidecar.ui.html import Child, Html, el, join
+from sidecar.ui.html import Child, Html, el, join, table
 from sidecar.ui.layout import as_of, ns_field, page
 
 BUCKETS = ("month", "week", "day")
@@ -124,19 +124,7 @@ def _authored(docs: list[AuthoredDocument]) -> Html:
                 el("summary", f"{tier}: {total:,} rule(s) from {len(rows)} document(s)"),
                 el(
                     "div",
-                    el(
-                        "table",
-                        el(
-                            "thead",
-                            el(
-                                "tr",
-                                el("th", "document", scope="col"),
-                                el("th", "rules", scope="col", class_="num"),
-                                el("th", "source", scope="col"),
-                            ),
-                        ),
-                        el("tbody", rows),
-                    ),
+                    table(("document", "rules", "source"), rows, numeric=("rules",)),
                     class_="scroll",
                 )
                 if rows
@@ -207,20 +195,7 @@ def _daemon(health: HealthResult, status: StatusResult) -> Html:
         ),
         el(
             "div",
-            el(
-                "table",
-                el(
-                    "thead",
-                    el(
-                        "tr",
-                        el("th", "model", scope="col"),
-                        el("th", "state", scope="col"),
-                        el("th", "profile", scope="col"),
-                        el("th", "note", scope="col"),
-                    ),
-                ),
-                el("tbody", models),
-            ),
+            table(("model", "state", "profile", "note"), models),
             class_="scroll",
         ),
         id="daemon",

@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from protocol.assemble import MemoryRecord
 from sidecar.ui.context import PageError, UiContext
 from sidecar.ui.formats import gate_signals, ref, when
-from sidecar.ui.forms import field, read_form
+from sidecar.ui.forms import field, read_post
 from sidecar.ui.html import Child, Html, el, join
 from sidecar.ui.layout import csrf_field, ns_field, page
 from sidecar.ui.records import correctable, detail_href, facts, forgettable, time_el
@@ -179,9 +179,7 @@ async def memory_page(request: Request) -> Response:
 
 
 async def update(request: Request) -> Response:
-    ctx: UiContext = request.app.state.ui
-    form = await read_form(request, ctx)
-    ns = ctx.namespace(request, form)
+    ctx, form, ns = await read_post(request)
     collection, record_id, text = field(form, "c"), field(form, "id"), field(form, "text")
     try:
         result = await ctx.link.call(

@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse, Response
 from protocol.assemble import MemoryRecord
 from protocol.sessions import ExpandedTurn
 from sidecar.ui.context import PageError, UiContext, href
-from sidecar.ui.html import Child, Html, el, join
+from sidecar.ui.html import Child, Html, el, join, table
 from sidecar.ui.layout import as_of, page, pager
 from sidecar.ui.records import detail_href, session_href, time_el
 
@@ -44,20 +44,10 @@ async def sessions(request: Request) -> Response:
         )
         for s in result.sessions
     ]
-    table = el(
-        "table",
-        el(
-            "thead",
-            el(
-                "tr",
-                el("th", "session", scope="col"),
-                el("th", "turns", scope="col", class_="num"),
-                el("th", "summaries", scope="col", class_="num"),
-                el("th", "first turn", scope="col"),
-                el("th", "last turn", scope="col"),
-            ),
-        ),
-        el("tbody", rows),
+    sessions = table(
+        ("session", "turns", "summaries", "first turn", "last turn"),
+        rows,
+        numeric=("turns", "summaries"),
         class_="sessions",
     )
     nav = pager(
@@ -74,7 +64,7 @@ async def sessions(request: Request) -> Response:
         el("p", "Most recently active first.", class_="muted"),
         as_of(request, at),
         nav,
-        el("div", table, class_="scroll") if rows else None,
+        el("div", sessions, class_="scroll") if rows else None,
     )
     return page(ctx, request, ns=ns, active="sessions", title="Sessions", body=body)
 

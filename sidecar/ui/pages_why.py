@@ -15,8 +15,8 @@ from protocol.sessions_list import SessionsListResult
 from sidecar.ui import charts
 from sidecar.ui.context import PageError, UiContext
 from sidecar.ui.formats import score_parts
-from sidecar.ui.forms import field, read_form
-from sidecar.ui.html import Child, Html, el, join
+from sidecar.ui.forms import field, read_post
+from sidecar.ui.html import Child, Html, el, join, labelled, table
 from sidecar.ui.layout import csrf_field, ns_field, page
 from sidecar.ui.records import detail_href, session_href, time_el
 
@@ -29,62 +29,43 @@ BUDGET_PARTS = ("hard", "tail", "soft", "elevated", "retrieval", "recovery")
 def _form(ctx: UiContext, ns: str, values: dict[str, str], sessions: list[str]) -> Html:
     return el(
         "form",
-        el(
-            "p",
-            el("label", "Prompt", for_="prompt"),
-            el(
-                "textarea",
-                values.get("prompt", ""),
-                id="prompt",
-                name="prompt",
-                rows="3",
-                required=True,
-                placeholder="what the user said to the agent",
-            ),
+        labelled(
+            "Prompt",
+            "prompt",
+            tag="textarea",
+            content=values.get("prompt", ""),
+            rows="3",
+            required=True,
+            placeholder="what the user said to the agent",
         ),
         el(
             "fieldset",
             el("legend", "Assemble as"),
-            el(
-                "p",
-                el("label", "Session", for_="session"),
-                el(
-                    "input",
-                    id="session",
-                    name="session",
-                    value=values.get("session", ""),
-                    list="recent-sessions",
-                    placeholder="none: retrieval only",
-                    size=18,
-                ),
+            labelled(
+                "Session",
+                "session",
                 el("datalist", [el("option", value=s) for s in sessions], id="recent-sessions"),
+                value=values.get("session", ""),
+                list="recent-sessions",
+                placeholder="none: retrieval only",
+                size=18,
             ),
-            el(
-                "p",
-                el("label", "Token budget", for_="budget"),
-                el(
-                    "input",
-                    type="number",
-                    id="budget",
-                    name="budget",
-                    min="1",
-                    step="1",
-                    value=values.get("budget", str(DEFAULT_BUDGET)),
-                ),
+            labelled(
+                "Token budget",
+                "budget",
+                type="number",
+                min="1",
+                step="1",
+                value=values.get("budget", str(DEFAULT_BUDGET)),
             ),
-            el(
-                "p",
-                el("label", "Memory share", for_="fraction"),
-                el(
-                    "input",
-                    type="number",
-                    id="fraction",
-                    name="fraction",
-                    min="0.01",
-                    max="1",
-                    step="0.01",
-                    value=values.get("fraction", str(DEFAULT_FRACTION)),
-                ),
+            labelled(
+                "Memory share",
+                "fraction",
+                type="number",
+                min="0.01",
+                max="1",
+                step="0.01",
+                value=values.get("fraction", str(DEFAULT_FRACTION)),
             ),
             class_="filters",
         ),
@@ -162,16 +143,7 @@ def _considered(ctx: UiContext, ns: str, result: AssembleResult) -> Html:
 
 
 def _table(heads: tuple[str, ...], rows: list[Html], cls: str) -> Html:
-    return el(
-        "div",
-        el(
-            "table",
-            el("thead", el("tr", [el("th", h, scope="col") for h in heads])),
-            el("tbody", rows),
-            class_=cls,
-        ),
-        class_="scroll",
-    )
+    return el("div", table(heads, rows, class_=cls), class_="scroll")
 
 
 def _budget(result: AssembleResult) -> Html:
@@ -270,9 +242,7 @@ def _numbers(form: dict[str, list[str]]) -> tuple[float, float]:
 
 
 async def why_run(request: Request) -> Response:
-    ctx: UiContext = request.app.state.ui
-    form = await read_form(request, ctx)
-    ns = ctx.namespace(request, form)
+    ctx, form, ns = await read_post(request)
     prompt = field(form, "prompt").strip()
     if not prompt:
         raise PageError(400, "type a prompt")

@@ -8,16 +8,15 @@ so a UI never starts against nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import sys
 import webbrowser
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import structlog
 from libravdb_client import LibravdbError
 
+from sidecar.endpoints import uvicorn_server
 from sidecar.logging_setup import (
     configure_logging,
     finish_output,
@@ -72,22 +71,6 @@ def _bind(address: Address) -> socket.socket:
 async def _serve(options: ServeOptions, sock: socket.socket) -> int:
     import uvicorn
 
-    class Uvicorn(uvicorn.Server):
-        # uvicorn re-raises SIGTERM/SIGINT once it has shut down; the UI finishes its own
-        # shutdown (the daemon connections) and exits 0 instead.
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            with super().capture_signals():
-                try:
-                    yield
-                finally:
-                    self._captured_signals.clear()
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started:
-                ready.set()
-
     ready = asyncio.Event()
     port = int(sock.getsockname()[1])
     guard = Guard(port=port, hosts=options.address.names(port))
@@ -114,7 +97,7 @@ async def _serve(options: ServeOptions, sock: socket.socket) -> int:
         lifespan="off",
         log_config=None,  # uvicorn's own lines go to the JSON handler (logging_setup)
     )
-    server = Uvicorn(config)
+    server = uvicorn_server(config, ready)
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
         # The URL is announced once the server answers and handles SIGTERM/SIGINT (it

@@ -14,7 +14,7 @@ from sidecar.assembly.budget import REASON_HARD_PLUS_TAIL, BudgetConfig
 from sidecar.assembly.candidates import Candidate, features
 from sidecar.assembly.plan import plan_assembly, plan_head, plan_search
 from sidecar.assembly.render import escape_text, repeats_cost
-from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan, AuthoredNode
+from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan, AuthoredNode, HitFilter
 from sidecar.memory.core.analyzer import analyze
 from sidecar.memory.core.tokens import estimate_tokens
 
@@ -455,7 +455,11 @@ def test_search_filters_dedupe_and_wire() -> None:
     assert sorted(h.id for h in hits) in (["h0", "h1"], ["h1", "u:h0"])
     assert (
         plan_search(
-            query="kickboxing", query_vector=QV, candidates=[a, b], role="user", now_ms=NOW
+            query="kickboxing",
+            query_vector=QV,
+            candidates=[a, b],
+            filters=HitFilter(role="user"),
+            now_ms=NOW,
         )[0].id
         == "h0"
     )
@@ -465,18 +469,28 @@ def test_search_filters_dedupe_and_wire() -> None:
             query_vector=QV,
             candidates=[a, b],
             k=1,
-            since=(b.ts or 0),
+            filters=HitFilter(since=b.ts or 0),
             now_ms=NOW,
         )[0].id
         == "h1"
     )
     assert (
-        plan_search(query="kickboxing", query_vector=QV, candidates=[a, b], until=0, now_ms=NOW)
+        plan_search(
+            query="kickboxing",
+            query_vector=QV,
+            candidates=[a, b],
+            filters=HitFilter(until=0),
+            now_ms=NOW,
+        )
         == []
     )
     assert (
         plan_search(
-            query="kickboxing", query_vector=QV, candidates=[a, dream], kind="dream", now_ms=NOW
+            query="kickboxing",
+            query_vector=QV,
+            candidates=[a, dream],
+            filters=HitFilter(kind="dream"),
+            now_ms=NOW,
         )
         == []
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sidecar.memory.core.errors import MemoryInputError
 from sidecar.store.names import MAX_NAME_PART_BYTES, validate_name_part
@@ -93,36 +93,33 @@ def _req(value: str, what: str) -> str:
     return validate_name_part(value, what, _NAME_PART_LIMIT)
 
 
+def _per_session(prefix: str) -> Callable[[str], str]:
+    """The name of a session's collection: ``prefix`` + the checked session id."""
+
+    def name(sid: str) -> str:
+        return prefix + _req(sid, "session ID")
+
+    return name
+
+
+def _per_namespace(prefix: str) -> Callable[[str], str]:
+    """The name of a namespace's collection: ``prefix`` + the checked namespace."""
+
+    def name(ns: str) -> str:
+        return prefix + _req(ns, "namespace")
+
+    return name
+
+
 # ---- per session ------------------------------------------------------------------------
 
-
-def session(sid: str) -> str:
-    """``session:<sid>``: the v1 active view."""
-    return SESSION_PREFIX + _req(sid, "session ID")
-
-
-def session_raw(sid: str) -> str:
-    return SESSION_RAW_PREFIX + _req(sid, "session ID")
-
-
-def session_summary(sid: str) -> str:
-    return SESSION_SUMMARY_PREFIX + _req(sid, "session ID")
-
-
-def session_edge(sid: str) -> str:
-    return SESSION_EDGE_PREFIX + _req(sid, "session ID")
-
-
-def session_state(sid: str) -> str:
-    return SESSION_STATE_PREFIX + _req(sid, "session ID")
-
-
-def session_recall(sid: str) -> str:
-    return SESSION_RECALL_PREFIX + _req(sid, "session ID")
-
-
-def elevated_session(sid: str) -> str:
-    return ELEVATED_SESSION_PREFIX + _req(sid, "session ID")
+session = _per_session(SESSION_PREFIX)  # the v1 active view
+session_raw = _per_session(SESSION_RAW_PREFIX)
+session_summary = _per_session(SESSION_SUMMARY_PREFIX)
+session_edge = _per_session(SESSION_EDGE_PREFIX)
+session_state = _per_session(SESSION_STATE_PREFIX)
+session_recall = _per_session(SESSION_RECALL_PREFIX)
+elevated_session = _per_session(ELEVATED_SESSION_PREFIX)
 
 
 def lossless_collections(sid: str) -> list[str]:
@@ -149,22 +146,10 @@ def default_namespace(session_id: str) -> str:
     return "session:" + _req(session_id, "session ID")
 
 
-def turns(ns: str) -> str:
-    """``turns:<ns>``: the namespace's raw history (both roles) across sessions."""
-    return TURNS_PREFIX + _req(ns, "namespace")
-
-
-def user(ns: str) -> str:
-    """``user:<ns>``: durable memories."""
-    return USER_PREFIX + _req(ns, "namespace")
-
-
-def elevated_user(ns: str) -> str:
-    return ELEVATED_USER_PREFIX + _req(ns, "namespace")
-
-
-def dream(ns: str) -> str:
-    return DREAM_PREFIX + _req(ns, "namespace")
+turns = _per_namespace(TURNS_PREFIX)  # the namespace's raw history (both roles)
+user = _per_namespace(USER_PREFIX)  # durable memories
+elevated_user = _per_namespace(ELEVATED_USER_PREFIX)
+dream = _per_namespace(DREAM_PREFIX)
 
 
 def namespace_collections(ns: str) -> list[str]:

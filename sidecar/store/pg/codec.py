@@ -116,13 +116,9 @@ def where_sql(
             # a scalar under a key: containment is equality here, and the GIN index serves it
             clauses.append("r.meta @> %s::jsonb")
             params.append(json_encode({ekey: _escape(val)}).decode())
-    if time_range is not None:
-        if time_range.start_ms is not None:
-            clauses.append("r.ts_ms >= %s")
-            params.append(int(time_range.start_ms))
-        if time_range.end_ms is not None:
-            clauses.append("r.ts_ms < %s")
-            params.append(int(time_range.end_ms))
+    for op, ms in time_range.bounds() if time_range is not None else ():
+        clauses.append(f"r.ts_ms {op} %s")
+        params.append(ms)
     return "".join(f" AND {c}" for c in clauses), params, post
 
 

@@ -80,9 +80,22 @@ def _fence(conn: psycopg.Connection[Any], key: str, *, wait: bool = True) -> boo
     return wait or bool(row and row[0])
 
 
+@contextlib.contextmanager
+def _closed_on_error(conn: psycopg.Connection[Any], db: Db) -> Iterator[None]:
+    """Close ``conn`` when the block fails, a database error mapped to the store's."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        conn.close()
+        raise map_pg_error(exc, "lock", db.where) from exc
+    except BaseException:
+        conn.close()
+        raise
+
+
 def try_session_lock(db: Db, key: str) -> PgLease | None:
     conn = db.connect()
-    try:
+    with _closed_on_error(conn, db):
         row = conn.execute(
             "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key))
         ).fetchone()
@@ -91,12 +104,6 @@ def try_session_lock(db: Db, key: str) -> PgLease | None:
                 return PgLease(conn, db, _text(key))
             release_all(conn)  # its last holder's write is still committing: busy
             return None
-    except psycopg.Error as exc:
-        conn.close()
-        raise map_pg_error(exc, "lock", db.where) from exc
-    except BaseException:
-        conn.close()
-        raise
     conn.close()
     return None
 
@@ -104,24 +111,18 @@ def try_session_lock(db: Db, key: str) -> PgLease | None:
 def acquire_session_lock(db: Db, key: str, timeout: float | None) -> PgLease:
     """Block until the lock is ours (``timeout`` seconds at most: SessionLocked)."""
     conn = db.connect()
-    try:
-        if timeout is not None:
-            # advisory locks honour lock_timeout; 0 would mean "no timeout"
-            ms = max(1, int(timeout * 1000))
-            conn.execute(f"SET lock_timeout = {ms}")  # an int
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key)))
-        _fence(conn, _text(key))  # within the same lock_timeout
-        if timeout is not None:
-            conn.execute("SET lock_timeout = 0")
-    except pge.LockNotAvailable as exc:
-        conn.close()
-        raise SessionLocked(key, timeout, db.where) from exc
-    except psycopg.Error as exc:
-        conn.close()
-        raise map_pg_error(exc, "lock", db.where) from exc
-    except BaseException:
-        conn.close()
-        raise
+    with _closed_on_error(conn, db):
+        try:
+            if timeout is not None:
+                # advisory locks honour lock_timeout; 0 would mean "no timeout"
+                ms = max(1, int(timeout * 1000))
+                conn.execute(f"SET lock_timeout = {ms}")  # an int
+            conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (LOCK_SESSION, _text(key)))
+            _fence(conn, _text(key))  # within the same lock_timeout
+            if timeout is not None:
+                conn.execute("SET lock_timeout = 0")
+        except pge.LockNotAvailable as exc:
+            raise SessionLocked(key, timeout, db.where) from exc
     return PgLease(conn, db, _text(key))
 
 

@@ -95,13 +95,7 @@ def check_meta(store: PgState, allow_mismatch: bool, profile: Mapping[str, Any] 
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if not allow_mismatch:
             _check_fingerprint(store, conn, meta)
-        writes = meta_writes(
-            meta,
-            fingerprint=store.fingerprint,
-            model=store.model,
-            embed_dims=store.embed_dims,
-            profile=profile,
-        )
+        writes = meta_writes(meta, store, profile)
         for key, value in writes.items():
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) "

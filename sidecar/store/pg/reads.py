@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
+from sidecar.store.common import matching
 from sidecar.store.pg.codec import COLS, record, where_sql
 from sidecar.store.types import CollectionInfo, CollectionState, ListQuery, Record
 
@@ -97,8 +98,8 @@ def _sum(store: PgState, where: str, params: list[Any]) -> int:
     return int(rows[0][0])
 
 
-def count(store: PgState, name: str) -> int:
-    return _sum(store, " WHERE name = %s", [name])
+def count(store: PgState, collection: str) -> int:
+    return _sum(store, " WHERE name = %s", [collection])
 
 
 def count_prefix(store: PgState, prefix: str) -> int:
@@ -156,10 +157,10 @@ def get_many(
     return [record(collection, row, include_vectors) for row in rows]
 
 
-def list_records(store: PgState, collection: str, q: ListQuery) -> list[Record]:
+def list_records(store: PgState, collection: str, query: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order), filtered in SQL."""
-    where, time_range, limit, after_id = q.where, q.time_range, q.limit, q.after_id
-    include_vectors = q.include_vectors
+    where, time_range, limit, after_id = query.where, query.time_range, query.limit, query.after_id
+    include_vectors = query.include_vectors
     store._guard()
     if nul(collection):
         return []
@@ -175,12 +176,7 @@ def list_records(store: PgState, collection: str, q: ListQuery) -> list[Record]:
         sql += " LIMIT %s"
         args.append(limit)
     rows = store.db.read(sql, args, binary=True)
-    out = [record(collection, row, include_vectors) for row in rows]
-    if post:
-        out = [r for r in out if N.metadata_matches(r.metadata, post)]
-        if limit is not None and limit > 0:
-            out = out[:limit]
-    return out
+    return matching([record(collection, row, include_vectors) for row in rows], post, limit)
 
 
 def changed_since(

@@ -24,7 +24,7 @@ from sidecar.store.files import now_ms
 from sidecar.store.names import ts_from_metadata
 from sidecar.store.pg.codec import filter_json
 from sidecar.store.pg.conn import LOCK_MIGRATE, SCHEMA
-from sidecar.store.record_keys import record_marks, session_key
+from sidecar.store.record_keys import backfill
 
 Conn = psycopg.Connection[Any]
 Migration = Callable[[Conn], None]
@@ -171,29 +171,20 @@ def _v4(conn: Conn) -> None:
         'ALTER TABLE records ADD COLUMN session_key text COLLATE "C", '
         "ADD COLUMN marks integer NOT NULL DEFAULT 0"
     )
-    after = 0
-    while True:
-        rows = conn.execute(
-            "SELECT rid, metadata FROM records WHERE rid > %s ORDER BY rid LIMIT 5000", (after,)
-        ).fetchall()
-        if not rows:
-            break
-        updates = []
-        for rid, raw in rows:
-            try:
-                decoded = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
-                decoded = {}
-            meta = decoded if isinstance(decoded, dict) else {}
-            skey, marks = session_key(meta), record_marks(meta)
-            if skey is not None or marks:
-                updates.append((skey, marks, rid))
+
+    def write(updates: list[tuple[str | None, int, int]]) -> None:
         if updates:
             with conn.cursor() as cur:
                 cur.executemany(
                     "UPDATE records SET session_key = %s, marks = %s WHERE rid = %s", updates
                 )
-        after = rows[-1][0]
+
+    backfill(
+        lambda after: conn.execute(
+            "SELECT rid, metadata FROM records WHERE rid > %s ORDER BY rid LIMIT 5000", (after,)
+        ).fetchall(),
+        write,
+    )
     for stmt in (
         "DROP INDEX records_cid_ts",
         "CREATE INDEX records_cid_time ON records (cid, ts_ms DESC, id) INCLUDE (marks)",
@@ -228,13 +219,7 @@ def schema_version(conn: Conn) -> int:
 
 
 def _refuse_newer(current: int) -> None:
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"the database has schema version {current}, newer than this daemon supports "
-            f"({SCHEMA_VERSION}); upgrade the daemon",
-            found=current,
-            supported=SCHEMA_VERSION,
-        )
+    SchemaTooNew.refuse(current, SCHEMA_VERSION)
 
 
 def migrate(conn: Conn, target: int = SCHEMA_VERSION) -> list[int]:

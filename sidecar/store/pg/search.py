@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sidecar.store import names as N
+from sidecar.store.common import unscored_hits
 from sidecar.store.index import EXACT_POOL_LIMIT, scaled_ef
 from sidecar.store.pg import reads as _reads
 from sidecar.store.pg.codec import COLS, hit, where_sql
@@ -102,15 +103,7 @@ def _unscored(
 ) -> list[Hit]:
     """Vectorless collections and zero queries: score 0 for all, so id order."""
     recs = _reads.list_records(store, collection, ListQuery(where, time_range))
-    if excluded:
-        ex = set(excluded)
-        recs = [r for r in recs if r.id not in ex]
-    if k > 0:
-        recs = recs[:k]
-    return [
-        Hit(r.collection, r.id, r.text, r.metadata, r.version, 0.0, r.created_ms, r.ts_ms)
-        for r in recs
-    ]
+    return unscored_hits(recs, excluded, k)
 
 
 def _more_than(store: PgState, cid: int, clause: str, params: list[Any], limit: int) -> bool:

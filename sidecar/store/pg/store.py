@@ -31,27 +31,18 @@ from sidecar.store.pg import indexes as _indexes
 from sidecar.store.pg import locks as _locks
 from sidecar.store.pg import opening as _opening
 from sidecar.store.pg import reads as _reads
-from sidecar.store.pg import search as _search
+from sidecar.store.pg import search as _vector_search
 from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
 from sidecar.store.pg.schema import SCHEMA_VERSION
 from sidecar.store.pg.state import PgState
 from sidecar.store.types import (
     CollectionInfo,
-    CollectionState,
-    Hit,
     IndexStatus,
-    ListQuery,
     Op,
     OpResult,
-    Record,
     ScrubReport,
-    SearchFilter,
     StorageBytes,
-    TimeHistogram,
-    TimeKey,
-    TimeQuery,
-    TimeSpan,
 )
 
 log = structlog.get_logger(__name__)
@@ -203,46 +194,55 @@ class PgStore(PgState, StoreCore):
         except RuntimeError:  # shut down meanwhile
             return closed_future()
 
-    # ---- collections -------------------------------------------------------------------
+    # ---- the parts' operations, bound by assignment: the signatures (and what they
+    # promise) are StoreCore's, which mypy checks these functions against ---------------
 
-    def dims_for(self, name: str) -> int:
-        return _reads.dims_for(self, name)
+    dims_for = _reads.dims_for
+    collection = _reads.collection
+    collections = _reads.collections
+    collection_versions = _reads.collection_versions
+    collection_states = _reads.collection_states
+    ensure_collections = _writes.ensure_collections
 
-    def collection(self, name: str) -> CollectionInfo | None:
-        return _reads.collection(self, name)
+    add_tombstones = _writes.add_tombstones
+    remove_tombstones = _writes.remove_tombstones
+    tombstoned = _reads.tombstoned
+    tombstoned_anywhere = _reads.tombstoned_anywhere
+    list_tombstones = _reads.list_tombstones
 
-    def collections(
-        self, *, prefix: str | None = None, namespace: str | None = None
-    ) -> list[CollectionInfo]:
-        return _reads.collections(self, prefix=prefix, namespace=namespace)
+    get = _reads.get
+    get_many = _reads.get_many
+    _list_records = _reads.list_records
+    _changed_since = _reads.changed_since
+    _search = _vector_search.search
 
-    def ensure_collections(self, names: Iterable[str]) -> list[CollectionInfo]:
-        return _writes.ensure_collections(self, names)
+    count = _reads.count
+    count_prefix = _reads.count_prefix
+    count_namespace = _reads.count_namespace
+    total_records = _reads.total_records
+    max_seq = _reads.max_seq
+
+    _list_by_time = _time_reads.list_by_time
+    _count_by_time = _time_reads.count_by_time
+    _time_spans = _time_reads.time_spans
+    _time_histogram = _time_reads.time_histogram
+    session_keys = _time_reads.session_keys
+
+    run_index_work = _indexes.run_index_work
 
     def ensure_collections_future(self, names: Iterable[str]) -> Future[list[CollectionInfo]]:
         wanted = list(names)
         return self._submit(lambda: _writes.ensure_collections(self, wanted))
 
-    def collection_versions(self, names: Iterable[str]) -> dict[str, int]:
-        return _reads.collection_versions(self, names)
-
-    def collection_states(self, names: Iterable[str]) -> dict[str, CollectionState]:
-        return _reads.collection_states(self, names)
-
     # ---- writes ------------------------------------------------------------------------
 
-    def write_future(self, ops: Sequence[Op]) -> Future[list[OpResult]]:
-        batch = list(ops)
-        try:
-            prepared = [_writes.prepare(op) for op in batch]
-        except Exception as exc:
-            fut: Future[list[OpResult]] = Future()
-            fut.set_exception(exc)
-            return fut
-        return self._submit(lambda: _writes.write(self, prepared))
+    def _prepare(self, op: Op) -> Op:
+        return _writes.prepare(op)
 
-    def write(self, ops: Sequence[Op]) -> list[OpResult]:
-        return _writes.write(self, ops)  # in the caller's thread: no executor hop
+    def _write_future(self, ops: list[Op]) -> Future[list[OpResult]]:
+        return self._submit(lambda: _writes.write(self, ops))
+
+    write = _writes.write  # in the caller's thread: no executor hop
 
     def increment_future(
         self, updates: Mapping[str, Sequence[str]], key: str = "access_count"
@@ -250,93 +250,7 @@ class PgStore(PgState, StoreCore):
         plan = {c: list(ids) for c, ids in updates.items()}
         return self._submit(lambda: _writes.increment(self, plan, key))
 
-    def increment(self, updates: Mapping[str, Sequence[str]], key: str = "access_count") -> int:
-        return _writes.increment(self, updates, key)
-
-    # ---- tombstones --------------------------------------------------------------------
-
-    def add_tombstones(self, namespace: str, keys: Iterable[str], reason: str = "") -> int:
-        return _writes.add_tombstones(self, namespace, keys, reason)
-
-    def remove_tombstones(self, namespace: str, keys: Iterable[str] | None = None) -> int:
-        return _writes.remove_tombstones(self, namespace, keys)
-
-    def tombstoned(self, namespace: str, keys: Iterable[str]) -> set[str]:
-        return _reads.tombstoned(self, namespace, keys)
-
-    def tombstoned_anywhere(self, keys: Iterable[str]) -> set[str]:
-        return _reads.tombstoned_anywhere(self, keys)
-
-    def list_tombstones(self, namespace: str | None = None) -> list[tuple[str, str, str, int]]:
-        return _reads.list_tombstones(self, namespace)
-
-    # ---- reads -------------------------------------------------------------------------
-
-    def get(
-        self, collection: str, record_id: str, *, include_vector: bool = False
-    ) -> Record | None:
-        return _reads.get(self, collection, record_id, include_vector=include_vector)
-
-    def get_many(
-        self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
-    ) -> list[Record]:
-        return _reads.get_many(self, collection, ids, include_vectors=include_vectors)
-
-    def _list_records(self, collection: str, query: ListQuery) -> list[Record]:
-        return _reads.list_records(self, collection, query)
-
-    def _changed_since(
-        self, collection: str, after: int, include_vectors: bool, limit: int | None
-    ) -> list[Record]:
-        return _reads.changed_since(self, collection, after, include_vectors, limit)
-
-    def count(self, collection: str) -> int:
-        return _reads.count(self, collection)
-
-    def count_prefix(self, prefix: str) -> int:
-        return _reads.count_prefix(self, prefix)
-
-    def count_namespace(self, namespace: str) -> int:
-        return _reads.count_namespace(self, namespace)
-
-    def total_records(self) -> int:
-        return _reads.total_records(self)
-
-    def max_seq(self) -> int:
-        return _reads.max_seq(self)
-
-    # ---- listing by time (docs/store.md, "Listing by time") ----------------------------
-
-    def list_by_time(
-        self, query: TimeQuery, *, after: TimeKey | None = None, limit: int = 50
-    ) -> list[Record]:
-        """At most ``limit`` records of ``query``, newest first (``ts_ms`` descending, then
-        collection and id), after ``after``; no vectors. O(limit) rows per collection."""
-        return _time_reads.list_by_time(self, query, after, limit)
-
-    def count_by_time(self, query: TimeQuery) -> int:
-        """How many records ``list_by_time`` pages through for ``query``."""
-        return _time_reads.count_by_time(self, query)
-
-    def time_spans(self, collections: Sequence[str]) -> dict[str, TimeSpan]:
-        """Per collection (each one named; missing ones empty): records, first and last time."""
-        return _time_reads.time_spans(self, collections)
-
-    def time_histogram(
-        self, collections: Sequence[str], *, width_ms: int, lo_ms: int, hi_ms: int
-    ) -> TimeHistogram:
-        """Records of ``collections`` per ``ts_ms // width_ms`` within ``lo_ms..hi_ms``
-        (inclusive), how many are outside, the first and last time within."""
-        return _time_reads.time_histogram(self, collections, width_ms, lo_ms, hi_ms)
-
-    def session_keys(self, collection: str) -> list[str]:
-        """The distinct ``metadata.sessionId`` values (as ``record_keys`` stores them) of a
-        collection's records, sorted: one index seek per session."""
-        return _time_reads.session_keys(self, collection)
-
-    # ---- search ------------------------------------------------------------------------
-    def _search(self, collection: str, vector: Any, k: int, f: SearchFilter) -> list[Hit]:
-        return _search.search(self, collection, vector, k, f)
+    increment = _writes.increment
 
     # ---- maintenance -------------------------------------------------------------------
 
@@ -352,9 +266,6 @@ class PgStore(PgState, StoreCore):
 
     def index_status(self) -> list[IndexStatus]:
         return _indexes.Plan(self).status
-
-    def run_index_work(self) -> int:
-        return _indexes.run_index_work(self)
 
     def wait_indexed(self, timeout: float = 60.0) -> bool:
         """Block until no index needs building or dropping (tests, benchmarks)."""

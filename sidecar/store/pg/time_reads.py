@@ -10,6 +10,7 @@ collection whatever its size.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,15 +27,7 @@ _CID = "(SELECT cid FROM collections WHERE name = %s)"
 
 
 def _scope(session: str | None, marks: int) -> tuple[str, list[Any]]:
-    sql = ""
-    args: list[Any] = []
-    if session is not None:
-        sql += " AND r.session_key = %s"
-        args.append(session)
-    if marks:
-        sql += " AND (r.marks & %s) = 0"
-        args.append(marks)
-    return sql, args
+    return by_time.scope_sql(session, marks, column="r.", mark="%s")
 
 
 def _cids(store: PgState, names: Sequence[str]) -> dict[str, int]:
@@ -46,21 +39,10 @@ def _cids(store: PgState, names: Sequence[str]) -> dict[str, int]:
 
 
 def list_by_time(
-    store: PgState, query: TimeQuery, after: TimeKey | None = None, limit: int = 50
+    store: PgState, query: TimeQuery, after: TimeKey | None, limit: int
 ) -> list[Record]:
-    store._guard()
-    limit = by_time.check_limit(limit)
-    checked = by_time.check_query(query)
-    if checked is None:
-        return []
-    names = tuple(storable(checked.collections))
-    plan = by_time.plan(
-        TimeQuery(
-            names, checked.session, checked.since_ms, checked.until_ms, checked.exclude_marks
-        ),
-        after,
-        limit,
-    )
+    names = tuple(storable(query.collections))
+    plan = by_time.plan(dataclasses.replace(query, collections=names), after, limit)
     if plan is None or not (plan.ranges or plan.tie):
         return []
     where, scope_args = _scope(plan.session, plan.exclude_marks)
@@ -90,26 +72,20 @@ def list_by_time(
 
 
 def count_by_time(store: PgState, query: TimeQuery) -> int:
-    store._guard()
-    checked = by_time.check_query(query)
-    if checked is None:
-        return 0
-    cids = list(_cids(store, checked.collections).values())
+    cids = list(_cids(store, query.collections).values())
     if not cids:
         return 0
-    where, args = _scope(checked.session, checked.exclude_marks)
+    where, args = _scope(query.session, query.exclude_marks)
     rows = store.db.read(
         f"SELECT count(*) FROM records r WHERE r.cid = ANY(%s){where} "
         "AND r.ts_ms BETWEEN %s AND %s",
-        (cids, *args, checked.since_ms, checked.until_ms),
+        (cids, *args, query.since_ms, query.until_ms),
     )
     return int(rows[0][0])
 
 
-def time_spans(store: PgState, collections: Sequence[str]) -> dict[str, TimeSpan]:
-    store._guard()
-    names = by_time.check_names(collections)
-    out = {name: TimeSpan() for name in names}
+def time_spans(store: PgState, names: list[str]) -> dict[str, TimeSpan]:
+    out: dict[str, TimeSpan] = {}
     items = storable(names)
     if not items:
         return out
@@ -127,12 +103,8 @@ def time_spans(store: PgState, collections: Sequence[str]) -> dict[str, TimeSpan
     return out
 
 
-def time_histogram(
-    store: PgState, collections: Sequence[str], width_ms: int, lo_ms: int, hi_ms: int
-) -> TimeHistogram:
-    store._guard()
-    width, lo, hi = by_time.check_histogram(width_ms, lo_ms, hi_ms)
-    cids = list(_cids(store, by_time.check_names(collections)).values())
+def time_histogram(store: PgState, names: list[str], width: int, lo: int, hi: int) -> TimeHistogram:
+    cids = list(_cids(store, names).values())
     if not cids:
         return TimeHistogram()
     rows = store.db.read(

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from sidecar.store import names as N
-from sidecar.store.common import check_patch_target, check_put_numbers, prepare_change
+from sidecar.store.common import check_patch_target, check_put_numbers, counted, prepare_change
 from sidecar.store.errors import InvalidInput, VersionConflict
 from sidecar.store.files import now_ms
 from sidecar.store.pg.codec import filter_json, split_text
 from sidecar.store.pg.reads import COLL, info, nul, storable
-from sidecar.store.record_keys import record_marks, session_key
+from sidecar.store.record_keys import derived_columns, record_marks, session_key
 from sidecar.store.rows import decode_meta, json_encode
 from sidecar.store.types import CollectionInfo, Delete, Op, OpResult, Patch, Put
 
@@ -242,9 +242,7 @@ def _patch(tx: PgTx, op: Patch) -> OpResult:
             filter_json(md, meta),
             new_version,
             tx.now_ms,
-            N.ts_from_metadata(meta, created),
-            session_key(meta),
-            record_marks(meta),
+            *derived_columns(meta, created),
             rid,
         ),
     )
@@ -337,7 +335,9 @@ def ensure_collections(store: PgState, names: Iterable[str]) -> list[CollectionI
     return store.db.transact(run) if wanted else []
 
 
-def increment(store: PgState, updates: Mapping[str, Sequence[str]], key: str) -> int:
+def increment(
+    store: PgState, updates: Mapping[str, Sequence[str]], key: str = "access_count"
+) -> int:
     """``metadata[key] += 1`` for each existing (collection, id); the record's version and
     its collection's version stay (bookkeeping is not an edit)."""
     store._guard()
@@ -357,15 +357,9 @@ def increment(store: PgState, updates: Mapping[str, Sequence[str]], key: str) ->
             ).fetchall()
             params = []
             for rid, raw, created in rows:
-                meta = decode_meta(raw)
-                old = meta.get(key)
-                if isinstance(old, bool) or not isinstance(old, (int, float)):
-                    old = 0
-                meta[key] = int(old) + 1 if isinstance(old, int) else old + 1
+                meta = counted(decode_meta(raw), key)
                 md = json_encode(meta).decode()
-                ts = N.ts_from_metadata(meta, created)
-                skey, marks = session_key(meta), record_marks(meta)
-                params.append((md, filter_json(md, meta), ts, skey, marks, rid))
+                params.append((md, filter_json(md, meta), *derived_columns(meta, created), rid))
             if params:
                 # the derived columns follow the metadata (record_keys.py)
                 with conn.cursor() as cur:
