@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from sidecar.config import EmbeddingSettings
+
 from . import assets
 from .assets import AssetRef
 from .errors import AssetError, AssetNotFoundError, EngineConfigError, ManifestError
@@ -483,28 +485,22 @@ def locate_manifest(model_setting: str) -> tuple[Path | None, Path | None]:
 
 
 def resolve_embedding(
-    *,
-    backend: str = "bundled",
-    profile: str = DEFAULT_PROFILE,
-    fallback_profile: str = "",
-    model: str = "",
-    tokenizer: str = "",
-    dimensions: int = 0,
-    normalize: bool = True,
-    search_roots: Sequence[Path] = (),
+    settings: EmbeddingSettings | None = None, *, search_roots: Sequence[Path] = ()
 ) -> EmbeddingSpec:
-    """Resolve settings to a spec: find the assets, check and hash them. No ONNX load."""
-    backend = (backend or "bundled").strip().lower()
+    """Resolve the ``[embedding]`` settings (their defaults when ``None``) to a spec: find
+    the assets, check and hash them. No ONNX load."""
+    cfg = settings or EmbeddingSettings()
+    backend = (cfg.backend or "bundled").strip().lower()
     if backend not in BACKENDS:
         raise EngineConfigError(
             f"embedding backend {backend!r} is not supported; use one of {', '.join(BACKENDS)} "
             "(LIBRAVDB_EMBEDDING_BACKEND / embedding.backend)"
         )
-    profile = (profile or DEFAULT_PROFILE).strip()
-    tok_override = Path(tokenizer).expanduser() if tokenizer.strip() else None
+    profile = (cfg.profile or DEFAULT_PROFILE).strip()
+    tok_override = Path(cfg.tokenizer).expanduser() if cfg.tokenizer.strip() else None
     spec: EmbeddingSpec
-    if model.strip():
-        manifest, onnx = locate_manifest(model.strip())
+    if cfg.model.strip():
+        manifest, onnx = locate_manifest(cfg.model.strip())
         if manifest is not None and manifest.is_file():
             # The manifest is authoritative; the profile setting only fills in a manifest
             # without 'profile' when it names a non-default profile explicitly.
@@ -514,8 +510,8 @@ def resolve_embedding(
                 profile_hint=profile if profile.lower() != DEFAULT_PROFILE else "",
                 model_override=onnx,
                 tokenizer_override=tok_override,
-                config_dimensions=dimensions,
-                config_normalize=normalize,
+                config_dimensions=cfg.dimensions,
+                config_normalize=cfg.normalize,
             )
         elif onnx is not None:
             spec = _bare_onnx_spec(onnx, profile, tok_override, backend)
@@ -533,18 +529,20 @@ def resolve_embedding(
         )
     else:
         try:
-            spec = _bundled_profile(profile, tok_override, dimensions, normalize, search_roots)
+            spec = _bundled_profile(
+                profile, tok_override, cfg.dimensions, cfg.normalize, search_roots
+            )
         except AssetNotFoundError as exc:
-            fb = (fallback_profile or "").strip()
+            fb = (cfg.fallback_profile or "").strip()
             if not fb or fb.lower() == profile.lower():
                 raise
-            spec = _bundled_profile(fb, None, 0, normalize, search_roots)
+            spec = _bundled_profile(fb, None, 0, cfg.normalize, search_roots)
             object.__setattr__(
                 spec, "fallback_reason", f"profile {profile} unavailable ({exc}); using {fb}"
             )
-    if dimensions > 0 and dimensions != spec.dimensions:
+    if cfg.dimensions > 0 and cfg.dimensions != spec.dimensions:
         raise EngineConfigError(
-            f"embedding dimensions setting ({dimensions}) disagrees with {spec.source} "
+            f"embedding dimensions setting ({cfg.dimensions}) disagrees with {spec.source} "
             f"({spec.dimensions} dimensions); remove LIBRAVDB_EMBEDDING_DIMENSIONS / "
             "embedding.dimensions or set it to the model's dimensions"
         )

@@ -66,16 +66,7 @@ class EngineHub:
         embedder: Embedder | None = None
         embedder_error = ""
         try:
-            spec = resolve_embedding(
-                backend=embedding.backend,
-                profile=embedding.profile,
-                fallback_profile=embedding.fallback_profile,
-                model=embedding.model,
-                tokenizer=embedding.tokenizer,
-                dimensions=embedding.dimensions,
-                normalize=embedding.normalize,
-                search_roots=search_roots,
-            )
+            spec = resolve_embedding(embedding, search_roots=search_roots)
             embedder = Embedder(
                 spec,
                 max_batch=embedding.max_batch,
@@ -93,13 +84,7 @@ class EngineHub:
         seq: Seq2SeqSummarizer | None = None
         unavailable = ""
         try:
-            sspec = resolve_summarizer(
-                backend=summarizer.backend,
-                profile=summarizer.profile,
-                model=summarizer.model,
-                tokenizer=summarizer.tokenizer,
-                search_roots=search_roots,
-            )
+            sspec = resolve_summarizer(summarizer, search_roots=search_roots)
             if sspec is None:
                 backend = (summarizer.backend or "bundled").strip().lower()
                 unavailable = (

@@ -37,6 +37,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from sidecar.allocator import tuning_enabled
+from sidecar.config import SummarizerSettings
 
 from . import assets
 from .assets import AssetRef
@@ -182,20 +183,17 @@ def spec_from_manifest(path: Path, *, tokenizer_override: Path | None = None) ->
 
 
 def resolve_summarizer(
-    *,
-    backend: str = "bundled",
-    profile: str = "",
-    model: str = "",
-    tokenizer: str = "",
-    search_roots: Sequence[Path] = (),
+    settings: SummarizerSettings | None = None, *, search_roots: Sequence[Path] = ()
 ) -> Seq2SeqSpec | None:
-    """Resolve settings to a seq2seq spec; ``None`` means the extractive summarizer only.
+    """Resolve the ``[summarizer]`` settings (their defaults when ``None``) to a seq2seq
+    spec; ``None`` means the extractive summarizer only.
 
     Raises for a configuration that asks for a model which cannot be found or is broken.
     """
-    backend = (backend or "bundled").strip().lower()
-    profile = (profile or "").strip() or DEFAULT_PROFILE
-    tok = Path(tokenizer).expanduser() if tokenizer.strip() else None
+    cfg = settings or SummarizerSettings()
+    backend = (cfg.backend or "bundled").strip().lower()
+    profile = (cfg.profile or "").strip() or DEFAULT_PROFILE
+    tok = Path(cfg.tokenizer).expanduser() if cfg.tokenizer.strip() else None
     if backend == "extractive" or profile.lower() == "extractive":
         return None
     if backend in ("ollama-local", "custom-local"):
@@ -208,8 +206,8 @@ def resolve_summarizer(
             f"summarizer backend {backend!r} is not supported; use one of bundled, onnx-local, "
             "extractive (LIBRAVDB_SUMMARIZER_BACKEND / summarizer.backend)"
         )
-    if model.strip():
-        p = Path(model.strip()).expanduser().absolute()
+    if cfg.model.strip():
+        p = Path(cfg.model.strip()).expanduser().absolute()
         manifest = (
             p / MANIFEST_NAME
             if p.is_dir()

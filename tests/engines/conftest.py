@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sidecar.config import EmbeddingSettings
 from sidecar.engines import Embedder, resolve_embedding
 from sidecar.engines.embedding_spec import EmbeddingSpec
 
@@ -32,7 +33,9 @@ def minilm(minilm_spec: EmbeddingSpec) -> Iterator[Embedder]:
 
 @pytest.fixture(scope="session")
 def nomic_like() -> Iterator[Embedder]:
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(TINY_EMBED)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(TINY_EMBED)))
+    )
     yield emb
     emb.close()
 

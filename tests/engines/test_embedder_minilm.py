@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sidecar.config import EmbeddingSettings
 from sidecar.engines import Embedder, EngineError, InvalidInputError, resolve_embedding
 from sidecar.engines.embedding_spec import EmbeddingSpec
 
@@ -57,7 +58,7 @@ def test_fingerprint_is_path_independent(minilm_spec: EmbeddingSpec, tmp_path: P
             }
         )
     )
-    moved = resolve_embedding(backend="onnx-local", model=str(tmp_path))
+    moved = resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tmp_path)))
     assert moved.model.path != minilm_spec.model.path
     assert moved.fingerprint == minilm_spec.fingerprint
 

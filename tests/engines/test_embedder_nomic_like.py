@@ -14,6 +14,7 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
+from sidecar.config import EmbeddingSettings
 from sidecar.engines import Embedder, EngineError, resolve_embedding
 
 from .conftest import TINY_EMBED, edit_manifest
@@ -160,7 +161,7 @@ def _query_ids(text: str) -> list[int]:
 
 def _embedder(root: Path, **manifest: object) -> Embedder:
     edit_manifest(root / "embedding.json", **manifest)
-    return Embedder(resolve_embedding(backend="onnx-local", model=str(root)))
+    return Embedder(resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(root))))
 
 
 def test_cls_pooling_takes_the_first_token(tiny_embed_copy: Path) -> None:

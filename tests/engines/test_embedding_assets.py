@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.config import EmbeddingSettings
 from sidecar.engines import (
     AssetError,
     AssetHashMismatchError,
@@ -23,18 +24,18 @@ from .conftest import edit_manifest
 
 def test_unknown_backend() -> None:
     with pytest.raises(EngineConfigError, match="LIBRAVDB_EMBEDDING_BACKEND"):
-        resolve_embedding(backend="magic")
+        resolve_embedding(EmbeddingSettings(backend="magic"))
 
 
 def test_onnx_local_needs_a_model_path() -> None:
     with pytest.raises(EngineConfigError, match="LIBRAVDB_EMBEDDING_MODEL"):
-        resolve_embedding(backend="onnx-local")
+        resolve_embedding(EmbeddingSettings(backend="onnx-local"))
 
 
 def test_unknown_profile_without_assets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AssetNotFoundError, match="unknown embedding profile 'nope'"):
-        resolve_embedding(profile="nope", fallback_profile="")
+        resolve_embedding(EmbeddingSettings(profile="nope", fallback_profile=""))
 
 
 def test_bundled_nomic_without_assets_falls_back_and_reports(
@@ -43,9 +44,11 @@ def test_bundled_nomic_without_assets_falls_back_and_reports(
     monkeypatch.chdir(tmp_path)
     # without a fallback configured, a profile whose files are missing is an error ...
     with pytest.raises(AssetNotFoundError, match=r"nomic-embed-text-v1\.5"):
-        resolve_embedding(profile="nomic-embed-text-v1.5")
+        resolve_embedding(EmbeddingSettings(profile="nomic-embed-text-v1.5"))
     # ... and with one, the fallback runs and says why
-    spec = resolve_embedding(profile="nomic-embed-text-v1.5", fallback_profile="all-minilm-l6-v2")
+    spec = resolve_embedding(
+        EmbeddingSettings(profile="nomic-embed-text-v1.5", fallback_profile="all-minilm-l6-v2")
+    )
     assert spec.profile == "all-minilm-l6-v2"
     assert "nomic-embed-text-v1.5 unavailable" in spec.fallback_reason
     assert spec.describe()["fallbackReason"] == spec.fallback_reason
@@ -59,7 +62,7 @@ def test_bundled_profile_discovered_under_models_dir(
     tiny_embed_copy.rename(target)
     (tmp_path / "project" / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "project" / "sub")
-    spec = resolve_embedding(profile="nomic-embed-text-v1.5")
+    spec = resolve_embedding(EmbeddingSettings(profile="nomic-embed-text-v1.5"))
     assert spec.family == "tiny-nomic-like-test"
     assert spec.manifest == target / "embedding.json"
 
@@ -68,41 +71,45 @@ def test_search_roots(tmp_path: Path, tiny_embed_copy: Path) -> None:
     root = tmp_path / "models"
     root.mkdir()
     tiny_embed_copy.rename(root / "nomic-embed-text-v1.5")
-    spec = resolve_embedding(profile="nomic-embed-text-v1.5", search_roots=[root])
+    spec = resolve_embedding(
+        EmbeddingSettings(profile="nomic-embed-text-v1.5"), search_roots=[root]
+    )
     assert spec.dimensions == 768
 
 
 def test_model_setting_forms(tiny_embed_copy: Path) -> None:
-    by_dir = resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+    by_dir = resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     by_manifest = resolve_embedding(
-        backend="onnx-local", model=str(tiny_embed_copy / "embedding.json")
+        EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy / "embedding.json"))
     )
-    by_onnx = resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy / "model.onnx"))
+    by_onnx = resolve_embedding(
+        EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy / "model.onnx"))
+    )
     assert by_dir.fingerprint == by_manifest.fingerprint == by_onnx.fingerprint
 
 
 def test_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(AssetNotFoundError, match=r"embedding\.json"):
-        resolve_embedding(backend="onnx-local", model=str(tmp_path))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tmp_path)))
 
 
 def test_invalid_json_manifest(tiny_embed_copy: Path) -> None:
     (tiny_embed_copy / "embedding.json").write_text("{not json")
     with pytest.raises(ManifestError, match="not valid JSON") as info:
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     assert str(tiny_embed_copy / "embedding.json") in str(info.value)
 
 
 def test_unknown_manifest_key(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", dimension=768)
     with pytest.raises(ManifestError, match="Valid keys"):
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
 
 
 def test_missing_model_file(tiny_embed_copy: Path) -> None:
     (tiny_embed_copy / "model.onnx").unlink()
     with pytest.raises(AssetNotFoundError, match=r"model\.onnx") as info:
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     assert "fix 'model'" in str(info.value)
 
 
@@ -111,22 +118,26 @@ def test_manifest_dims_disagree_with_profile(tiny_embed_copy: Path) -> None:
     with pytest.raises(
         ManifestError, match=r"disagrees with profile nomic-embed-text-v1\.5"
     ) as info:
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     assert "embedding.json" in str(info.value) and "set dimensions to 768" in str(info.value)
 
 
 def test_config_dims_disagree_with_manifest(tiny_embed_copy: Path) -> None:
     with pytest.raises(EngineConfigError, match="LIBRAVDB_EMBEDDING_DIMENSIONS"):
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy), dimensions=384)
+        resolve_embedding(
+            EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy), dimensions=384)
+        )
     with pytest.raises(EngineConfigError, match="384"):
-        resolve_embedding(dimensions=768)
+        resolve_embedding(EmbeddingSettings(dimensions=768))
 
 
 def test_model_output_disagrees_with_manifest_dims(tiny_embed_copy: Path) -> None:
     edit_manifest(
         tiny_embed_copy / "embedding.json", profile=None, dimensions=512, matryoshkaDims=[]
     )
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
+    )
     try:
         with pytest.raises(ManifestError, match="produces 768-dimensional vectors"):
             emb.embed_sync(["x"])
@@ -139,21 +150,23 @@ def test_model_output_disagrees_with_manifest_dims(tiny_embed_copy: Path) -> Non
 def test_bad_matryoshka_dims(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", matryoshkaDims=[256, 64])
     with pytest.raises(ManifestError, match="matryoshkaDims"):
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
 
 
 def test_bad_pooling_and_inputs(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", pooling="max")
     with pytest.raises(ManifestError, match="pooling"):
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     edit_manifest(tiny_embed_copy / "embedding.json", pooling="mean", inputNames=["pixels"])
     with pytest.raises(ManifestError, match="inputNames"):
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
 
 
 def test_wrong_output_name(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", outputName="sentence_embedding")
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
+    )
     try:
         with pytest.raises(ManifestError, match="outputName 'sentence_embedding'"):
             emb.embed_sync(["x"])
@@ -167,7 +180,7 @@ def test_pinned_hash_mismatch_names_file_and_fix(tiny_embed_copy: Path) -> None:
     data[-10] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(AssetHashMismatchError) as info:
-        resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy))
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
     assert str(path) in str(info.value)
     assert "sha256 pins" in str(info.value)
 
@@ -175,7 +188,9 @@ def test_pinned_hash_mismatch_names_file_and_fix(tiny_embed_copy: Path) -> None:
 def test_corrupt_unpinned_model_fails_load_with_reason(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", sha256={})
     (tiny_embed_copy / "model.onnx").write_bytes(b"this is not an onnx file")
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
+    )
     try:
         with pytest.raises(AssetError, match="cannot load ONNX model"):
             emb.embed_sync(["x"])
@@ -188,7 +203,9 @@ def test_corrupt_unpinned_model_fails_load_with_reason(tiny_embed_copy: Path) ->
 def test_corrupt_tokenizer(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", sha256={})
     (tiny_embed_copy / "tokenizer.json").write_text('{"version": "1.0"}')
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
+    )
     try:
         with pytest.raises(AssetError, match=r"not a valid tokenizer\.json"):
             emb.embed_sync(["x"])
@@ -198,7 +215,9 @@ def test_corrupt_tokenizer(tiny_embed_copy: Path) -> None:
 
 def test_file_changed_after_start_is_detected(tiny_embed_copy: Path) -> None:
     edit_manifest(tiny_embed_copy / "embedding.json", sha256={})
-    emb = Embedder(resolve_embedding(backend="onnx-local", model=str(tiny_embed_copy)))
+    emb = Embedder(
+        resolve_embedding(EmbeddingSettings(backend="onnx-local", model=str(tiny_embed_copy)))
+    )
     try:
         tok = tiny_embed_copy / "tokenizer.json"
         tok.write_text(tok.read_text().replace('"[MASK]"', '"[MASK2]"'))
@@ -242,11 +261,11 @@ def test_builtin_tokenizer_is_read_from_zip_without_import(minilm_spec: object) 
 def test_tokenizer_override(tmp_path: Path, minilm_spec: object) -> None:
     tok = tmp_path / "tok.json"
     tok.write_bytes(assets_mod.builtin_minilm_tokenizer().read_bytes())
-    spec = resolve_embedding(tokenizer=str(tok))
+    spec = resolve_embedding(EmbeddingSettings(tokenizer=str(tok)))
     assert spec.tokenizer.path == tok
     missing = tmp_path / "nope.json"
     with pytest.raises(AssetNotFoundError, match="LIBRAVDB_EMBEDDING_TOKENIZER"):
-        resolve_embedding(tokenizer=str(missing))
+        resolve_embedding(EmbeddingSettings(tokenizer=str(missing)))
 
 
 def test_hash_cache_tracks_changes(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sidecar.config import EmbeddingSettings, SummarizerSettings
 from sidecar.engines import Embedder, Seq2SeqSummarizer, resolve_embedding, resolve_summarizer
 
 pytestmark = pytest.mark.real_assets
@@ -36,7 +37,8 @@ def _dir(name: str) -> Path:
 
 def test_nomic_profile_and_matryoshka_fidelity() -> None:
     spec = resolve_embedding(
-        profile="nomic-embed-text-v1.5", search_roots=[_dir("nomic-embed-text-v1.5").parent]
+        EmbeddingSettings(profile="nomic-embed-text-v1.5"),
+        search_roots=[_dir("nomic-embed-text-v1.5").parent],
     )
     assert spec.dimensions == 768 and spec.matryoshka_dims == (64, 256, 768)
     emb = Embedder(spec)
@@ -63,7 +65,7 @@ def test_nomic_profile_and_matryoshka_fidelity() -> None:
 
 
 def test_t5_small_summarizes() -> None:
-    spec = resolve_summarizer(model=str(_dir("t5-small")))
+    spec = resolve_summarizer(SummarizerSettings(model=str(_dir("t5-small"))))
     assert spec is not None
     summ = Seq2SeqSummarizer(spec)
     turns = [

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sidecar.config import SummarizerSettings
 from sidecar.engines import (
     AssetHashMismatchError,
     AssetNotFoundError,
@@ -120,12 +121,12 @@ def test_zero_new_tokens(t5_model: Seq2SeqModel) -> None:
 # --- resolution and bad assets ------------------------------------------------------------------
 def test_resolve_forms(tiny_t5_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert resolve_summarizer(backend="extractive") is None
-    assert resolve_summarizer(profile="extractive") is None
+    assert resolve_summarizer(SummarizerSettings(backend="extractive")) is None
+    assert resolve_summarizer(SummarizerSettings(profile="extractive")) is None
     assert resolve_summarizer() is None  # bundled without t5-small assets: extractive only
-    spec = resolve_summarizer(backend="onnx-local", model=str(tiny_t5_copy))
+    spec = resolve_summarizer(SummarizerSettings(backend="onnx-local", model=str(tiny_t5_copy)))
     assert spec is not None and spec.decoder_with_past is not None
-    spec2 = resolve_summarizer(model=str(tiny_t5_copy / "summarizer.json"))
+    spec2 = resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy / "summarizer.json")))
     assert spec2 is not None and spec2.fingerprint == spec.fingerprint
     models = tmp_path / ".models"
     models.mkdir()
@@ -136,19 +137,19 @@ def test_resolve_forms(tiny_t5_copy: Path, tmp_path: Path, monkeypatch: pytest.M
 
 def test_resolve_errors(tmp_path: Path) -> None:
     with pytest.raises(EngineConfigError, match="not implemented"):
-        resolve_summarizer(backend="ollama-local")
+        resolve_summarizer(SummarizerSettings(backend="ollama-local"))
     with pytest.raises(EngineConfigError, match="not supported"):
-        resolve_summarizer(backend="gpt")
+        resolve_summarizer(SummarizerSettings(backend="gpt"))
     with pytest.raises(EngineConfigError, match="LIBRAVDB_SUMMARIZER_MODEL_PATH"):
-        resolve_summarizer(backend="onnx-local")
+        resolve_summarizer(SummarizerSettings(backend="onnx-local"))
     with pytest.raises(AssetNotFoundError, match=r"summarizer\.json"):
-        resolve_summarizer(model=str(tmp_path))
+        resolve_summarizer(SummarizerSettings(model=str(tmp_path)))
 
 
 def test_missing_decoder_file(tiny_t5_copy: Path) -> None:
     (tiny_t5_copy / "decoder_model.onnx").unlink()
     with pytest.raises(AssetNotFoundError, match=r"decoder_model\.onnx"):
-        resolve_summarizer(model=str(tiny_t5_copy))
+        resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
 
 
 def test_hash_pin_mismatch(tiny_t5_copy: Path) -> None:
@@ -157,22 +158,22 @@ def test_hash_pin_mismatch(tiny_t5_copy: Path) -> None:
     data[-5] ^= 0x55
     p.write_bytes(bytes(data))
     with pytest.raises(AssetHashMismatchError, match=r"encoder_model\.onnx"):
-        resolve_summarizer(model=str(tiny_t5_copy))
+        resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
 
 
 def test_bad_manifest(tiny_t5_copy: Path) -> None:
     edit_manifest(tiny_t5_copy / "summarizer.json", maxContextTokens=4)
     with pytest.raises(ManifestError, match="maxContextTokens"):
-        resolve_summarizer(model=str(tiny_t5_copy))
+        resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
     edit_manifest(tiny_t5_copy / "summarizer.json", maxContextTokens=512, tokenizer=None)
     with pytest.raises(ManifestError, match="tokenizer"):
-        resolve_summarizer(model=str(tiny_t5_copy))
+        resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
 
 
 def test_without_past_decoder_file(tiny_t5_copy: Path, t5_expected: dict[str, Any]) -> None:
     (tiny_t5_copy / "decoder_with_past_model.onnx").unlink()
     edit_manifest(tiny_t5_copy / "summarizer.json", decoderWithPast=None)
-    spec = resolve_summarizer(model=str(tiny_t5_copy))
+    spec = resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
     assert spec is not None and spec.decoder_with_past is None
     model = Seq2SeqModel(spec)
     assert not model.kv_cache

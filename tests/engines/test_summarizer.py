@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sidecar.config import SummarizerSettings
 from sidecar.engines import (
     CancelledError,
     Embedder,
@@ -77,7 +78,7 @@ async def test_requested_seq2seq_unavailable_falls_back(extractive_only: Summari
 async def test_seq2seq_load_failure_falls_back(minilm: Embedder, tiny_t5_copy: Path) -> None:
     edit_manifest(tiny_t5_copy / "summarizer.json", sha256={})
     (tiny_t5_copy / "decoder_model.onnx").write_bytes(b"garbage")
-    spec = resolve_summarizer(model=str(tiny_t5_copy))
+    spec = resolve_summarizer(SummarizerSettings(model=str(tiny_t5_copy)))
     assert spec is not None
     summ = Summarizer(minilm, Seq2SeqSummarizer(spec))
     res = await summ.summarize(TURNS)
