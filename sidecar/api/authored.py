@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import msgspec
 
 from protocol.authored import (
     AuthoredDeleteParams,
@@ -16,7 +19,6 @@ from protocol.authored import (
     DreamEntryParams,
     DreamPromoteParams,
     DreamPromoteResult,
-    DreamRejection,
     JournalEntry,
     LifecycleHintParams,
     LifecycleHintResult,
@@ -50,17 +52,10 @@ def _journal_entry(rid: str, meta: dict[str, Any]) -> JournalEntry:
 
 def dream_entry(e: DreamEntryParams | V1DreamEntry, *, line: int, index: int) -> DreamEntry:
     """A dream candidate as v2 ``dream.promote`` and v1 ``promote_dream_entries`` send it;
-    each says which line and index it has."""
-    return DreamEntry(
-        text=e.text,
-        score=e.score,
-        recall_count=e.recall_count,
-        unique_queries=e.unique_queries,
-        section=e.section,
-        line=line,
-        index=index,
-        metadata=e.metadata or {},
-    )
+    each says which line and index it has. The other fields are copied by name (no
+    ``metadata``: an empty one)."""
+    entry = copy_fields(msgspec.structs.replace(e, metadata=e.metadata or {}), DreamEntry)
+    return dataclasses.replace(entry, line=line, index=index)
 
 
 methods = MethodTable()
@@ -115,18 +110,7 @@ async def dream_promote(ctx: CallContext, params: DreamPromoteParams) -> DreamPr
     if not ns:
         raise InvalidInput("userId or namespace is required")
     rep = await ctx.app.service(DreamService).promote(ns, params.source_doc, entries, prov)
-    return DreamPromoteResult(
-        promoted=rep.promoted,
-        rejected=rep.rejected,
-        removed=rep.removed,
-        suppressed=rep.suppressed,
-        collection=rep.collection,
-        ids=rep.ids,
-        rejections=[
-            DreamRejection(text=r.entry.text, line=r.entry.line, reasons=list(r.reasons))
-            for r in rep.rejections
-        ],
-    )
+    return copy_fields(rep, DreamPromoteResult)  # rejections: RejectedEntry.text, .line, .reasons
 
 
 @methods.method("lifecycle.hint")

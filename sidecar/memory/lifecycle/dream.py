@@ -65,6 +65,14 @@ class RejectedEntry:
     entry: DreamEntry
     reasons: tuple[str, ...]
 
+    @property
+    def text(self) -> str:
+        return self.entry.text
+
+    @property
+    def line(self) -> int:
+        return self.entry.line
+
 
 @dataclass(frozen=True, slots=True)
 class GateResult:
