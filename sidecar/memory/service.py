@@ -36,6 +36,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 import structlog
 
@@ -130,20 +131,8 @@ class MemoryService:
         self.barrier = CompactionBarrier()
         self.idle = IdleSessions(comp.idle_forget_s, clock)
         self._compaction_slots = asyncio.Semaphore(max(1, comp.max_concurrent))
-        g = settings.gating
-        self.gating = GatingConfig(
-            threshold=g.threshold,
-            w1c=g.w1c,
-            w2c=g.w2c,
-            w3c=g.w3c,
-            w1t=g.w1t,
-            w2t=g.w2t,
-            w3t=g.w3t,
-            tech_norm=g.tech_norm,
-            centroid_k=g.centroid_k,
-            memory_k=int(getattr(g, "memory_k", 5)),
-            model=g.model,
-        )
+        # [gating]'s fields by name; the ones it does not set keep GatingConfig's defaults
+        self.gating = msgspec.convert(settings.gating, GatingConfig, from_attributes=True)
         self._ingest_locks = SharedLocks("ingest", self._store)
         self._compaction_locks = SharedLocks("compact", self._store)
         self._namespace_locks = SharedLocks("ns", self._store)
