@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from protocol.memory_stats import AuthoredStats, SummaryLevel
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.memory.lifecycle.timeline import (
@@ -52,7 +53,7 @@ class NamespaceStats:
     elevated: int = 0
     dream: int = 0
     sessions: int = 0
-    summary_levels: dict[int, int] = field(default_factory=dict)
+    summary_levels: list[SummaryLevel] = field(default_factory=list)  # by level, rising
     first_ts: int | None = None
     last_ts: int | None = None
     timeline: list[TimelineRow] = field(default_factory=list)
@@ -61,7 +62,7 @@ class NamespaceStats:
 
     @property
     def depth(self) -> int:
-        return max(self.summary_levels, default=0)
+        return max((lv.level for lv in self.summary_levels), default=0)
 
     @property
     def records(self) -> int:
@@ -76,22 +77,16 @@ class NamespaceStats:
 
 
 @dataclass(frozen=True, slots=True)
-class AuthoredStats:
-    documents: int
-    hard: int
-    soft: int
-    variant: int
-
-
-@dataclass(frozen=True, slots=True)
 class DiskUsage:
-    database: int
-    wal: int
-    indexes: int
+    """Bytes on disk, named as ``memory.stats`` answers them (:class:`DiskStats`)."""
+
+    database_bytes: int
+    wal_bytes: int
+    index_bytes: int
 
     @property
-    def total(self) -> int:
-        return self.database + self.wal + self.indexes
+    def total_bytes(self) -> int:
+        return self.database_bytes + self.wal_bytes + self.index_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,13 +115,13 @@ def _records(store: StoreBackend, name: str) -> list[Record]:
     return list(store.iter_records(name, include_vectors=False))
 
 
-def _levels(store: StoreBackend, names: list[str]) -> dict[int, int]:
+def _levels(store: StoreBackend, names: list[str]) -> list[SummaryLevel]:
     levels: Counter[int] = Counter()
     for name in names:
         for rec in store.iter_records(name, include_vectors=False):
             level = rec.metadata.get("level")
             levels[level if isinstance(level, int) and level > 0 else 1] += 1
-    return dict(sorted(levels.items()))
+    return [SummaryLevel(level=lv, count=n) for lv, n in sorted(levels.items())]
 
 
 def namespace_stats(store: StoreBackend, namespace: str, bucket: Bucket) -> NamespaceStats:
@@ -164,7 +159,9 @@ def authored_stats(store: StoreBackend) -> AuthoredStats:
         tiers[tier] = len(records)
         docs.update(str(r.metadata.get("source_doc", "")) for r in records)
     docs.discard("")
-    return AuthoredStats(len(docs), tiers["hard"], tiers["soft"], tiers["variant"])
+    return AuthoredStats(
+        documents=len(docs), hard=tiers["hard"], soft=tiers["soft"], variant=tiers["variant"]
+    )
 
 
 def disk_usage(store: StoreBackend) -> DiskUsage:
