@@ -358,14 +358,31 @@ def _guidance_shard(run: _Run, m: TurnRec, decision: K.ProtectionDecision) -> Pu
 
 @dataclass
 class _Finished:
-    """A draft after the quality gate: what the summary record says."""
+    """A draft after the quality gate (a condensation's as it is, without a vector yet):
+    what the summary record says."""
 
     text: str
     method: str
     confidence: float
-    vector: F32
+    vector: F32 | None
     draft: SummaryDraft
     quality: dict[str, float] = field(default_factory=dict)
+
+    def record(self, run: _Run, items: Sequence[L.SourceItem], level: int) -> L.SummaryRecord:
+        return L.build_summary_record(
+            run.session_id,
+            items,
+            text=self.text,
+            summary_tokens=estimate_tokens(self.text),
+            method=self.method,
+            confidence=self.confidence,
+            generation=run.generation,
+            compacted_at=run.now,
+            level=level,
+            support_summary_ids=self.draft.support_ids,
+            support_tokens=self.draft.support_tokens,
+            quality=self.quality,
+        )
 
 
 async def _quality_gate(
@@ -410,20 +427,7 @@ async def _record_summaries(run: _Run, clustered: Sequence[_Clustered]) -> list[
         comp = [m for m in members if m.turn.id not in protected_ids]
         done = await _quality_gate(run, comp, draft, svec)
         items = [_item(m) for m in members]
-        rec = L.build_summary_record(
-            run.session_id,
-            items,
-            text=done.text,
-            summary_tokens=estimate_tokens(done.text),
-            method=done.method,
-            confidence=done.confidence,
-            generation=run.generation,
-            compacted_at=run.now,
-            level=1,
-            support_summary_ids=done.draft.support_ids,
-            support_tokens=done.draft.support_tokens,
-            quality=done.quality,
-        )
+        rec = done.record(run, items, level=1)
         rec.metadata["protected_turn_ids"] = [m.turn.id for m in protected]
         rec.metadata["summarized_turn_ids"] = [m.turn.id for m in comp]
         rec.metadata["input_tokens"] = sum_tokens(m.turn.text for m in comp)
@@ -485,16 +489,9 @@ async def _condense(run: _Run, before: Any) -> list[_NewSummary]:
             for k in kids
         ]
         level = 1 + max(k.level for k in kids)
-        crec = L.build_summary_record(
-            run.session_id,
-            citems,
-            text=draft.text,
-            summary_tokens=estimate_tokens(draft.text),
-            method=draft.method,
-            confidence=draft.raw_confidence,
-            generation=run.generation,
-            compacted_at=run.now,
-            level=level,
+        # not quality-gated; without prior context, so without support summaries
+        crec = _Finished(draft.text, draft.method, draft.raw_confidence, None, draft).record(
+            run, citems, level
         )
         _add_to_graph(run, crec, None, citems, level)
         condensed.append((crec, citems))
