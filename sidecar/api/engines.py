@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.engines import (
-    EmbedParams,
-    EmbedResult,
-    SummarizeParams,
-    SummarizeResult,
-)
+from protocol.engines import EmbedParams, EmbedResult, SummarizeParams, SummarizeResult
 from sidecar.api.context import CallContext
 from sidecar.api.registry import MethodTable
 from sidecar.api.wire import copy_fields
