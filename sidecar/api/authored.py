@@ -118,21 +118,10 @@ async def lifecycle_hint(ctx: CallContext, params: LifecycleHintParams) -> Lifec
     hook = params.hook.strip()
     if not hook:
         raise InvalidInput("hook is required")
+    # the hint's other fields by their wire names, those given (not null, not empty)
     fields: dict[str, Any] = {"hook": hook}
-    for key, value in (
-        ("sessionId", params.session_id),
-        ("reason", params.reason),
-        ("sessionKey", params.session_key),
-        ("sessionFile", params.session_file),
-        ("agentId", params.agent_id),
-        ("workspaceDir", params.workspace_dir),
-        ("nextSessionId", params.next_session_id),
-        ("nextSessionKey", params.next_session_key),
-        ("messageCount", params.message_count),
-        ("durationMs", params.duration_ms),
-        ("transcriptArchived", params.transcript_archived),
-    ):
-        if value is not None and value != "":
+    for key, value in msgspec.to_builtins(params).items():
+        if key not in ("hook", "extra") and value is not None and value != "":
             fields[key] = value
     if params.extra:
         fields["extra"] = params.extra
