@@ -741,17 +741,9 @@ def _recalls_history(ranked: Ranking, cfg: AssemblyConfig) -> bool:
 # ------------------------------------------------------------------------------ search
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    kind: str
-    collection: str
-    id: str
-    text: str
-    turn_ids: tuple[str, ...] = ()
-    session_id: str = ""
-    role: str = ""
-    ts: int | None = None
-    score: float = 0.0
+# A hit is the item assembly would select for it in the retrieval part (its wire form,
+# ``SearchHitOut``, takes the fields it names).
+SearchHit = SelectedItem
 
 
 def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
@@ -803,10 +795,7 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
             break
         if seen.blocked(c) or not is_relevant(s, config.relevance_floor, config.scoring):
             continue
-        seen.add(candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
-        hits.append(
-            SearchHit(
-                c.kind, c.collection, c.id, c.text, c.covered, c.session_id, c.role, c.ts, s.score
-            )
-        )
+        hit = candidate_item(c, "retrieval", s.score, c.cost, "")
+        seen.add(hit, c.sources)
+        hits.append(hit)
     return hits
