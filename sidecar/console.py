@@ -38,6 +38,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -98,28 +99,24 @@ class ConnectionLost(Exception):
     """A piped console lost its connection: stop with exit status 2."""
 
 
+@dataclass(eq=False)
 class Console:
-    """Executes console lines against one client; the prompt_toolkit loop lives outside."""
+    """Executes console lines against one client; the prompt_toolkit loop lives outside.
+    Connects when made."""
 
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        timeout: float | None,
-        out: TextIO,
-        err: TextIO,
-        interactive: bool,
-    ) -> None:
-        self.endpoint = endpoint
-        self.timeout = timeout
-        self.out = out
-        self.err = err
-        self.interactive = interactive
-        self.methods: list[str] = []
-        self.server = ""
-        self.failures = 0
-        self.print_json = json_printer(out, color=interactive)
-        self.last_result: Any = None
+    endpoint: str
+    _: KW_ONLY
+    timeout: float | None
+    out: TextIO
+    err: TextIO
+    interactive: bool
+    methods: list[str] = field(default_factory=list, init=False)
+    server: str = field(default="", init=False)
+    failures: int = field(default=0, init=False)
+    last_result: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.print_json = json_printer(self.out, color=self.interactive)
         self.client = self._open()
 
     def _open(self) -> Client:

@@ -22,7 +22,7 @@ Steps, in the budget precedence of :mod:`sidecar.assembly.budget`:
 6. **Retrieval** over the pool: the session's turns outside the tail, the caller's
    candidates (raw history of earlier sessions, durable memories, global, authored
    variant, summaries) and dream entries **only** when :func:`is_dream_query`. Ranking is
-   :func:`sidecar.assembly.scoring.rank` with the query's temporal plan. Then:
+   :func:`sidecar.assembly.scoring.rank_table` with the query's temporal plan. Then:
 
    - *neighbour fetch*: the ``neighbors`` hook supplies the adjacent turns (``seq ± 1``)
      of the best turns that are not in the pool, so the context term can see them;
@@ -105,7 +105,6 @@ from sidecar.assembly.scoring import (
     Ranking,
     is_relevant,
     preliminary,
-    rank,
     rank_table,
 )
 from sidecar.assembly.selection import (
@@ -741,17 +740,9 @@ def _recalls_history(ranked: Ranking, cfg: AssemblyConfig) -> bool:
 # ------------------------------------------------------------------------------ search
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    kind: str
-    collection: str
-    id: str
-    text: str
-    turn_ids: tuple[str, ...] = ()
-    session_id: str = ""
-    role: str = ""
-    ts: int | None = None
-    score: float = 0.0
+# A hit is the item assembly would select for it in the retrieval part (its wire form,
+# ``SearchHitOut``, takes the fields it names).
+SearchHit = SelectedItem
 
 
 def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
@@ -792,9 +783,9 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
             qctx, pool, channels, {c.key for c in pool}, Chosen(), allowed_neighbours,
             lexical, config,
         )  # fmt: skip
-    ranked = rank(
+    ranked = rank_table(
         qctx, pool, lexical=lexical, cfg=config.scoring, terms_of=terms_of, channels=channels
-    )
+    ).items()
     seen = Chosen()
     hits: list[SearchHit] = []
     for s in ranked:
@@ -803,10 +794,7 @@ def plan_search(  # noqa: PLR0913 - keyword-only planner inputs, each optional
             break
         if seen.blocked(c) or not is_relevant(s, config.relevance_floor, config.scoring):
             continue
-        seen.add(candidate_item(c, "retrieval", s.score, c.cost, ""), c.sources)
-        hits.append(
-            SearchHit(
-                c.kind, c.collection, c.id, c.text, c.covered, c.session_id, c.role, c.ts, s.score
-            )
-        )
+        hit = candidate_item(c, "retrieval", s.score, c.cost, "")
+        seen.add(hit, c.sources)
+        hits.append(hit)
     return hits

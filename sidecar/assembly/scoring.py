@@ -62,8 +62,8 @@ grid was within 0.024 of the best (docs/benchmarks.md).
 Similarity floor: a candidate with cosine below ``theta1`` (0.05), no BM25 score,
 no query keyword and no matching neighbour is dropped as orthogonal noise.
 
-:func:`rank` returns :class:`Scored` items, best first, each with its score parts (for
-``reason`` and debugging). Everything is deterministic: ties break by collection and id.
+:func:`rank_table` ranks, best first; each item's score parts (a :class:`Scored`) serve
+``reason`` and debugging. Everything is deterministic: ties break by collection and id.
 
 What a candidate contributes whatever the query (its source turns, speaker, summary
 decay, authority, its vector as a float32 row) is computed once per candidate and kept
@@ -456,7 +456,7 @@ def access_count(c: Candidate) -> int:
 
 @dataclass(frozen=True, slots=True)
 class QueryContext:
-    """What :func:`rank` needs about the query, computed once per assemble."""
+    """What :func:`rank_table` needs about the query, computed once per assemble."""
 
     text: str
     vector: F32 | None
@@ -610,7 +610,7 @@ class Ranking:
         return Scored(self.candidates[i], *self.parts[:, i].tolist())
 
     def items(self) -> list[Scored]:
-        """Every item as a :class:`Scored`, best first (what :func:`rank` returns)."""
+        """Every item as a :class:`Scored`, best first."""
         cols = self.parts.tolist()
         return [Scored(c, *parts) for c, *parts in zip(self.candidates, *cols, strict=True)]
 
@@ -711,23 +711,6 @@ def _count(v: object) -> int:
     return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else 0
 
 
-def rank(
-    query: QueryContext,
-    candidates: Sequence[Candidate],
-    *,
-    lexical: BM25Index | LexicalIndex | LexicalScorer | None = None,
-    cfg: ScoringConfig = DEFAULT_SCORING,
-    terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None = None,
-    channels: Channels | None = None,
-) -> list[Scored]:
-    """Score and sort ``candidates`` (module doc), best first; drops the orthogonal
-    noise below the similarity floor. Candidates must have distinct keys. ``channels``:
-    their precomputed dense and lexical scores (else computed here)."""
-    return rank_table(
-        query, candidates, lexical=lexical, cfg=cfg, terms_of=terms_of, channels=channels
-    ).items()
-
-
 def rank_table(
     query: QueryContext,
     candidates: Sequence[Candidate],
@@ -737,7 +720,10 @@ def rank_table(
     terms_of: Callable[[Candidate], Iterable[str] | Mapping[str, int]] | None = None,
     channels: Channels | None = None,
 ) -> Ranking:
-    """:func:`rank` as a :class:`Ranking` (columns; no :class:`Scored` made)."""
+    """Score and sort ``candidates`` (module doc), best first; drops the orthogonal
+    noise below the similarity floor. Candidates must have distinct keys. ``channels``:
+    their precomputed dense and lexical scores (else computed here). The result is
+    columns (:class:`Ranking`; its ``items()`` are the :class:`Scored` ones)."""
     n = len(candidates)
     if n == 0:
         return Ranking([], np.zeros((len(_PARTS), 0)), np.zeros(0, dtype=np.intp))

@@ -8,7 +8,7 @@ Public surface (see docs/store.md):
   :class:`Put`, :class:`Patch`, :class:`Delete`, :class:`DropCollection`;
 * errors in :mod:`sidecar.store.errors`;
 * naming rules :func:`dims_for_collection`, :func:`in_namespace`;
-* :func:`sidecar.store.reembed.reembed` for ``libravdb reembed``.
+* :func:`sidecar.store.backend.reembed` for ``libravdb reembed`` (either backend).
 """
 
 from sidecar.store.aio import AsyncStore

@@ -27,7 +27,6 @@ from sidecar.store.types import (
     Hit,
     Op,
     OpResult,
-    Patch,
     Put,
     Record,
     ScrubReport,
@@ -88,20 +87,6 @@ class AsyncStore:
 
     async def put_many(self, puts: Sequence[Put]) -> list[OpResult]:
         return await self.write(puts)
-
-    async def patch(
-        self,
-        collection: str,
-        record_id: str,
-        metadata: Mapping[str, Any],
-        *,
-        text: str | None = None,
-        if_version: int | None = None,
-        bump_version: bool = True,
-        missing_ok: bool = False,
-    ) -> OpResult:
-        op = Patch(collection, record_id, metadata, text, if_version, bump_version, missing_ok)
-        return (await self.write([op]))[0]
 
     async def delete(self, collection: str, record_id: str) -> bool:
         return (await self.write([Delete(collection, record_id)]))[0].changed

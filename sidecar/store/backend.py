@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from sidecar.store.interface import EmbedFn, Progress, StoreBackend
-from sidecar.store.reembed_job import ReembedStats
+from sidecar.store.reembed_job import ReembedArgs, ReembedStats
 from sidecar.store.store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")
@@ -43,13 +43,25 @@ def reembed(
     embed: EmbedFn,
     fingerprint: str,
     progress: Progress | None = None,
-    **kwargs: Any,
+    *,
+    embed_dims: int | None = None,
+    batch: int = 64,
+    model: str = "",
 ) -> ReembedStats:
-    """``libravdb reembed`` on either backend (see :func:`sidecar.store.reembed.reembed`)."""
+    """``libravdb reembed``: re-embed every vector record of the store at ``location``
+    (either backend; the design is in :mod:`sidecar.store.reembed`) with ``embed``.
+
+    ``embed(texts) -> array (len(texts), D)``; ``fingerprint``: the current model's;
+    ``model``: its name, for messages. ``embed_dims``: D (probed with one call when None).
+    Collections sized by the embedder take the new D; Matryoshka tier collections
+    (``:64d``/``:256d``) take the re-normalized prefix. ``progress(done, total)`` is called
+    after each batch.
+    """
+    args = ReembedArgs(embed, fingerprint, progress, embed_dims, batch, model)
     if is_store_url(location):
         from sidecar.store.pg.reembed import reembed as pg_reembed
 
-        return pg_reembed(str(location), embed, fingerprint, progress, **kwargs)
+        return pg_reembed(str(location), args)
     from sidecar.store.reembed import reembed as sqlite_reembed
 
-    return sqlite_reembed(sqlite_dir(location), embed, fingerprint, progress, **kwargs)
+    return sqlite_reembed(sqlite_dir(location), args)

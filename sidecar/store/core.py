@@ -80,13 +80,26 @@ def closed_future() -> Future[Any]:
     return fut
 
 
-class StoreCore(abc.ABC):
+class Closable:
+    """A store, or the state its parts share: ``_guard`` refuses once it is closed."""
+
+    _closed: bool  # API closed: no new reads or writes
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _guard(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+
+class StoreCore(Closable, abc.ABC):
     """What every store backend offers (``interface.StoreBackend`` is this class), and
     what they do alike; see the module docstring and docs/store.md."""
 
     backend: str  # "sqlite" or "postgresql"
     schema_version: int
-    _closed: bool
     embed_dims: int
     fingerprint: str
     model: str
@@ -97,14 +110,6 @@ class StoreCore(abc.ABC):
     @property
     @abc.abstractmethod
     def location(self) -> str: ...
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
 
     @abc.abstractmethod
     def close(self) -> None: ...

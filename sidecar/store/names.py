@@ -72,12 +72,20 @@ class InvalidName(InvalidInput, ValueError):
     too, so memory code that validates its arguments with ValueError reports it alike)."""
 
 
+def _given_str(
+    value: object, what: str, error: type[InvalidInput], *, blank_ok: bool = True
+) -> tuple[str, int]:
+    """``value``, a non-empty string (not blank either unless ``blank_ok``), and its
+    length in UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise error(f"{what} must be a string, got {type(value).__name__}")
+    if not (value if blank_ok else value.strip()):
+        raise error(f"{what} is required")
+    return value, _utf8_len(value, what)
+
+
 def validate_collection(name: object) -> str:
-    if not isinstance(name, str):
-        raise InvalidName(f"collection name must be a string, got {type(name).__name__}")
-    if not name:
-        raise InvalidName("collection name is required")
-    n = _utf8_len(name, "collection name")
+    name, n = _given_str(name, "collection name", InvalidName)
     if n > MAX_COLLECTION_BYTES:
         raise InvalidName(
             f"collection name is {n} bytes; the limit is {MAX_COLLECTION_BYTES} bytes",
@@ -101,11 +109,7 @@ def _check_name_chars(name: str, what: str) -> None:
 def validate_name_part(value: object, what: str, limit: int = MAX_NAME_PART_BYTES) -> str:
     """A session id, namespace or user id: a non-blank string of at most ``limit`` bytes
     with the characters a collection name allows."""
-    if not isinstance(value, str):
-        raise InvalidName(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidName(f"{what} is required")
-    n = _utf8_len(value, what)
+    value, n = _given_str(value, what, InvalidName, blank_ok=False)
     if n > limit:
         raise InvalidName(f"{what} is {n} bytes; the limit is {limit} bytes")
     _check_name_chars(value, what)
@@ -113,11 +117,7 @@ def validate_name_part(value: object, what: str, limit: int = MAX_NAME_PART_BYTE
 
 
 def validate_id(record_id: object) -> str:
-    if not isinstance(record_id, str):
-        raise InvalidInput(f"record id must be a string, got {type(record_id).__name__}")
-    if not record_id:
-        raise InvalidInput("record id is required")
-    n = _utf8_len(record_id, "record id")
+    record_id, n = _given_str(record_id, "record id", InvalidInput)
     if n > MAX_ID_BYTES:
         raise InvalidInput(f"record id is {n} bytes; the limit is {MAX_ID_BYTES} bytes")
     if "\x00" in record_id:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import msgspec
@@ -206,34 +207,27 @@ def import_ndjson(
     return importer.finish()
 
 
+@dataclass
 class _Importer:
     """The state of one import: the header's verdict on vectors, the pending batch, the
     tombstones (applied at the end) and the counts."""
 
-    def __init__(
-        self,
-        store: NdjsonStore,
-        *,
-        embed: EmbedFn | None,
-        progress: Progress | None,
-        batch: int,
-        skip: SkipFn | None,
-    ) -> None:
-        self.store = store
-        self.embed = embed
-        self.progress = progress
-        self.batch = batch
-        self.skip = skip
-        self.header: dict[str, Any] | None = None
-        self.use_vectors = False
-        self.ended = False
-        self.pending: list[tuple[dict[str, Any], Any]] = []
-        self.need_embed: list[int] = []  # rows of pending without a usable vector
-        self.tombs: list[tuple[str, str, str]] = []
-        self.records = 0
-        self.reembedded = 0
-        self.collections = 0
-        self.skipped = 0
+    store: NdjsonStore
+    _: KW_ONLY
+    embed: EmbedFn | None
+    progress: Progress | None
+    batch: int
+    skip: SkipFn | None
+    header: dict[str, Any] | None = None
+    use_vectors: bool = False
+    ended: bool = False
+    pending: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
+    need_embed: list[int] = field(default_factory=list)  # rows of pending without a usable vector
+    tombs: list[tuple[str, str, str]] = field(default_factory=list)
+    records: int = 0
+    reembedded: int = 0
+    collections: int = 0
+    skipped: int = 0
 
     def line(self, lineno: int, line: str) -> None:
         try:

@@ -43,15 +43,7 @@ from sidecar.store import names as N
 from sidecar.store.errors import InvalidInput, StorageUnavailable
 from sidecar.store.files import DB_NAME, INDEX_DIR
 from sidecar.store.lock import DirLock
-from sidecar.store.reembed_job import (
-    EmbedFn,
-    F32s,
-    Progress,
-    ReembedJob,
-    ReembedStats,
-    check_options,
-    probe_dims,
-)
+from sidecar.store.reembed_job import F32s, ReembedArgs, ReembedJob, ReembedStats
 from sidecar.store.reembed_stage import (
     CREATE_STAGE,
     STAGE_TABLE,
@@ -65,10 +57,6 @@ from sidecar.store.writer import map_sqlite_error
 log = structlog.get_logger(__name__)
 
 
-def _meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-
-
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -77,30 +65,14 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     )
 
 
-def reembed(
-    data_dir: str | os.PathLike[str],
-    embed: EmbedFn,
-    fingerprint: str,
-    progress: Progress | None = None,
-    *,
-    embed_dims: int | None = None,
-    batch: int = 64,
-    model: str = "",
-) -> ReembedStats:
-    """Re-embed every vector record of the store in ``data_dir`` with ``embed``.
-
-    ``embed(texts) -> array (len(texts), D)``; ``fingerprint``: the current model's;
-    ``model``: its name, for messages. ``embed_dims``: D (probed with one call when None).
-    Collections sized by the embedder take the new D; Matryoshka tier collections
-    (``:64d``/``:256d``) take the re-normalized prefix. ``progress(done, total)`` is called
-    after each batch.
-    """
+def reembed(data_dir: str | os.PathLike[str], args: ReembedArgs) -> ReembedStats:
+    """Re-embed every vector record of the store in ``data_dir`` (see
+    :func:`sidecar.store.backend.reembed`)."""
     started = time.monotonic()
     root = Path(data_dir).expanduser().absolute()
     if not (root / DB_NAME).exists():
         raise InvalidInput(f"no store in {root}")
-    check_options(fingerprint, batch)
-    embed_dims = probe_dims(embed, embed_dims)
+    dims = args.checked_dims()
     lock = DirLock(root)
     lock.acquire()
     try:
@@ -113,8 +85,7 @@ def reembed(
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "open", str(root / DB_NAME)) from exc
         try:
-            job = _Job(embed, fingerprint, embed_dims, batch, progress, model, conn=conn)
-            stats = job.run(started)
+            stats = _Job(args, dims, conn).run(started)
         except sqlite3.Error as exc:
             raise map_sqlite_error(exc, "re-embed") from exc
         finally:
@@ -151,13 +122,10 @@ def _txn(conn: sqlite3.Connection) -> Iterator[None]:
 class _Job(ReembedJob):
     """A re-embed on the SQLite database (its primitives; the steps are ReembedJob's)."""
 
-    conn: sqlite3.Connection = dataclasses.field(kw_only=True)
+    conn: sqlite3.Connection
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         return _txn(self.conn)
-
-    def meta(self) -> dict[str, str]:
-        return _meta(self.conn)
 
     def set_meta(self, key: str, value: str) -> None:
         _set_meta(self.conn, key, value)
@@ -174,11 +142,6 @@ class _Job(ReembedJob):
 
     def discard_stage(self) -> None:
         discard_stage(self.conn)
-
-    def vector_collections(self) -> list[tuple[int, str]]:
-        return self.conn.execute(
-            "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
-        ).fetchall()
 
     def staged_progress(self) -> tuple[int, int]:
         return staged_progress(self.conn)
@@ -201,7 +164,7 @@ class _Job(ReembedJob):
         """One transaction: staged vectors into the records, the new model into meta."""
         conn = self.conn
         with _txn(conn):
-            seq = int(_meta(conn).get("seq", "0"))
+            seq = int(self.meta().get("seq", "0"))
             for cid, name in colls:
                 conn.execute(
                     "UPDATE collections SET dims = ? WHERE cid = ?",
@@ -216,9 +179,5 @@ class _Job(ReembedJob):
                 [(seq + i + 1, seq + i + 1, rid) for i, rid in enumerate(rids)],
             )
             _set_meta(conn, "seq", str(seq + len(rids)))
-            _set_meta(conn, "fingerprint", self.fingerprint)
-            _set_meta(conn, "embed_dims", str(self.dims))
-            if self.model:
-                _set_meta(conn, "model", self.model)
-            discard_stage(conn)
+            self.switch_model()
             conn.execute("DELETE FROM dirty_tiers")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -63,30 +63,47 @@ def new_vectors(embed: EmbedFn, texts: list[str], dims: int, new_dims: int) -> t
     return out, len(texts) - len(rows)
 
 
-def check_options(fingerprint: str, batch: int) -> None:
-    if not fingerprint:
-        raise InvalidInput("reembed needs the current model's fingerprint")
-    if batch < 1:
-        raise InvalidInput("batch must be >= 1")
+@dataclass(frozen=True, slots=True)
+class ReembedArgs:
+    """``libravdb reembed``'s arguments (see :func:`sidecar.store.backend.reembed`)."""
+
+    embed: EmbedFn
+    fingerprint: str
+    progress: Progress | None
+    embed_dims: int | None
+    batch: int
+    model: str
+
+    def checked_dims(self) -> int:
+        """The new model's dimension (``embed_dims``, or probed with one call), once the
+        options are checked."""
+        if not self.fingerprint:
+            raise InvalidInput("reembed needs the current model's fingerprint")
+        if self.batch < 1:
+            raise InvalidInput("batch must be >= 1")
+        if self.embed_dims is not None:
+            return self.embed_dims
+        return int(embed_rows(self.embed, ["dimension probe"], None).shape[1])
 
 
-def probe_dims(embed: EmbedFn, embed_dims: int | None) -> int:
-    """The new model's dimension: ``embed_dims``, or probed with one call."""
-    if embed_dims is not None:
-        return embed_dims
-    return int(embed_rows(embed, ["dimension probe"], None).shape[1])
+class _Rows(Protocol):
+    def fetchall(self) -> list[Any]: ...
+
+
+class SqlConn(Protocol):
+    """What the shared steps ask of a connection (a sqlite3 or a psycopg one): a query
+    without parameters, whose SQL both dialects read alike."""
+
+    def execute(self, sql: str, /) -> _Rows: ...
 
 
 @dataclass(slots=True)
 class ReembedJob(abc.ABC):
     """One re-embed of a store; :meth:`run` does it (see the module docstring)."""
 
-    embed: EmbedFn
-    fingerprint: str
-    dims: int
-    batch: int
-    progress: Progress | None
-    model: str
+    args: ReembedArgs
+    dims: int  # the new model's
+    conn: SqlConn
     blank: int = 0
 
     def run(self, started: float) -> ReembedStats:
@@ -107,7 +124,7 @@ class ReembedJob(abc.ABC):
             records=done,
             collections=len(colls),
             old_fingerprint=meta.get("fingerprint", ""),
-            new_fingerprint=self.fingerprint,
+            new_fingerprint=self.args.fingerprint,
             embed_dims=self.dims,
             resumed=resumed,
             seconds=round(time.monotonic() - started, 3),
@@ -116,7 +133,7 @@ class ReembedJob(abc.ABC):
 
     def _begin(self, meta: dict[str, str]) -> bool:
         """Start a stage for this model, or resume this model's; True when resuming."""
-        same = meta.get(TARGET_KEY) == self.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
+        same = meta.get(TARGET_KEY) == self.args.fingerprint and meta.get(TARGET_DIMS_KEY) == str(
             self.dims
         )
         with self.transaction():
@@ -124,32 +141,47 @@ class ReembedJob(abc.ABC):
             if not resumed:  # another model's stage (or none): start afresh
                 self.discard_stage()
             self.create_stage()
-            self.set_meta(TARGET_KEY, self.fingerprint)
+            self.set_meta(TARGET_KEY, self.args.fingerprint)
             self.set_meta(TARGET_DIMS_KEY, str(self.dims))
-            self.set_meta(TARGET_MODEL_KEY, self.model)
+            self.set_meta(TARGET_MODEL_KEY, self.args.model)
         return resumed
 
     def _stage(self, cid: int, new_dims: int, done: int, total: int) -> int:
         """Stage the new vectors of collection ``cid``'s records not staged yet."""
         after = 0
-        while rows := self.unstaged(cid, after, self.batch):
-            vecs, blank = new_vectors(self.embed, [t for _rid, t in rows], self.dims, new_dims)
+        while rows := self.unstaged(cid, after, self.args.batch):
+            vecs, blank = new_vectors(self.args.embed, [t for _rid, t in rows], self.dims, new_dims)
             self.blank += blank
             with self.transaction():
                 self.insert_staged([(rid, v) for (rid, _t), v in zip(rows, vecs, strict=True)])
             after = rows[-1][0]
             done += len(rows)
-            if self.progress is not None:
-                self.progress(done, total)
+            if self.args.progress is not None:
+                self.args.progress(done, total)
         return done
+
+    def switch_model(self) -> None:
+        """The end of :meth:`swap`, in its transaction: the new model into meta, the stage
+        dropped."""
+        self.set_meta("fingerprint", self.args.fingerprint)
+        self.set_meta("embed_dims", str(self.dims))
+        if self.args.model:
+            self.set_meta("model", self.args.model)
+        self.discard_stage()
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def vector_collections(self) -> list[tuple[int, str]]:
+        """(cid, name) of every vector collection, by cid."""
+        return self.conn.execute(
+            "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
+        ).fetchall()
 
     # ---- the backend's primitives --------------------------------------------------------
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[Any]: ...
-
-    @abc.abstractmethod
-    def meta(self) -> dict[str, str]: ...
 
     @abc.abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
@@ -162,10 +194,6 @@ class ReembedJob(abc.ABC):
 
     @abc.abstractmethod
     def discard_stage(self) -> None: ...
-
-    @abc.abstractmethod
-    def vector_collections(self) -> list[tuple[int, str]]:
-        """(cid, name) of every vector collection, by cid."""
 
     @abc.abstractmethod
     def staged_progress(self) -> tuple[int, int]:
@@ -182,5 +210,5 @@ class ReembedJob(abc.ABC):
 
     @abc.abstractmethod
     def swap(self, colls: list[tuple[int, str]]) -> None:
-        """One transaction: the staged vectors into the records, the new model into meta,
-        the stage dropped."""
+        """One transaction: the staged vectors into the records, then
+        :meth:`switch_model`."""

@@ -4,7 +4,7 @@ damaged text, metadata filters compiled to SQL, and the result-row query of a se
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -62,6 +62,14 @@ def record_meta(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def filter_pairs(where: Mapping[str, Any] | None) -> Iterator[tuple[str, Any]]:
+    """The (key, value) pairs of a metadata filter, each key checked (both backends)."""
+    for key, val in (where or {}).items():
+        if not isinstance(key, str) or not key:
+            raise InvalidInput("metadata filter keys must be non-empty strings")
+        yield key, val
+
+
 def where_sql(
     where: Mapping[str, Any] | None, time_range: TimeRange | None
 ) -> tuple[str, list[Any], list[tuple[str, Any]]]:
@@ -73,9 +81,7 @@ def where_sql(
     clauses: list[str] = []
     params: list[Any] = []
     post: list[tuple[str, Any]] = []
-    for key, val in (where or {}).items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInput("metadata filter keys must be non-empty strings")
+    for key, val in filter_pairs(where):
         if '"' in key or "\\" in key or any(ord(ch) < 0x20 for ch in key):
             # a JSON path cannot spell these (a NUL even makes it an error): check in Python
             post.append((key, val))

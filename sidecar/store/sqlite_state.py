@@ -24,8 +24,7 @@ from typing import Any
 
 from sidecar.config import StoreSettings
 from sidecar.store import names as N
-from sidecar.store.core import closed_future
-from sidecar.store.errors import StoreClosed
+from sidecar.store.core import Closable, closed_future
 from sidecar.store.files import DB_NAME, INDEX_DIR, now_ms
 from sidecar.store.index import AnnParams, VectorIndex
 from sidecar.store.indexer import Indexer
@@ -37,10 +36,9 @@ from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import Tx, Writer
 
 
-class SqliteState:
+class SqliteState(Closable):
     """The state the SQLite store's parts share, and their primitives."""
 
-    _closed: bool  # API closed: no new reads or writes
     _shut: bool  # SQLite connections closed
     _wconn: sqlite3.Connection  # the writer thread's connection (opening.py opens it)
     _writer: Writer
@@ -149,10 +147,6 @@ class SqliteState:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
 
     # ---- the writer thread -------------------------------------------------------------
 

@@ -271,15 +271,9 @@ class Writer(threading.Thread):
         if it fails the whole transaction is rolled back (and a new one begun for the
         jobs behind it). A nested savepoint makes SQLite copy every page it changes to a
         statement journal first, which doubles the cost of a bulk insert."""
-        conn = g.conn
-        tx = Tx(self.store, conn, g.group, g.now)
-        if not g.fresh:
-            try:
-                conn.execute("SAVEPOINT job")
-            except sqlite3.Error as exc:
-                g.aborted = exc
-                j.future.set_exception(map_sqlite_error(exc))
-                return True
+        tx = Tx(self.store, g.conn, g.group, g.now)
+        if not g.fresh and not _job_statement(g, j, "SAVEPOINT job"):
+            return True
         try:
             result = j.fn(tx)
         except BaseException as exc:
@@ -287,13 +281,8 @@ class Writer(threading.Thread):
             self._undo_job(g, exc, more_after=more_after)
             j.future.set_exception(map_sqlite_error(exc))
             return g.aborted is None
-        if not g.fresh:
-            try:
-                conn.execute("RELEASE job")
-            except sqlite3.Error as exc:
-                g.aborted = exc
-                j.future.set_exception(map_sqlite_error(exc))
-                return False
+        if not g.fresh and not _job_statement(g, j, "RELEASE job"):
+            return False
         g.fresh = False
         g.done.append((j, result, tx))
         return True
@@ -345,3 +334,15 @@ class Writer(threading.Thread):
             if not j.future.done():
                 j.future.set_exception(err)
         log.warning("store.write_failed", error=str(g.aborted), jobs=len(live))
+
+
+def _job_statement(g: _Group, j: Job, sql: str) -> bool:
+    """Run a statement of job ``j``'s savepoint; when it fails, the transaction is lost
+    (``g.aborted``) and so is the job. False then."""
+    try:
+        g.conn.execute(sql)
+    except sqlite3.Error as exc:
+        g.aborted = exc
+        j.future.set_exception(map_sqlite_error(exc))
+        return False
+    return True

@@ -4,6 +4,7 @@ the small pieces several pages share (a pager, a record's facts, the CSRF field)
 from __future__ import annotations
 
 import time
+from typing import Protocol
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -123,19 +124,30 @@ def page(
     return HTMLResponse(document, status_code=status)
 
 
+class Page(Protocol):
+    """A page of a listing as the daemon answers it (``memory.list``, ``sessions.list``)."""
+
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def next_cursor(self) -> str: ...
+
+
 def pager(
     ctx: UiContext,
     ns: str,
     path: str,
+    page: Page,
     *,
     shown: int,
     offset: int,
-    total: int,
-    next_cursor: str,
-    params: dict[str, object],
+    params: dict[str, object] | None = None,
 ) -> Html:
-    """The "41-60 of 1,234" line and a link to the next page (keyset paging moves forward; the
-    first page is one link away)."""
+    """The "41-60 of 1,234" line of ``page`` (``shown`` entries of it) and a link to the
+    next page (keyset paging moves forward; the first page is one link away). ``params``:
+    the listing's query parameters, kept by both links."""
+    total, next_cursor, params = page.total, page.next_cursor, params or {}
     if total == 0:
         return el("p", "Nothing here.", class_="pager")
     parts: list[Child] = [el("span", f"{offset + 1:,}\u2013{offset + shown:,} of {total:,}")]

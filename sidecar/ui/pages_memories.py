@@ -162,16 +162,7 @@ async def _list(
             cursor=f.cursor or None,
         ),
     )
-    nav = pager(
-        ctx,
-        ns,
-        "/",
-        shown=len(result.records),
-        offset=f.offset,
-        total=result.total,
-        next_cursor=result.next_cursor,
-        params=f.params(),
-    )
+    nav = pager(ctx, ns, "/", result, shown=len(result.records), offset=f.offset, params=f.params())
     return result.records, join(nav, as_of(request, at))
 
 

@@ -50,16 +50,7 @@ async def sessions(request: Request) -> Response:
         numeric=("turns", "summaries"),
         class_="sessions",
     )
-    nav = pager(
-        ctx,
-        ns,
-        "/sessions",
-        shown=len(result.sessions),
-        offset=offset,
-        total=result.total,
-        next_cursor=result.next_cursor,
-        params={},
-    )
+    nav = pager(ctx, ns, "/sessions", result, shown=len(result.sessions), offset=offset)
     body = join(
         el("p", "Most recently active first.", class_="muted"),
         as_of(request, at),
@@ -175,16 +166,7 @@ async def session_page(request: Request) -> Response:
     )
     if turns.total == 0 and summaries.total == 0:
         raise PageError(404, f"no session {session_id} in namespace {ns}")
-    nav = pager(
-        ctx,
-        ns,
-        request.url.path,
-        shown=len(turns.records),
-        offset=offset,
-        total=turns.total,
-        next_cursor=turns.next_cursor,
-        params={},
-    )
+    nav = pager(ctx, ns, request.url.path, turns, shown=len(turns.records), offset=offset)
     timeline = el(
         "section",
         el("h2", "Turns"),

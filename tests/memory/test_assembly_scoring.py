@@ -17,7 +17,7 @@ from sidecar.assembly.scoring import (
     fuse,
     lexical_scores,
     prior,
-    rank,
+    rank_table,
     summary_quality,
 )
 from sidecar.memory.core.lexical import BM25Index
@@ -136,7 +136,7 @@ def test_rank_relevance_neighbours_and_floor() -> None:
         turn(5, "I went to the bakery.", unit(0.2, 1, 0)),  # same cosine, no matching neighbour
         turn(9, "Completely unrelated", unit(0, 0, 1)),
     ]
-    ranked = rank(q("martial arts", qv), cands)
+    ranked = rank_table(q("martial arts", qv), cands).items()
     ids = [s.candidate.id for s in ranked]
     assert ids[0] == "t0"
     assert ids.index("t1") < ids.index("t5")  # the answer next to the matching question
@@ -154,7 +154,9 @@ def test_rank_speaker_temporal_quality_and_frequency() -> None:
         turn(4, "Maria: dinner was lovely", base, session="s3", ts=may3 + 3600_000),
     ]
     plan = plan_temporal("Who did Maria have dinner with on May 3, 2023?", NOW)
-    ranked = rank(q("Who did Maria have dinner with on May 3, 2023?", qv, plan=plan), cands)
+    ranked = rank_table(
+        q("Who did Maria have dinner with on May 3, 2023?", qv, plan=plan), cands
+    ).items()
     assert [s.candidate.id for s in ranked] == ["t4", "t0", "t2"]
     assert ranked[0].parts["time"] == 1.0 and ranked[0].parts["speaker"] > 0
     summary = Candidate("summary", "sum", "s", "dinner", vector=base, metadata={"decay_rate": 1.0})
@@ -165,9 +167,15 @@ def test_rank_speaker_temporal_quality_and_frequency() -> None:
     # the access-frequency prior is off by default (docs/memory.md, issue 33: it reinforces
     # itself); its weight still works when set
     cfg = replace(DEFAULT_SCORING, frequency_weight=0.1)
-    r = {s.candidate.id: s.score for s in rank(q("dinner", qv), [summary, raw, popular], cfg=cfg)}
+    r = {
+        s.candidate.id: s.score
+        for s in rank_table(q("dinner", qv), [summary, raw, popular], cfg=cfg).items()
+    }
     assert r["p"] > r["m"] > r["s"]
-    plain = {s.candidate.id: s.score for s in rank(q("dinner", qv), [summary, raw, popular])}
+    plain = {
+        s.candidate.id: s.score
+        for s in rank_table(q("dinner", qv), [summary, raw, popular]).items()
+    }
     assert plain["p"] == plain["m"] > plain["s"]
 
 
@@ -175,9 +183,9 @@ def test_rank_is_deterministic_and_uses_channels() -> None:
     qv = unit(1, 0)
     cands = [turn(i, f"word{i % 3} common", unit(1, i / 10)) for i in range(20)]
     ctx = q("common word1", qv)
-    a = rank(ctx, cands)
-    b = rank(ctx, list(reversed(cands)))
+    a = rank_table(ctx, cands).items()
+    b = rank_table(ctx, list(reversed(cands))).items()
     assert [s.candidate.id for s in a] == [s.candidate.id for s in b]
     ch = Channels.compute(ctx, cands)
-    c = rank(ctx, cands, channels=ch)
+    c = rank_table(ctx, cands, channels=ch).items()
     assert [s.score for s in a] == pytest.approx([s.score for s in c])

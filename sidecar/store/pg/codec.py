@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from sidecar.store.errors import InvalidInput
-from sidecar.store.rows import json_decode, json_encode
+from sidecar.store.rows import filter_pairs, json_decode, json_encode
 from sidecar.store.types import Hit, Record, TimeRange
 
 # Numbers beyond 2**53 compare by value in Python (2**70 == 2.0**70) but by decimal text in
@@ -95,9 +95,7 @@ def where_sql(
     clauses: list[str] = []
     params: list[Any] = []
     post: list[tuple[str, Any]] = []
-    for key, val in (where or {}).items():
-        if not isinstance(key, str) or not key:
-            raise InvalidInput("metadata filter keys must be non-empty strings")
+    for key, val in filter_pairs(where):
         if not (val is None or isinstance(val, (bool, int, float, str, list, tuple, Mapping))):
             raise InvalidInput(f"unsupported metadata filter value for {key!r}")
         ekey = _escape(key)

@@ -26,15 +26,7 @@ from sidecar.store import names as N
 from sidecar.store.pg.conn import LOCK_PRESENCE, SCHEMA, map_pg_error, redact, register_vector
 from sidecar.store.pg.locks import DatabaseInUse, holders
 from sidecar.store.pg.schema import migrate
-from sidecar.store.reembed_job import (
-    EmbedFn,
-    F32s,
-    Progress,
-    ReembedJob,
-    ReembedStats,
-    check_options,
-    probe_dims,
-)
+from sidecar.store.reembed_job import F32s, ReembedArgs, ReembedJob, ReembedStats
 from sidecar.store.reembed_stage import TARGET_DIMS_KEY, TARGET_KEY, TARGET_MODEL_KEY
 
 log = structlog.get_logger(__name__)
@@ -75,22 +67,12 @@ def staged_progress(conn: Conn) -> tuple[int, int]:
     return done, 0 if total is None else int(total[0])
 
 
-def reembed(
-    url: str,
-    embed: EmbedFn,
-    fingerprint: str,
-    progress: Progress | None = None,
-    *,
-    embed_dims: int | None = None,
-    batch: int = 64,
-    model: str = "",
-) -> ReembedStats:
+def reembed(url: str, args: ReembedArgs) -> ReembedStats:
     """Re-embed every vector record of the PostgreSQL store at ``url`` (see
-    :func:`sidecar.store.reembed.reembed`, whose arguments these are)."""
+    :func:`sidecar.store.backend.reembed`)."""
     started = time.monotonic()
     where = redact(url)
-    check_options(fingerprint, batch)
-    embed_dims = probe_dims(embed, embed_dims)
+    dims = args.checked_dims()
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             migrate(conn)
@@ -99,8 +81,7 @@ def reembed(
             oid = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
             assert oid is not None
             register_vector(conn, int(oid[0]))
-            job = _Job(embed, fingerprint, embed_dims, batch, progress, model, conn=conn)
-            stats = job.run(started)
+            stats = _Job(args, dims, conn).run(started)
     except psycopg.Error as exc:
         raise map_pg_error(exc, "re-embed", where) from exc
     log.info("store.reembedded", **dataclasses.asdict(stats))
@@ -122,13 +103,10 @@ def _take_database(conn: Conn, where: str) -> None:
 class _Job(ReembedJob):
     """A re-embed in the PostgreSQL database (its primitives; the steps are ReembedJob's)."""
 
-    conn: Conn = dataclasses.field(kw_only=True)
+    conn: Conn
 
     def transaction(self) -> contextlib.AbstractContextManager[Any]:
         return self.conn.transaction()
-
-    def meta(self) -> dict[str, str]:
-        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
     def set_meta(self, key: str, value: str) -> None:
         _set_meta(self.conn, key, value)
@@ -145,11 +123,6 @@ class _Job(ReembedJob):
 
     def discard_stage(self) -> None:
         discard_stage(self.conn)
-
-    def vector_collections(self) -> list[tuple[int, str]]:
-        return self.conn.execute(
-            "SELECT cid, name FROM collections WHERE kind = 'vector' ORDER BY cid"
-        ).fetchall()
 
     def staged_progress(self) -> tuple[int, int]:
         return staged_progress(self.conn)
@@ -190,8 +163,4 @@ class _Job(ReembedJob):
                     "UPDATE collections SET dims = %s, version = nextval('seq') WHERE cid = %s",
                     (N.dims_for_collection(name, self.dims), cid),
                 )
-            _set_meta(conn, "fingerprint", self.fingerprint)
-            _set_meta(conn, "embed_dims", str(self.dims))
-            if self.model:
-                _set_meta(conn, "model", self.model)
-            discard_stage(conn)
+            self.switch_model()

@@ -19,18 +19,16 @@ from typing import Any
 import psycopg
 
 from sidecar.config import StoreSettings
-from sidecar.store.core import check_dims
-from sidecar.store.errors import StoreClosed
+from sidecar.store.core import Closable, check_dims
 from sidecar.store.index import AnnParams
 from sidecar.store.pg import locks as _locks
 from sidecar.store.pg.conn import Db, redact
 
 
-class PgState(abc.ABC):
+class PgState(Closable, abc.ABC):
     """The state the PostgreSQL store's parts share, and their primitives."""
 
     db: Db
-    _closed: bool
     bad_records: dict[tuple[str, str], str]
 
     def _setup(
@@ -65,10 +63,6 @@ class PgState(abc.ABC):
     @property
     def location(self) -> str:
         return self._location
-
-    def _guard(self) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
 
     def _keep_presence(self) -> None:
         """Re-take the presence lock if its connection was lost (server restart)."""
