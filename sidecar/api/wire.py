@@ -10,7 +10,6 @@ from typing import TypeVar
 import msgspec
 
 from protocol.assemble import (
-    AssembleBudget,
     AssembleConsidered,
     AssembleResult,
     AssembleSelected,
@@ -19,7 +18,6 @@ from protocol.assemble import (
 )
 from protocol.sessions import IngestedMessage, IngestGate
 from protocol.v1_memory import GatingSignalsResult
-from sidecar.assembly.budget import BudgetPartition
 from sidecar.assembly.cache import scope_of
 from sidecar.assembly.plan import SearchHit
 from sidecar.assembly.selection import AssemblyPlan, ConsideredItem, SelectedItem
@@ -41,10 +39,6 @@ def copy_fields(value: object, kind: type[W]) -> W:
     instead of copying each field by hand; a field renamed on one side fails the call
     instead of going missing."""
     return msgspec.convert(value, kind, from_attributes=True)
-
-
-def budget_out(b: BudgetPartition) -> AssembleBudget:
-    return copy_fields(b, AssembleBudget)
 
 
 def selected_out(s: SelectedItem, *, with_text: bool = False) -> AssembleSelected:
@@ -73,7 +67,7 @@ def assemble_result(
         messages=plan.messages,
         system_prompt_addition=plan.system_prompt_addition,
         estimated_tokens=plan.estimated_tokens,
-        budget=budget_out(plan.budget),
+        budget=plan.budget,
         selected=[selected_out(s, with_text=item_text) for s in plan.selected],
         degraded=list(plan.degraded) or None,
         timings=timings or None,

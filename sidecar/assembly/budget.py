@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
+from protocol.assemble import AssembleBudget
 from sidecar.memory.core.errors import MemoryInputError
 
 DEFAULT_MEMORY_FRACTION = 0.25
@@ -127,21 +128,9 @@ def fit_prefix(items: Iterable[T], budget: int, cost: Callable[[T], int]) -> Fit
 # ------------------------------------------------------------------------------- ledger
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetPartition:
-    """Tokens used per part; ``total`` is ``M``; ``used`` their sum."""
-
-    total: int
-    hard: int = 0
-    tail: int = 0
-    soft: int = 0
-    elevated: int = 0
-    retrieval: int = 0
-    recovery: int = 0
-
-    @property
-    def used(self) -> int:
-        return self.hard + self.tail + self.soft + self.elevated + self.retrieval + self.recovery
+# Tokens used per part (``total`` is ``M``, ``used`` their sum): the type ``assemble``
+# answers, so the plan's figures reach the wire as they are.
+BudgetPartition = AssembleBudget
 
 
 class BudgetLedger:
@@ -174,16 +163,21 @@ class BudgetLedger:
             raise BudgetError(f"{part}: {tokens} tokens exceed the remaining {self.remaining}")
         self._used[part] += tokens
 
+    def refund(self, part: Part, tokens: int) -> None:
+        """Give back what a dropped item was charged (never below nothing)."""
+        self._used[part] = max(0, self._used[part] - tokens)
+
     def partition(self) -> BudgetPartition:
         u = self._used
         return BudgetPartition(
-            self.total,
-            u["hard"],
-            u["tail"],
-            u["soft"],
-            u["elevated"],
-            u["retrieval"],
-            u["recovery"],
+            total=self.total,
+            hard=u["hard"],
+            tail=u["tail"],
+            soft=u["soft"],
+            elevated=u["elevated"],
+            retrieval=u["retrieval"],
+            recovery=u["recovery"],
+            used=self.used,
         )
 
 

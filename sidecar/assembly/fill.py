@@ -271,8 +271,8 @@ def finish(  # noqa: PLR0913 - the plan's running state at every exit
             degraded = [REASON_RENDERED]
         else:
             items = tuple(i for i in items if i is not weakest)
-            spent = getattr(partition, weakest.part) - weakest.tokens
-            partition = replace(partition, **{weakest.part: max(0, spent)})
+            ledger.refund(weakest.part, weakest.tokens)
+            partition = ledger.partition()
         messages, addition, estimated = render_output(
             items, original_messages, degraded=degraded, placement=cfg.placement, style=cfg.render
         )

@@ -8,14 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.api.wire import budget_out
 from sidecar.assembly.budget import (
     REASON_HARD_PLUS_TAIL,
     REASON_HARD_RESERVE,
     BudgetConfig,
     BudgetError,
     BudgetLedger,
-    BudgetPartition,
     check_partition,
     degraded_reasons,
     elevated_budget,
@@ -78,7 +76,7 @@ def test_ledger_and_partition() -> None:
         led.charge("retrieval", 51)
     led.charge("retrieval", 50)
     p = led.partition()
-    assert msgspec.to_builtins(budget_out(p)) == {
+    assert msgspec.to_builtins(p) == {
         "total": 100,
         "hard": 30,
         "tail": 20,
@@ -119,8 +117,10 @@ def test_degraded_reasons_and_shares() -> None:
 
 
 def test_partition_used_sums_parts() -> None:
-    p = BudgetPartition(10, 1, 2, 3, 1, 1, 1)
-    assert p.used == 9
+    led = BudgetLedger(10)
+    for part, tokens in (("hard", 1), ("tail", 2), ("soft", 3), ("retrieval", 1)):
+        led.charge(part, tokens)
+    assert led.partition().used == led.used == 7
 
 
 # ------------------------------------------------------------------------------ render
