@@ -30,12 +30,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from msgspec.structs import replace
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))

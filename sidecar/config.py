@@ -111,7 +111,14 @@ class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     w2t: float = 0.35
     w3t: float = 0.25
     tech_norm: float = 1.5
-    centroid_k: int = 10
+    centroid_k: int = 10  # nearest raw turns read for the gate's centroid
+    memory_k: int = 5  # nearest durable memories read for novelty
+    # a turn repeated (cosine >= threshold) up to cap times in the input is damped; the
+    # same for one already stored as a durable memory
+    input_freq_threshold: float = 0.80
+    input_freq_cap: int = 5
+    mem_saturation_threshold: float = 0.85
+    mem_saturation_cap: int = 3
     model: Literal["conversation", "reference"] = "conversation"  # "reference": its formula
 
 

@@ -10,10 +10,10 @@ a seq2seq error; ``expand_summary`` returns children chronologically.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from protocol.v1_memory import (
     CompactSessionParams,

@@ -36,7 +36,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 import structlog
 
@@ -131,8 +130,7 @@ class MemoryService:
         self.barrier = CompactionBarrier()
         self.idle = IdleSessions(comp.idle_forget_s, clock)
         self._compaction_slots = asyncio.Semaphore(max(1, comp.max_concurrent))
-        # [gating]'s fields by name; the ones it does not set keep GatingConfig's defaults
-        self.gating = msgspec.convert(settings.gating, GatingConfig, from_attributes=True)
+        self.gating: GatingConfig = settings.gating
         self._ingest_locks = SharedLocks("ingest", self._store)
         self._compaction_locks = SharedLocks("compact", self._store)
         self._namespace_locks = SharedLocks("ns", self._store)

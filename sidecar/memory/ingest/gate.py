@@ -52,6 +52,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
+from sidecar.config import GatingSettings
 from sidecar.memory.core.tokens import estimate_tokens
 
 _A = re.ASCII
@@ -249,36 +250,15 @@ DOC_COMMENT = re.compile(r"(?m)^\s*//|/\*\*|///", _A)
 QUESTION_FACTOR = 0.25  # a question or request asks; it rarely states something to keep
 CONTENT_REF = 0.3  # novelty counts in full from this much content on
 
-INPUT_FREQ_THRESHOLD = 0.80
-INPUT_FREQ_CAP = 5
-MEM_SATURATION_THRESHOLD = 0.85
-MEM_SATURATION_CAP = 3
-DEFAULT_TECH_NORM = 1.5
+DEFAULT_TECH_NORM = GatingSettings().tech_norm
 
 
-@dataclass(frozen=True, slots=True)
-class GatingConfig:
-    """Weights and thresholds. Field names follow ``sidecar.config.GatingSettings``."""
-
-    # chosen on the dev conversations of tests/memory/data/gate_turns.json (best F1;
-    # scripts/eval_gate.py); the reference's 0.35 kept half the durable turns out
-    threshold: float = 0.21
-    w1c: float = 0.35
-    w2c: float = 0.40
-    w3c: float = 0.25
-    w1t: float = 0.40
-    w2t: float = 0.35
-    w3t: float = 0.25
-    tech_norm: float = DEFAULT_TECH_NORM
-    centroid_k: int = 10
-    memory_k: int = 5
-    input_freq_threshold: float = INPUT_FREQ_THRESHOLD
-    input_freq_cap: int = INPUT_FREQ_CAP
-    mem_saturation_threshold: float = MEM_SATURATION_THRESHOLD
-    mem_saturation_cap: int = MEM_SATURATION_CAP
-    # "conversation" (default): content-aware structure, novelty counted only for turns
-    # with content; "reference": the reference daemon's formula, as v1 gating_scalar
-    model: str = "conversation"
+# Weights and thresholds: the ``[gating]`` settings, one declaration. The threshold was
+# chosen on the dev conversations of tests/memory/data/gate_turns.json (best F1;
+# scripts/eval_gate.py); the reference's 0.35 kept half the durable turns out. ``model``
+# "conversation" (default): content-aware structure, novelty counted only for turns with
+# content; "reference": the reference daemon's formula, as v1 gating_scalar.
+GatingConfig = GatingSettings
 
 
 DEFAULT_CONFIG = GatingConfig()
