@@ -1,0 +1,279 @@
+"""The rows of a cached collection view in compact form, and their candidates on demand.
+
+A view used to keep, per record, the store's :class:`~sidecar.store.types.Record` and the
+planner's :class:`~sidecar.assembly.candidates.Candidate`, sharing the decoded metadata
+dict: about 3.4 KB of Python objects a record (a durable memory's 25-key dict alone took
+1.8 KB, its key strings repeated in every row). A request reads a few hundred of a large
+view's rows, so :class:`ViewRows` keeps what every row needs in compact form and builds a
+row's record or candidate only when it is asked for:
+
+* ids, texts (the candidate's: the record's text, else ``metadata.text``) and the
+  metadata as compact JSON, one string each;
+* the record's numbers (``seq``, version, times) and the candidate's (kind, role and
+  session as codes into small tables, ``metadata.seq``, its time) in typed arrays,
+  8 bytes or less a value.
+
+:func:`candidate_of` is the one place a record becomes a candidate: the load computes a
+row's arrays from it, and :meth:`ViewRows.record` rebuilds the record it was computed
+from, so a candidate made later is the one the load would have made (the JSON round
+trip of metadata read from JSON gives an equal dict, key order included).
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.assembly.candidates import Candidate
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.store.types import Record
+
+F32 = npt.NDArray[np.float32]
+
+_SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
+    (C.TURNS_PREFIX, "history", "turn"),
+    (C.USER_PREFIX, "durable", "memory"),
+    (C.DREAM_PREFIX, "dream", "dream"),
+    (C.SESSION_SUMMARY_PREFIX, "summary", "summary"),
+    (C.SESSION_RAW_PREFIX, "session", "turn"),
+    (C.ELEVATED_USER_PREFIX, "elevated", "guidance"),
+    (C.ELEVATED_SESSION_PREFIX, "elevated", "guidance"),
+    (C.AUTHORED_VARIANT, "authored", "authored"),
+    (C.GLOBAL, "global", "memory"),
+)
+
+
+def scope_of(collection: str) -> tuple[str, str]:
+    """``(scope, kind)`` of a collection's records."""
+    for prefix, scope, kind in _SCOPE_OF_PREFIX:
+        if collection.startswith(prefix):
+            return scope, kind
+    return "history", "memory"
+
+
+def as_int(v: object) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return int(v)
+
+
+def as_str(v: object) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
+    block = meta.get("continuity_lineage")
+    return {**meta, **block} if isinstance(block, dict) else meta
+
+
+def candidate_of(name: str, r: Record, vec: F32, has_vector: bool | None = None) -> Candidate:
+    """The candidate of record ``r`` of collection ``name`` whose unit vector is ``vec``
+    (``has_vector``: whether it is not all zeros, when the caller knows)."""
+    scope, kind = scope_of(name)
+    meta = r.metadata
+    if meta.get("type") == C.TYPE_SUMMARY:
+        kind = "summary"
+    sid = as_str(meta.get("sessionId")) or (C.session_id_of(name) or "")
+    src = as_str(meta.get("source_turn_id"))
+    if kind == "turn":
+        turn_ids: tuple[str, ...] = (src or r.id,)
+    elif kind == "summary":
+        # The lineage block holds the covered turns (the top level keeps the reference's
+        # summary shape); parents are resolved transitively by the view.
+        turn_ids = tuple(x for x in lineage(meta).get("source_turn_ids", ()) if isinstance(x, str))
+    else:
+        turn_ids = (src,) if src else ()
+    # A summary's time is the latest event it covers, not when it was compacted.
+    ts = as_int(meta.get("source_ts_max")) if kind == "summary" else None
+    ts = ts if ts is not None else as_int(meta.get("ts"))
+    text = r.text or as_str(meta.get("text"))
+    return Candidate(
+        kind=kind,
+        collection=name,
+        id=r.id,
+        text=text,
+        scope=scope,
+        turn_ids=turn_ids,
+        session_id=sid,
+        role=as_str(meta.get("role")),
+        ts=ts if ts is not None else (r.ts_ms or None),
+        seq=as_int(meta.get("seq")),
+        vector=vec if (bool(np.any(vec)) if has_vector is None else has_vector) else None,
+        tokens=estimate_tokens(text),
+        metadata=meta,
+    )
+
+
+#: Stands for None in the arrays of optional numbers.
+NONE = -(1 << 63)
+KINDS: tuple[str, ...] = ("turn", "summary", "memory", "authored", "guidance", "dream")
+TURN, SUMMARY = 0, 1
+
+
+class _Codes:
+    """Strings that repeat across rows (roles, sessions), each kept once."""
+
+    __slots__ = ("code", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.code: dict[str, int] = {}
+
+    def of(self, name: str) -> int:
+        c = self.code.get(name)
+        if c is None:
+            c = self.code[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+
+def _opt(v: int | None) -> int:
+    return NONE if v is None else v
+
+
+class ViewRows:
+    """Every row of a view, compactly (module doc). Rows are appended or rewritten in
+    place; a rewrite or a new layout is the caller's to announce to its caches."""
+
+    __slots__ = (
+        "chars",
+        "created",
+        "has_vector",
+        "ids",
+        "kind",
+        "metas",
+        "own_text",
+        "role",
+        "roles",
+        "seq",
+        "session",
+        "sessions",
+        "texts",
+        "ts",
+        "ts_ms",
+        "turn_seq",
+        "updated",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.texts: list[str] = []  # the candidate's text
+        self.metas: list[str] = []  # metadata, compact JSON
+        self.own_text = bytearray()  # 1: the record's text is texts[i], 0: it was ""
+        self.has_vector = bytearray()
+        self.kind = bytearray()  # index into KINDS
+        self.roles, self.sessions = _Codes(), _Codes()
+        self.role = array("I")
+        self.session = array("I")
+        self.turn_seq = array("q")  # the candidate's seq (metadata.seq) or NONE
+        self.ts = array("q")  # the candidate's time or NONE
+        self.seq = array("q")  # the record's: store seq, version, times
+        self.version = array("q")
+        self.created = array("q")
+        self.updated = array("q")
+        self.ts_ms = array("q")
+        self.chars = 0  # characters of the ids, texts and metadata (for nbytes)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def append(self, r: Record, c: Candidate) -> None:
+        """A new last row: record ``r`` (its metadata as read) and its candidate ``c``."""
+        meta = _dumps(r.metadata)
+        self.chars += len(r.id) + len(c.text) + len(meta)
+        self.ids.append(r.id)
+        self.texts.append(c.text)
+        self.metas.append(meta)
+        self.own_text.append(1 if r.text else 0)
+        self.has_vector.append(0 if c.vector is None else 1)
+        self.kind.append(KINDS.index(c.kind))
+        self.role.append(self.roles.of(c.role))
+        self.session.append(self.sessions.of(c.session_id))
+        self.turn_seq.append(_opt(c.seq))
+        self.ts.append(_opt(c.ts))
+        self.seq.append(r.seq)
+        self.version.append(r.version)
+        self.created.append(r.created_ms)
+        self.updated.append(r.updated_ms)
+        self.ts_ms.append(r.ts_ms)
+
+    def rewrite(self, i: int, r: Record, c: Candidate) -> None:
+        """Row ``i`` replaced by record ``r`` (same id) and its candidate ``c``."""
+        meta = _dumps(r.metadata)
+        self.chars += len(c.text) + len(meta) - len(self.texts[i]) - len(self.metas[i])
+        self.texts[i] = c.text
+        self.metas[i] = meta
+        self.own_text[i] = 1 if r.text else 0
+        self.has_vector[i] = 0 if c.vector is None else 1
+        self.kind[i] = KINDS.index(c.kind)
+        self.role[i] = self.roles.of(c.role)
+        self.session[i] = self.sessions.of(c.session_id)
+        self.turn_seq[i] = _opt(c.seq)
+        self.ts[i] = _opt(c.ts)
+        self.seq[i] = r.seq
+        self.version[i] = r.version
+        self.created[i] = r.created_ms
+        self.updated[i] = r.updated_ms
+        self.ts_ms[i] = r.ts_ms
+
+    def record_text(self, i: int) -> str:
+        """The stored record's own text (empty when the candidate took ``metadata.text``)."""
+        return self.texts[i] if self.own_text[i] else ""
+
+    def metadata(self, i: int) -> dict[str, Any]:
+        """A new dict of row ``i``'s metadata."""
+        meta: dict[str, Any] = json.loads(self.metas[i])
+        return meta
+
+    def record(self, name: str, i: int) -> Record:
+        """The record row ``i`` was loaded from (without its vector: the view's matrix
+        holds it)."""
+        return Record(
+            collection=name,
+            id=self.ids[i],
+            text=self.record_text(i),
+            metadata=self.metadata(i),
+            version=self.version[i],
+            created_ms=self.created[i],
+            updated_ms=self.updated[i],
+            ts_ms=self.ts_ms[i],
+            seq=self.seq[i],
+        )
+
+    def kind_of(self, i: int) -> str:
+        return KINDS[self.kind[i]]
+
+    def role_of(self, i: int) -> str:
+        return self.roles.names[self.role[i]]
+
+    def session_of(self, i: int) -> str:
+        return self.sessions.names[self.session[i]]
+
+    def rows_of_kind(self, code: int) -> list[int]:
+        """The rows of candidates of kind ``KINDS[code]``, ascending."""
+        kinds = np.frombuffer(bytes(self.kind), dtype=np.uint8)
+        return [int(i) for i in np.flatnonzero(kinds == code).tolist()]
+
+    @property
+    def nbytes(self) -> int:
+        """An estimate of what the rows hold: the strings' characters, their objects, the
+        arrays and the view's maps over them (:data:`ROW_OVERHEAD` a row); O(1)."""
+        return self.chars + len(self.ids) * ROW_OVERHEAD
+
+
+#: Bytes per row beside the strings' characters: three string objects (about 50 bytes
+#: each), their list slots, 7 typed-array values and 3 byte flags, and the view's
+#: ``by_id`` and ``by_pos`` entries (about 100 bytes each).
+ROW_OVERHEAD = 3 * 58 + 7 * 8 + 3 + 2 * 100
+
+
+def _dumps(meta: Mapping[str, Any]) -> str:
+    return json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
