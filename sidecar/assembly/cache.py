@@ -40,6 +40,7 @@ from sidecar.assembly.view_rows import (
     ViewRows,
     candidate_of,
     lineage,
+    row_fields,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 from sidecar.engines import int8scan
@@ -214,14 +215,14 @@ class CollectionView:
                 self.bm25.remove(rid)
         shared = _shared_terms(self.bm25, twin)
         analyze = self.bm25.analyze
-        self.bm25.add_bulk(
-            (
-                (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
-                for rid, text in new.items()
-                if old.get(rid) != text
-            ),
-            twin.bm25 if twin is not None else None,
+        docs = (
+            (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
+            for rid, text in new.items()
+            if old.get(rid) != text
         )
+        # in parts: a part's term counts are held at once (the same index as one call)
+        while part := list(itertools.islice(docs, BM25_PART)):
+            self.bm25.add_bulk(part, twin.bm25 if twin is not None else None)
         del old, new
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.rows = rows
@@ -284,8 +285,8 @@ class CollectionView:
                 self.by_id[r.id] = i
                 self._mat[i] = _unit(r.vector, dims)
                 r.vector = None
-                c = candidate_of(self.name, r, self._mat[i])
-                rows.append(r, c)
+                c = row_fields(self.name, r)
+                rows.append(r, c, bool(np.any(self._mat[i])))
                 self.bm25.add(r.id, r.text)
             else:
                 replaced.append(i)
@@ -298,8 +299,8 @@ class CollectionView:
                 self._count_speaker(rows.texts[i], -1)
                 self._mat[i] = _unit(r.vector, dims)
                 r.vector = None
-                c = candidate_of(self.name, r, self._mat[i])
-                rows.rewrite(i, r, c)
+                c = row_fields(self.name, r)
+                rows.rewrite(i, r, c, bool(np.any(self._mat[i])))
                 self._made.pop(i, None)
             self._count_speaker(c.text, 1)
             if c.kind == "turn" and c.seq is not None:
@@ -527,6 +528,10 @@ def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> lis
     return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
+#: Documents a load hands the BM25 index at once: their term counts (a ``Counter`` each)
+#: and flat postings are held together while it sorts them.
+BM25_PART = 16_384
+
 #: Records read per page when a view is loaded: their vectors go into the matrix page by
 #: page, so a load never holds every record's vector twice (the store's rows and the
 #: matrix; 300 MB more peak memory at 100k records before it was paged).
@@ -560,7 +565,7 @@ def _load_rows(
             r.vector = None  # the matrix holds it
         nonzero: list[bool] = np.any(mat[a:b], axis=1).tolist()
         for k, r in enumerate(page):
-            rows.append(r, candidate_of(name, r, mat[a + k], nonzero[k]))
+            rows.append(r, row_fields(name, r), nonzero[k])
     return rows, mat
 
 
