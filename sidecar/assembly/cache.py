@@ -22,14 +22,17 @@ scope is ranked through the history's int8 scan. :func:`authored_nodes` and
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.assembly import view_terms
 from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
@@ -37,15 +40,20 @@ from sidecar.assembly.view_rows import (
     NONE,
     SUMMARY,
     TURN,
+    CandidateRows,
+    RecordRows,
     ViewRows,
     candidate_of,
     lineage,
     row_fields,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
+from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.shared_locks import is_shared
+from sidecar.store import lexical_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
 
@@ -98,6 +106,7 @@ class CollectionView:
     reloads: int = 0
     stamp: int = -1
     touched: list[str] = field(default_factory=list)
+    analyzed: int = 0  # texts the last full load analyzed (not saved, not a twin's copy)
     _mat: F32 | None = None  # capacity rows; the first len(rows) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _made: dict[int, Candidate] = field(default_factory=dict)  # candidates built, by row
@@ -109,6 +118,8 @@ class CollectionView:
     # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
+    _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
+    _saving: threading.Thread | None = None  # the save of the terms running
 
     @property
     def ids(self) -> list[str]:
@@ -177,10 +188,14 @@ class CollectionView:
         return self._graph
 
     def close(self) -> None:
-        """Stop and drop the in-process graph (the view is evicted or the daemon stops)."""
+        """Stop and drop the in-process graph and let a save of the terms finish (the
+        view is evicted or the daemon stops)."""
         if self._graph is not None:
             self._graph.close()
             self._graph = None
+        if self._saving is not None:
+            self._saving.join(SAVE_WAIT_S)
+            self._saving = None
 
     @property
     def matrix(self) -> F32 | None:
@@ -213,17 +228,17 @@ class CollectionView:
         for rid, text in old.items():
             if new.get(rid) != text:
                 self.bm25.remove(rid)
-        shared = _shared_terms(self.bm25, twin)
-        analyze = self.bm25.analyze
-        docs = (
-            (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
-            for rid, text in new.items()
-            if old.get(rid) != text
+        terms_dir = _terms_dir(store)
+        saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
+        self.analyzed = self._unsaved = view_terms.index_texts(
+            self.bm25,
+            (item for item in new.items() if old.get(item[0]) != item[1]),
+            saved,
+            twin.bm25 if twin is not None else None,
+            _twin_text(twin),
+            BM25_PART,
         )
-        # in parts: a part's term counts are held at once (the same index as one call)
-        while part := list(itertools.islice(docs, BM25_PART)):
-            self.bm25.add_bulk(part, twin.bm25 if twin is not None else None)
-        del old, new
+        del old, new, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.rows = rows
         self.by_id = {rid: i for i, rid in enumerate(rows.ids)}
@@ -247,7 +262,23 @@ class CollectionView:
         self.touched = []
         self._turns = None
         self._speakers = self._top_speakers = None
+        self._save_terms(store, state)
         return n
+
+    def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
+        """Save the BM25 terms beside the store (view_terms.py) when enough texts were
+        analyzed since the last save and no save of this view is running."""
+        terms_dir = _terms_dir(store)
+        if terms_dir is None or self._unsaved < max(SAVE_MIN_ANALYZED, len(self.rows) // 10):
+            return
+        if self._saving is not None and self._saving.is_alive():
+            return
+        rows = self.rows
+        texts = [rows.record_text(i) for i in range(len(rows))]
+        snap = view_terms.snapshot(self.name, state, self.bm25, rows.ids, texts)
+        if snap is not None:
+            self._saving = view_terms.save_in_background(terms_dir, snap)
+            self._unsaved = 0
 
     def catch_up(self, store: StoreBackend, state: CollectionState) -> int:
         """Bring in what was put or patched since :attr:`state` when nothing was removed
@@ -263,6 +294,7 @@ class CollectionView:
         if len(self.rows) < state.count:  # cannot happen without a removal: be safe
             return self.reload(store, state)
         self.state, self.stale = state, False
+        self._save_terms(store, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
@@ -288,6 +320,7 @@ class CollectionView:
                 c = row_fields(self.name, r)
                 rows.append(r, c, bool(np.any(self._mat[i])))
                 self.bm25.add(r.id, r.text)
+                self._unsaved += 1
             else:
                 replaced.append(i)
                 seq = rows.turn_seq[i]
@@ -296,6 +329,7 @@ class CollectionView:
                     del self.by_pos[pos]
                 if rows.record_text(i) != r.text:
                     self.bm25.add(r.id, r.text)  # replaces the earlier version
+                    self._unsaved += 1
                 self._count_speaker(rows.texts[i], -1)
                 self._mat[i] = _unit(r.vector, dims)
                 r.vector = None
@@ -499,23 +533,17 @@ class CollectionView:
         return self._turns
 
 
-def _shared_terms(
-    index: BM25Index, twin: CollectionView | None
-) -> Callable[[str, str], int | None]:
-    """A lookup of the slot of ``twin``'s BM25 index that holds an id with the same text
-    (None: analyze), when both indexes analyze alike: its terms are copied instead of
-    analyzed again (``BM25Index.add_bulk``)."""
-    if twin is None or not twin.bm25.analyzes_like(index):
-        return lambda _rid, _text: None
-    by_id, rows, bm25 = twin.by_id, twin.rows, twin.bm25
+def _twin_text(twin: CollectionView | None) -> Callable[[str], str | None]:
+    """The analyzed text of an id in ``twin`` (None: not there, or no twin)."""
+    if twin is None:
+        return lambda _rid: None
+    by_id, rows = twin.by_id, twin.rows
 
-    def lookup(rid: str, text: str) -> int | None:
+    def text(rid: str) -> str | None:
         j = by_id.get(rid)
-        if j is None or rows.record_text(j) != text:
-            return None
-        return bm25.slot(rid)
+        return None if j is None else rows.record_text(j)
 
-    return lookup
+    return text
 
 
 _STAMPS = itertools.count()
@@ -528,6 +556,10 @@ def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> lis
     return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
+#: How long closing a view waits for a save of its terms to finish (a file cut short is
+#: a temporary file, never a damaged one).
+SAVE_WAIT_S = 30.0
+
 #: Documents a load hands the BM25 index at once: their term counts (a ``Counter`` each)
 #: and flat postings are held together while it sorts them.
 BM25_PART = 16_384
@@ -536,6 +568,12 @@ BM25_PART = 16_384
 #: page, so a load never holds every record's vector twice (the store's rows and the
 #: matrix; 300 MB more peak memory at 100k records before it was paged).
 READ_PAGE = 2048
+
+
+def _terms_dir(store: StoreBackend) -> Path | None:
+    """Where the view's terms are saved: beside a store in a local directory that no
+    other daemon writes (SQLite); None: not saved."""
+    return None if is_shared(store) else lexical_files.local_dir(store)
 
 
 def _pages(records: Iterable[Record]) -> Iterator[list[Record]]:
@@ -567,62 +605,6 @@ def _load_rows(
         for k, r in enumerate(page):
             rows.append(r, row_fields(name, r), nonzero[k])
     return rows, mat
-
-
-class RecordRows(Sequence[Record]):
-    """A view's rows as the store's records (:meth:`ViewRows.record`, built per read)."""
-
-    __slots__ = ("_view",)
-
-    def __init__(self, view: CollectionView) -> None:
-        self._view = view
-
-    def __len__(self) -> int:
-        return len(self._view.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> Record: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Record]: ...
-    def __getitem__(self, i: int | slice) -> Record | list[Record]:
-        view = self._view
-        if isinstance(i, slice):
-            return [view.rows.record(view.name, j) for j in range(*i.indices(len(self)))]
-        return view.rows.record(view.name, _index(i, len(self)))
-
-
-class CandidateRows(Sequence[Candidate]):
-    """A view's rows as candidates (:meth:`CollectionView.candidate`: built on first use,
-    then the same object)."""
-
-    __slots__ = ("_view",)
-
-    def __init__(self, view: CollectionView) -> None:
-        self._view = view
-
-    def __len__(self) -> int:
-        return len(self._view.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> Candidate: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Candidate]: ...
-    def __getitem__(self, i: int | slice) -> Candidate | list[Candidate]:
-        view = self._view
-        if isinstance(i, slice):
-            return [view.candidate(j) for j in range(*i.indices(len(self)))]
-        return view.candidate(_index(i, len(self)))
-
-    def __iter__(self) -> Iterator[Candidate]:
-        view = self._view
-        return (view.candidate(j) for j in range(len(view.rows)))
-
-
-def _index(i: int, n: int) -> int:
-    j = i + n if i < 0 else i
-    if not 0 <= j < n:
-        raise IndexError(i)
-    return j
 
 
 def _capacity(rows: int) -> int:

@@ -23,8 +23,8 @@ included).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, overload
 
 import msgspec
 import numpy as np
@@ -308,3 +308,69 @@ ROW_OVERHEAD = 3 * 58 + 7 * 8 + 3 + 2 * 100
 # it decodes it encodes back to the same text (the store's JSON has no NaN or infinity)
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
+
+
+class RowsView(Protocol):
+    """What :class:`RecordRows` and :class:`CandidateRows` read of a view
+    (:class:`~sidecar.assembly.cache.CollectionView`)."""
+
+    name: str
+    rows: ViewRows
+
+    def candidate(self, i: int) -> Candidate: ...
+
+
+class RecordRows(Sequence[Record]):
+    """A view's rows as the store's records (:meth:`ViewRows.record`, built per read)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: RowsView) -> None:
+        self._view = view
+
+    def __len__(self) -> int:
+        return len(self._view.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        view = self._view
+        if isinstance(i, slice):
+            return [view.rows.record(view.name, j) for j in range(*i.indices(len(self)))]
+        return view.rows.record(view.name, _index(i, len(self)))
+
+
+class CandidateRows(Sequence[Candidate]):
+    """A view's rows as candidates (:meth:`CollectionView.candidate`: built on first use,
+    then the same object)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: RowsView) -> None:
+        self._view = view
+
+    def __len__(self) -> int:
+        return len(self._view.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Candidate]: ...
+    def __getitem__(self, i: int | slice) -> Candidate | list[Candidate]:
+        view = self._view
+        if isinstance(i, slice):
+            return [view.candidate(j) for j in range(*i.indices(len(self)))]
+        return view.candidate(_index(i, len(self)))
+
+    def __iter__(self) -> Iterator[Candidate]:
+        view = self._view
+        return (view.candidate(j) for j in range(len(view.rows)))
+
+
+def _index(i: int, n: int) -> int:
+    j = i + n if i < 0 else i
+    if not 0 <= j < n:
+        raise IndexError(i)
+    return j
