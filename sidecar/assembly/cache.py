@@ -37,6 +37,7 @@ from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.assembly.view_rows import (
+    KINDS,
     NONE,
     SUMMARY,
     TURN,
@@ -518,6 +519,32 @@ class CollectionView:
         if self._speakers[s] <= 0:
             del self._speakers[s]
         self._top_speakers = None
+
+    def rows_where(
+        self, role: str | None, kind: str | None, since: int | None, until: int | None
+    ) -> list[int]:
+        """The rows whose candidates pass ``search``'s filters (``plan.passes_filters``:
+        role and kind equal, time within ``since..until``, inclusive; a candidate without
+        a time fails a time filter), read from the arrays without building candidates."""
+        rows = self.rows
+        keep = np.ones(len(rows), dtype=bool)
+        if role is not None:
+            code = rows.roles.code.get(role)
+            if code is None:
+                return []
+            keep &= np.frombuffer(rows.role, dtype=np.uint32) == code
+        if kind is not None:
+            if kind not in KINDS:
+                return []
+            keep &= np.frombuffer(bytes(rows.kind), dtype=np.uint8) == KINDS.index(kind)
+        if since is not None or until is not None:
+            ts = np.frombuffer(rows.ts, dtype=np.int64)
+            keep &= ts != NONE
+            if since is not None:
+                keep &= ts >= since
+            if until is not None:
+                keep &= ts <= until
+        return [int(i) for i in np.flatnonzero(keep).tolist()]
 
     def session_turns(self) -> list[Candidate]:
         """The collection's turns in session order (cached until it changes)."""

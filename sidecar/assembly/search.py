@@ -96,7 +96,7 @@ def _rows(
     if not req.filtered:
         return list(dict.fromkeys(coll.dense_top(qvec, depth) + coll.lexical_top(lex_query, depth)))
     # filters can empty a top-k: take the whole collection's matches
-    idx = [i for i, c in enumerate(coll.cands) if req.passes(c)]
+    idx = coll.rows_where(req.role, req.kind, req.since, req.until)  # req.passes, on arrays
     if len(idx) > 4 * depth and qvec is not None and coll.matrix is not None:
         sims = coll.matrix[idx] @ qvec
         top = np.argsort(-sims, kind="stable")[:depth].tolist()

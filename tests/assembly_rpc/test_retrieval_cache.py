@@ -669,3 +669,25 @@ async def test_debug_dense_top_reports_the_views_ranking(tmp_path: Path) -> None
 async def test_debug_dense_top_is_not_served_without_debug_methods(h: Harness) -> None:
     reply = await h.reply("debug.denseTop", {"collection": C.turns(NS), "query": "x"})
     assert reply["error"]["code"] == -32601
+
+
+async def test_search_filters_read_the_rows_as_the_candidates_would(h: Harness) -> None:
+    # search's filters over a whole collection read the view's arrays (no candidate built
+    # per row); they pass the rows whose candidates pass plan.passes_filters
+    from sidecar.assembly.plan import passes_filters
+
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    view = h.coll(C.turns(NS))
+    ts = sorted(c.ts for c in view.cands if c.ts is not None)
+    mid = ts[len(ts) // 2]
+    for role, kind, since, until in [
+        ("user", None, None, None),
+        ("assistant", "turn", mid, None),
+        (None, "turn", None, mid),
+        (None, "summary", None, None),
+        ("nobody", None, None, None),
+        (None, None, mid, mid),
+    ]:
+        want = [i for i, c in enumerate(view.cands) if passes_filters(c, role, since, until, kind)]
+        assert view.rows_where(role, kind, since, until) == want
