@@ -24,10 +24,9 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,14 +38,19 @@ from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.assembly.view_rows import (
     KINDS,
     NONE,
+    READ_PAGE,
     SUMMARY,
     TURN,
     CandidateRows,
     RecordRows,
     ViewRows,
     candidate_of,
+    capacity,
     lineage,
+    load_rows,
+    pages,
     row_fields,
+    unit,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
@@ -219,10 +223,10 @@ class CollectionView:
         its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         dims = store.embed_dims
         if recs is None:  # paged: one page of records at a time, straight into the rows
-            pages = _pages(store.iter_records(self.name, include_vectors=True, batch=READ_PAGE))
-            rows, mat = _load_rows(self.name, pages, state.count, dims)
+            read = store.iter_records(self.name, include_vectors=True, batch=READ_PAGE)
+            rows, mat = load_rows(self.name, pages(read), state.count, dims)
         else:
-            rows, mat = _load_rows(self.name, [recs], len(recs), dims)
+            rows, mat = load_rows(self.name, [recs], len(recs), dims)
         before = self.rows
         old = {rid: before.record_text(i) for i, rid in enumerate(before.ids)}
         new = {rid: rows.record_text(i) for i, rid in enumerate(rows.ids)}
@@ -316,7 +320,7 @@ class CollectionView:
             if i is None:
                 i = len(rows)
                 self.by_id[r.id] = i
-                self._mat[i] = _unit(r.vector, dims)
+                self._mat[i] = unit(r.vector, dims)
                 r.vector = None
                 c = row_fields(self.name, r)
                 rows.append(r, c, bool(np.any(self._mat[i])))
@@ -332,8 +336,9 @@ class CollectionView:
                     self.bm25.add(r.id, r.text)  # replaces the earlier version
                     self._unsaved += 1
                 self._count_speaker(rows.texts[i], -1)
-                self._mat[i] = _unit(r.vector, dims)
+                self._mat[i] = unit(r.vector, dims)
                 r.vector = None
+                summaries = summaries or rows.kind[i] == SUMMARY  # one no longer may be
                 c = row_fields(self.name, r)
                 rows.rewrite(i, r, c, bool(np.any(self._mat[i])))
                 self._made.pop(i, None)
@@ -400,7 +405,7 @@ class CollectionView:
         views)."""
         assert self._mat is not None
         n = len(self.rows)
-        mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
+        mat = np.zeros((capacity(rows), dims), dtype=np.float32)
         mat[:n] = self._mat[:n]
         self._mat = mat
         self._made = {}
@@ -591,59 +596,8 @@ SAVE_WAIT_S = 30.0
 #: and flat postings are held together while it sorts them.
 BM25_PART = 16_384
 
-#: Records read per page when a view is loaded: their vectors go into the matrix page by
-#: page, so a load never holds every record's vector twice (the store's rows and the
-#: matrix; 300 MB more peak memory at 100k records before it was paged).
-READ_PAGE = 2048
-
 
 def _terms_dir(store: StoreBackend) -> Path | None:
     """Where the view's terms are saved: beside a store in a local directory that no
     other daemon writes (SQLite); None: not saved."""
     return None if is_shared(store) else lexical_files.local_dir(store)
-
-
-def _pages(records: Iterable[Record]) -> Iterator[list[Record]]:
-    """``records`` in lists of :data:`READ_PAGE`."""
-    it = iter(records)
-    while page := list(itertools.islice(it, READ_PAGE)):
-        yield page
-
-
-def _load_rows(
-    name: str, pages: Iterable[list[Record]], count: int, dims: int
-) -> tuple[ViewRows, F32]:
-    """The rows of ``name``'s records (in the order given, ``count`` expected) and the
-    matrix of their unit vectors, one page at a time: a page's records (with their
-    vectors and decoded metadata) are dropped once their rows are kept."""
-    mat = np.zeros((_capacity(count), dims), dtype=np.float32)
-    rows = ViewRows()
-    for page in pages:
-        a = len(rows)
-        b = a + len(page)
-        if b > mat.shape[0]:  # written since the state was read
-            bigger = np.zeros((_capacity(b), dims), dtype=np.float32)
-            bigger[:a] = mat[:a]
-            mat = bigger
-        for k, r in enumerate(page):
-            mat[a + k] = _unit(r.vector, dims)
-            r.vector = None  # the matrix holds it
-        nonzero: list[bool] = np.any(mat[a:b], axis=1).tolist()
-        for k, r in enumerate(page):
-            rows.append(r, row_fields(name, r), nonzero[k])
-    return rows, mat
-
-
-def _capacity(rows: int) -> int:
-    return max(16, rows + rows // 4)
-
-
-def _unit(vector: Any, dims: int) -> F32:
-    out = np.zeros(dims, dtype=np.float32)
-    if vector is not None:
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if v.shape[0] == dims:
-            n = float(np.linalg.norm(v))
-            if n > 1e-12:
-                out[:] = v / n
-    return out
