@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from sidecar.assembly.cache import CollectionView
 
 #: Estimated bytes of a built candidate kept by a view (the ``Candidate``, its decoded
-#: metadata dict and features), measured with tracemalloc on ``make bench-scale``'s
-#: generated memories: about 2.5 KB for a durable memory (25 metadata keys).
-CANDIDATE_BYTES = 2_500
+#: metadata dict and the tuples it holds), measured with tracemalloc on ``make
+#: bench-scale``'s generated memories, 20,000 candidates of each 100k view: 2.0 KB for a
+#: history record (13 metadata keys), 2.2 KB for a durable memory (25 keys).
+CANDIDATE_BYTES = 2_200
 #: Built candidates a view keeps between requests; past it they are dropped after a sync
 #: and built again on use (a request reads a few hundred rows of a large view).
 MADE_MAX = 20_000
