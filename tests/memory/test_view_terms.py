@@ -228,3 +228,25 @@ def test_kill_9_during_saves_leaves_a_store_that_opens_and_answers_the_same(
             assert not list(lexical_files.directory(tmp_path).glob("*.tmp"))
         finally:
             store.close()
+
+
+def test_the_scrub_after_a_forget_removes_the_file(tmp_path: Path) -> None:
+    # the path every forget and delete RPC takes before answering (AsyncStore)
+    import asyncio
+
+    from sidecar.store.aio import AsyncStore
+
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        _saved(_load(store))
+        path = lexical_files.path_of(tmp_path, COLL)
+        assert path.exists()
+        aio = AsyncStore(store)
+        asyncio.run(aio.scrub_after_forget())
+        assert path.exists()  # nothing removed from the collection: the file holds
+        store.delete(COLL, "r00042")
+        asyncio.run(aio.scrub_after_forget())
+        assert not path.exists()
+    finally:
+        store.close()
