@@ -691,3 +691,23 @@ async def test_search_filters_read_the_rows_as_the_candidates_would(h: Harness) 
     ]:
         want = [i for i, c in enumerate(view.cands) if passes_filters(c, role, since, until, kind)]
         assert view.rows_where(role, kind, since, until) == want
+
+
+async def test_a_view_builds_candidates_on_use_and_drops_them_past_its_bound(h: Harness) -> None:
+    # a view keeps its rows compactly and builds a row's candidate when it is read (the
+    # same object until the row changes); past view_budget.MADE_MAX the built ones are
+    # dropped after a sync, and built again equal
+    from sidecar.assembly.view_budget import CANDIDATE_BYTES, view_bytes
+
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    view = h.coll(C.turns(NS))
+    first = view.cands[0]
+    assert view.cands[0] is first and view.made >= 1
+    before = view_bytes(view)
+    assert not view.trim(view.made)  # within the bound: kept
+    assert view.trim(0) and view.made == 0
+    assert view_bytes(view) <= before - CANDIDATE_BYTES
+    again = view.cands[0]
+    assert again is not first and again == first and again.metadata == first.metadata
+    assert view.records[0].id == first.id and view.records[0].text == first.text
