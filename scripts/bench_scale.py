@@ -23,7 +23,10 @@ For each backend and each size N, side by side in one run on one machine:
   ``assemble p50 / embed p50`` is the figure the issue targets (<= 4x at 1M on
   PostgreSQL).
 * **First assemble** (the daemon reads every collection the call needs into its cache:
-  records, vectors, BM25), then the **graph build**: the wait until the in-process graphs
+  records, vectors, BM25) of the first daemon on the freshly seeded store, and again
+  **after a restart** (the daemon stopped and started on the same store, which then holds
+  what the first one saved beside it, such as the views' BM25 terms), with the peak
+  resident memory by then; then the **graph build**: the wait until the in-process graphs
   of the large views are built (``store.assemble_graph``; polled with ``debug.denseTop``,
   progress printed), so that the figures are the steady state. The daemon's **peak
   resident memory** (VmHWM at the end).
@@ -100,6 +103,10 @@ class Point:
     phases: dict[str, list[float]] = field(default_factory=dict)
     cold_s: float = 0.0  # the first assemble: the daemon reads the collections it needs
     rss_mb: float = 0.0  # the daemon's peak resident memory
+    # after a restart on the same store: the first assemble (with what the first daemon
+    # saved beside the store, e.g. the BM25 terms) and the peak resident memory by then
+    restart_s: float = 0.0
+    restart_rss_mb: float = 0.0
 
 
 def _store_flags(backend: str, location: str) -> dict[str, Any]:
@@ -309,18 +316,41 @@ def measure(backend: str, n: int, location: str, tmp: Path) -> Point:
     try:
         _drive(endpoint, proc.pid, point)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
+    proc, endpoint = _spawn(tmp, data_dir, _store_args(backend, location))
+    try:
+        _restart(endpoint, proc.pid, point)
+    finally:
+        _stop(proc)
     point.recall, point.view_recall, point.search_ms = _recall_in_child(
         data_dir, flags, point.view_ids
     )
     if backend == "sqlite":
         shutil.rmtree(data_dir, ignore_errors=True)
     return point
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _restart(endpoint: str, pid: int, point: Point) -> None:
+    """The first assemble of a daemon started again on the store the measured one used
+    (and stopped), and its peak resident memory after it."""
+    from libravdb_client import Client
+
+    with Client.connect(endpoint, timeout=900) as client:
+        BA._wait_idle(pid)
+        base = {"sessionId": BA.LIVE, "namespace": BA.NS, "tokenBudget": BA.TOKEN_BUDGET}
+        start = time.perf_counter()
+        client.call("assemble", {**base, "prompt": BA.prompts(1, seed=47)[0]})
+        point.restart_s = time.perf_counter() - start
+        point.restart_rss_mb = _peak_rss_mb(pid)
 
 
 def _growth(now: float, before: float | None) -> str:
@@ -332,9 +362,9 @@ def table(points: list[Point]) -> str:
         "| backend | memories (records) | store writes | index build | ingest RPC | "
         "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 (assemble) "
         "| store search recall@10 | search p50 | first assemble | graph build | "
-        "daemon peak RSS |"
+        "daemon peak RSS | first assemble after a restart (peak RSS) |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     prev: dict[str, Point] = {}
     for p in points:
         a50, a95, e50 = BA._pct(p.asm, 0.5), BA._pct(p.asm, 0.95), BA._pct(p.emb, 0.5)
@@ -348,7 +378,8 @@ def table(points: list[Point]) -> str:
             f"| {a50:.2f}{_growth(a50, last_a50)} / {a95:.2f} ms | {e50:.2f} ms "
             f"| {a50 / e50:.2f}x | {p.view_recall:.3f} ({p.view_modes.get(TURNS, '?')}) "
             f"| {p.recall:.3f} | {p.search_ms:.2f} ms "
-            f"| {p.cold_s:.1f} s | {p.graph_s:.0f} s | {p.rss_mb:,.0f} MB |"
+            f"| {p.cold_s:.1f} s | {p.graph_s:.0f} s | {p.rss_mb:,.0f} MB "
+            f"| {p.restart_s:.1f} s ({p.restart_rss_mb:,.0f} MB) |"
         )
         prev[p.backend] = p
     lines += ["", "| backend | memories | assemble daemon-side phases, p50 (ms) |", "|---|---|---|"]

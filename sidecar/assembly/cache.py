@@ -22,22 +22,47 @@ scope is ranked through the history's int8 scan. :func:`authored_nodes` and
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from sidecar.assembly import view_terms
 from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
+from sidecar.assembly.view_rows import (
+    KINDS,
+    NONE,
+    READ_PAGE,
+    SUMMARY,
+    TURN,
+    CandidateRows,
+    RecordRows,
+    ViewRows,
+    candidate_of,
+    capacity,
+    lineage,
+    load_rows,
+    pages,
+    row_fields,
+    unit,
+)
+from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
+
+if TYPE_CHECKING:
+    from sidecar.assembly.selection import HitFilter
+from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
-from sidecar.memory.core import layout as C
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
-from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.memory.core.shared_locks import is_shared
+from sidecar.store import lexical_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
 
@@ -49,42 +74,6 @@ TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebui
 #: scan is exact and cheap. (LoCoMo conversations are far below it: no recall figure of
 #: ``make eval`` depends on the index.)
 ANN_MIN_ROWS = 100_000
-
-_SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
-    (C.TURNS_PREFIX, "history", "turn"),
-    (C.USER_PREFIX, "durable", "memory"),
-    (C.DREAM_PREFIX, "dream", "dream"),
-    (C.SESSION_SUMMARY_PREFIX, "summary", "summary"),
-    (C.SESSION_RAW_PREFIX, "session", "turn"),
-    (C.ELEVATED_USER_PREFIX, "elevated", "guidance"),
-    (C.ELEVATED_SESSION_PREFIX, "elevated", "guidance"),
-    (C.AUTHORED_VARIANT, "authored", "authored"),
-    (C.GLOBAL, "global", "memory"),
-)
-
-
-def scope_of(collection: str) -> tuple[str, str]:
-    """``(scope, kind)`` of a collection's records."""
-    for prefix, scope, kind in _SCOPE_OF_PREFIX:
-        if collection.startswith(prefix):
-            return scope, kind
-    return "history", "memory"
-
-
-def _int(v: object) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return int(v)
-
-
-def _lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
-    block = meta.get("continuity_lineage")
-    return {**meta, **block} if isinstance(block, dict) else meta
-
-
-def _str(v: object) -> str:
-    return v if isinstance(v, str) else ""
 
 
 class SharedLexical(LexicalIndex):
@@ -98,9 +87,12 @@ class SharedLexical(LexicalIndex):
 class CollectionView:
     """The in-memory view of one collection.
 
-    Rows (``records``, ``cands``, the unit-vector ``matrix``) only ever grow at the end
-    between full reloads: an incremental :meth:`catch_up` appends new ids and rewrites
-    changed rows in place. ``state`` is the store's state of the collection read before the
+    Rows (``rows``: :class:`~sidecar.assembly.view_rows.ViewRows`, the unit-vector
+    ``matrix``) only ever grow at the end between full reloads: an incremental
+    :meth:`catch_up` appends new ids and rewrites changed rows in place. ``records`` and
+    ``cands`` read the rows as records and candidates; a row's candidate is built on first
+    use and kept (``_made``) until the row changes or :meth:`trim` drops the built ones
+    between requests. ``state`` is the store's state of the collection read before the
     view was last brought up to date (None: never loaded). ``gen`` counts every change,
     ``reloads`` the full reloads and ``stamp`` is unique per row layout (process-wide: a
     new layout, also of an evicted and re-created view, never repeats an old stamp);
@@ -115,23 +107,71 @@ class CollectionView:
     graph_params: GraphParams | None = None
     state: CollectionState | None = None
     stale: bool = True
-    records: list[Record] = field(default_factory=list)
+    rows: ViewRows = field(default_factory=ViewRows)
     by_id: dict[str, int] = field(default_factory=dict)
     bm25: BM25Index = field(default_factory=BM25Index)
-    cands: list[Candidate] = field(default_factory=list)
     by_pos: dict[tuple[str, int], int] = field(default_factory=dict)
     gen: int = 0
     reloads: int = 0
     stamp: int = -1
     touched: list[str] = field(default_factory=list)
-    _mat: F32 | None = None  # capacity rows; the first len(records) are live
+    analyzed: int = 0  # texts the last full load analyzed (not saved, not a twin's copy)
+    _mat: F32 | None = None  # capacity rows; the first len(rows) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
+    _made: dict[int, Candidate] = field(default_factory=dict)  # candidates built, by row
+    # summaries' covered turns with their parents' (resolved transitively), by row
+    _covered: dict[int, tuple[str, ...]] = field(default_factory=dict)
     _turns: list[Candidate] | None = None  # chronological turns, cached
     _speakers: Counter[str] | None = None  # speaker -> records, counted on first use
     _top_speakers: list[str] | None = None  # the most frequent of them, cached
     # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
+    _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
+    _saving: threading.Thread | None = None  # the save of the terms running
+
+    @property
+    def ids(self) -> list[str]:
+        """The records' ids, by row."""
+        return self.rows.ids
+
+    @property
+    def records(self) -> RecordRows:
+        """The rows as the store's records (each built when read; no vectors)."""
+        return RecordRows(self)
+
+    @property
+    def cands(self) -> CandidateRows:
+        """The rows as candidates (built on first use, then kept: the same object)."""
+        return CandidateRows(self)
+
+    @property
+    def made(self) -> int:
+        """How many rows' candidates are built and kept."""
+        return len(self._made)
+
+    def candidate(self, i: int) -> Candidate:
+        """Row ``i``'s candidate (the same object until the row changes or :meth:`trim`)."""
+        c = self._made.get(i)
+        if c is None:
+            c = self._made[i] = self._make(i)
+        return c
+
+    def _make(self, i: int, resolved: bool = True) -> Candidate:
+        assert self._mat is not None  # rows exist only in a loaded view
+        rec = self.rows.record(self.name, i)
+        c = candidate_of(self.name, rec, self._mat[i], bool(self.rows.has_vector[i]))
+        covered = self._covered.get(i) if resolved else None
+        return c if covered is None else replace(c, turn_ids=covered)
+
+    def trim(self, keep: int) -> bool:
+        """Drop the built candidates when more than ``keep`` are kept (between requests:
+        a request's candidates must stay the view's own while it runs); True if dropped."""
+        if len(self._made) <= keep:
+            return False
+        self._made = {}
+        self._turns = None
+        return True
 
     @property
     def ann(self) -> bool:
@@ -157,15 +197,19 @@ class CollectionView:
         return self._graph
 
     def close(self) -> None:
-        """Stop and drop the in-process graph (the view is evicted or the daemon stops)."""
+        """Stop and drop the in-process graph and let a save of the terms finish (the
+        view is evicted or the daemon stops)."""
         if self._graph is not None:
             self._graph.close()
             self._graph = None
+        if self._saving is not None:
+            self._saving.join(SAVE_WAIT_S)
+            self._saving = None
 
     @property
     def matrix(self) -> F32 | None:
         """Unit rows, one per record (zero rows for vectorless records)."""
-        return None if self._mat is None else self._mat[: len(self.records)]
+        return None if self._mat is None else self._mat[: len(self.rows)]
 
     # ---- loading -----------------------------------------------------------------------
 
@@ -182,42 +226,43 @@ class CollectionView:
         texts with many of these (the history beside the durable memories): a record with
         its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         dims = store.embed_dims
-        if recs is None:  # paged: one page of vectors at a time, straight into the matrix
-            recs, mat = _read_rows(store, self.name, state.count)
+        if recs is None:  # paged: one page of records at a time, straight into the rows
+            read = store.iter_records(self.name, include_vectors=True, batch=READ_PAGE)
+            rows, mat = load_rows(self.name, pages(read), state.count, dims)
         else:
-            mat = np.zeros((_capacity(len(recs)), dims), dtype=np.float32)
-            for i, r in enumerate(recs):
-                mat[i] = _unit(r.vector, dims)
-                r.vector = None  # the matrix holds it (half the memory of a large view)
-        old = {r.id: r.text for r in self.records}
-        new = {r.id: r.text for r in recs}
+            rows, mat = load_rows(self.name, [recs], len(recs), dims)
+        before = self.rows
+        old = {rid: before.record_text(i) for i, rid in enumerate(before.ids)}
+        new = {rid: rows.record_text(i) for i, rid in enumerate(rows.ids)}
         for rid, text in old.items():
             if new.get(rid) != text:
                 self.bm25.remove(rid)
-        shared = _shared_terms(self.bm25, twin)
-        analyze = self.bm25.analyze
-        self.bm25.add_bulk(
-            (
-                (rid, slot if (slot := shared(rid, text)) is not None else Counter(analyze(text)))
-                for rid, text in new.items()
-                if old.get(rid) != text
-            ),
+        terms_dir = _terms_dir(store)
+        saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
+        self.analyzed = self._unsaved = view_terms.index_texts(
+            self.bm25,
+            (item for item in new.items() if old.get(item[0]) != item[1]),
+            saved,
             twin.bm25 if twin is not None else None,
+            _twin_text(twin),
+            BM25_PART,
         )
+        del old, new, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
-        self.records = recs
-        self.by_id = {r.id: i for i, r in enumerate(recs)}
+        self.rows = rows
+        self.by_id = {rid: i for i, rid in enumerate(rows.ids)}
+        self._made = {}
         self._mat = mat
-        self._ann = store if len(recs) >= self.ann_min_rows else None
+        n = len(rows)
+        self._ann = store if n >= self.ann_min_rows else None
         self._restart_graph(dims)
         self._shadow = None
         self._sync_shadow(0)
-        nonzero: list[bool] = np.any(mat[: len(recs)], axis=1).tolist()
-        self.cands = [self._candidate(r, mat[i], nonzero[i]) for i, r in enumerate(recs)]
         self.by_pos = {}
-        for i, c in enumerate(self.cands):
-            if c.kind == "turn" and c.seq is not None:
-                self.by_pos[(c.session_id, c.seq)] = i
+        seqs, session, names = rows.turn_seq, rows.session, rows.sessions.names
+        for i in rows.rows_of_kind(TURN):
+            if (s := seqs[i]) != NONE:
+                self.by_pos[(names[session[i]], s)] = i
         self._resolve_summaries()
         self.state, self.stale = state, False
         self.gen += 1
@@ -226,7 +271,23 @@ class CollectionView:
         self.touched = []
         self._turns = None
         self._speakers = self._top_speakers = None
-        return len(recs)
+        self._save_terms(store, state)
+        return n
+
+    def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
+        """Save the BM25 terms beside the store (view_terms.py) when enough texts were
+        analyzed since the last save and no save of this view is running."""
+        terms_dir = _terms_dir(store)
+        if terms_dir is None or self._unsaved < max(SAVE_MIN_ANALYZED, len(self.rows) // 10):
+            return
+        if self._saving is not None and self._saving.is_alive():
+            return
+        rows = self.rows
+        texts = [rows.record_text(i) for i in range(len(rows))]
+        snap = view_terms.snapshot(self.name, state, self.bm25, rows.ids, texts)
+        if snap is not None:
+            self._saving = view_terms.save_in_background(terms_dir, snap)
+            self._unsaved = 0
 
     def catch_up(self, store: StoreBackend, state: CollectionState) -> int:
         """Bring in what was put or patched since :attr:`state` when nothing was removed
@@ -239,9 +300,10 @@ class CollectionView:
         assert self.state is not None and self._mat is not None  # loaded: reload set both
         recs = store.changed_since(self.name, self.state.max_seq, include_vectors=True)
         self._upsert(store, recs)
-        if len(self.records) < state.count:  # cannot happen without a removal: be safe
+        if len(self.rows) < state.count:  # cannot happen without a removal: be safe
             return self.reload(store, state)
         self.state, self.stale = state, False
+        self._save_terms(store, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
@@ -251,7 +313,8 @@ class CollectionView:
             return
         added = sum(1 for r in recs if r.id not in self.by_id)
         dims = store.embed_dims
-        n = len(self.records)
+        rows = self.rows
+        n = len(rows)
         if n + added > self._mat.shape[0]:
             self._grow(n + added, dims)
         summaries = False
@@ -259,39 +322,41 @@ class CollectionView:
         for r in recs:
             i = self.by_id.get(r.id)
             if i is None:
-                i = len(self.records)
-                self.records.append(r)
+                i = len(rows)
                 self.by_id[r.id] = i
-                self._mat[i] = _unit(r.vector, dims)
+                self._mat[i] = unit(r.vector, dims)
                 r.vector = None
-                self.cands.append(self._candidate(r, self._mat[i]))
+                c = row_fields(self.name, r)
+                rows.append(r, c, bool(np.any(self._mat[i])))
                 self.bm25.add(r.id, r.text)
-                self._count_speaker(self.cands[i], 1)
+                self._unsaved += 1
             else:
                 replaced.append(i)
-                old = self.cands[i]
-                pos = (old.session_id, old.seq) if old.seq is not None else None
-                if old.kind == "turn" and pos is not None and self.by_pos.get(pos) == i:
+                seq = rows.turn_seq[i]
+                pos = (rows.session_of(i), seq) if seq != NONE else None
+                if rows.kind[i] == TURN and pos is not None and self.by_pos.get(pos) == i:
                     del self.by_pos[pos]
-                if self.records[i].text != r.text:
+                if rows.record_text(i) != r.text:
                     self.bm25.add(r.id, r.text)  # replaces the earlier version
-                self.records[i] = r
-                self._mat[i] = _unit(r.vector, dims)
+                    self._unsaved += 1
+                self._count_speaker(rows.texts[i], -1)
+                self._mat[i] = unit(r.vector, dims)
                 r.vector = None
-                self._count_speaker(old, -1)
-                self.cands[i] = self._candidate(r, self._mat[i])
-                self._count_speaker(self.cands[i], 1)
-            c = self.cands[i]
+                summaries = summaries or rows.kind[i] == SUMMARY  # one no longer may be
+                c = row_fields(self.name, r)
+                rows.rewrite(i, r, c, bool(np.any(self._mat[i])))
+                self._made.pop(i, None)
+            self._count_speaker(c.text, 1)
             if c.kind == "turn" and c.seq is not None:
-                self.by_pos[(c.session_id, c.seq)] = i
+                self.by_pos[(rows.session_of(i), c.seq)] = i
             summaries = summaries or c.kind == "summary"
         if summaries:
             self._resolve_summaries()
-        if self._ann is None and len(self.records) >= self.ann_min_rows:
+        if self._ann is None and len(rows) >= self.ann_min_rows:
             self._ann = store
             self._restart_graph(dims)
         elif self._graph is not None:
-            self._graph.note(itertools.chain(replaced, range(n, len(self.records))))
+            self._graph.note(itertools.chain(replaced, range(n, len(rows))))
         self._sync_shadow(n, replaced)
         self.gen += 1
         self.touched.extend(r.id for r in recs)
@@ -308,8 +373,9 @@ class CollectionView:
         Returns how many rows were (re)loaded."""
         assert self._mat is not None  # only a loaded view is refreshed
         listed = store.list_records(self.name)
-        cached = {r.id: r for r in self.records}
-        changed = [r.id for r in listed if (c := cached.get(r.id)) is None or c.seq != r.seq]
+        rows = self.rows
+        cached = dict(zip(rows.ids, rows.seq, strict=True))
+        changed = [r.id for r in listed if (s := cached.get(r.id)) is None or s != r.seq]
         if len(listed) - sum(1 for i in changed if i not in cached) == len(cached):
             # nothing removed after all (re-created at the same records, or listed late)
             self._upsert(store, store.get_many(self.name, changed, include_vectors=True))
@@ -321,8 +387,11 @@ class CollectionView:
         redo = set(changed)
         recs: list[Record] = []
         for r in listed:
-            if r.id not in redo:  # its vector is the cached row (the records drop theirs)
-                recs.append(replace(cached[r.id], vector=self._mat[self.by_id[r.id]].copy()))
+            if r.id not in redo:  # its vector is the cached row (the rows keep none)
+                j = self.by_id[r.id]
+                rec = rows.record(self.name, j)
+                rec.vector = self._mat[j].copy()
+                recs.append(rec)
             elif r.id in fresh:  # else deleted since it was listed
                 recs.append(fresh[r.id])
         return self.reload(store, state, recs)
@@ -333,87 +402,56 @@ class CollectionView:
         self.close()
         if self._ann is not None and self.graph_params is not None and self._mat is not None:
             self._graph = ViewGraph(self.name, dims, self.graph_params)
-            self._graph.start(self._mat, len(self.records))
+            self._graph.start(self._mat, len(self.rows))
 
     def _grow(self, rows: int, dims: int) -> None:
-        """A larger matrix; candidates are re-pointed at its rows (no stale views)."""
+        """A larger matrix; the candidates built over the old one are dropped (no stale
+        views)."""
         assert self._mat is not None
-        n = len(self.records)
-        mat = np.zeros((_capacity(rows), dims), dtype=np.float32)
+        n = len(self.rows)
+        mat = np.zeros((capacity(rows), dims), dtype=np.float32)
         mat[:n] = self._mat[:n]
         self._mat = mat
-        self.cands = [
-            c if c.vector is None else replace(c, vector=mat[i]) for i, c in enumerate(self.cands)
-        ]
-
-    def _candidate(self, r: Record, vec: F32, has_vector: bool | None = None) -> Candidate:
-        """The candidate of a record whose unit vector is ``vec`` (``has_vector``: whether
-        it is not all zeros, when the caller knows)."""
-        scope, kind = scope_of(self.name)
-        meta = r.metadata
-        if meta.get("type") == C.TYPE_SUMMARY:
-            kind = "summary"
-        sid = _str(meta.get("sessionId")) or (C.session_id_of(self.name) or "")
-        src = _str(meta.get("source_turn_id"))
-        if kind == "turn":
-            turn_ids: tuple[str, ...] = (src or r.id,)
-        elif kind == "summary":
-            # The lineage block holds the covered turns (the top level keeps the reference's
-            # summary shape); parents are resolved transitively in _resolve_summaries.
-            lineage = _lineage(meta)
-            turn_ids = tuple(x for x in lineage.get("source_turn_ids", ()) if isinstance(x, str))
-        else:
-            turn_ids = (src,) if src else ()
-        # A summary's time is the latest event it covers, not when it was compacted.
-        ts = _int(meta.get("source_ts_max")) if kind == "summary" else None
-        ts = ts if ts is not None else _int(meta.get("ts"))
-        text = r.text or _str(meta.get("text"))
-        return Candidate(
-            kind=kind,
-            collection=self.name,
-            id=r.id,
-            text=text,
-            scope=scope,
-            turn_ids=turn_ids,
-            session_id=sid,
-            role=_str(meta.get("role")),
-            ts=ts if ts is not None else (r.ts_ms or None),
-            seq=_int(meta.get("seq")),
-            vector=vec if (bool(np.any(vec)) if has_vector is None else has_vector) else None,
-            tokens=estimate_tokens(text),
-            metadata=meta,
-        )
+        self._made = {}
 
     def _resolve_summaries(self) -> None:
         """Condensed summaries cover the turns of their parent summaries (transitively)."""
-        if not any(c.kind == "summary" for c in self.cands):
+        self._covered = {}
+        summaries = self.rows.rows_of_kind(SUMMARY)
+        if not summaries:
             return
+        base: dict[int, Candidate] = {}
         memo: dict[str, tuple[str, ...]] = {}
 
+        def own(i: int) -> Candidate:
+            if i not in base:
+                base[i] = self._make(i, resolved=False)
+            return base[i]
+
         def covered(i: int, depth: int = 0) -> tuple[str, ...]:
-            c = self.cands[i]
+            c = own(i)
             if c.id in memo:
                 return memo[c.id]
             ids = list(c.turn_ids)
             if depth < 16:
-                for p in _lineage(c.metadata).get("parent_summary_ids", ()) or ():
+                for p in lineage(c.metadata).get("parent_summary_ids", ()) or ():
                     j = self.by_id.get(p) if isinstance(p, str) else None
                     if j is not None:
                         ids.extend(covered(j, depth + 1))
             memo[c.id] = tuple(dict.fromkeys(ids))
             return memo[c.id]
 
-        for i, c in enumerate(self.cands):
-            if c.kind == "summary":
-                t = covered(i)
-                if t != c.turn_ids:
-                    self.cands[i] = replace(c, turn_ids=t)
+        for i in summaries:
+            t = covered(i)
+            if t != own(i).turn_ids:
+                self._covered[i] = t
+            self._made.pop(i, None)
 
     def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
         """Bring the int8 shadow in step after rows ``first_new..`` were appended and
         ``replaced`` rewritten; create it when the collection reaches
         :data:`~sidecar.engines.int8scan.MIN_ROWS` rows."""
-        mat, n = self._mat, len(self.records)
+        mat, n = self._mat, len(self.rows)
         if mat is None or n < int8scan.MIN_ROWS or self._ann is not None:  # no scan
             self._shadow = None
             return
@@ -431,7 +469,7 @@ class CollectionView:
         """The query against every row (exact top-k; int8-prefiltered when large); None
         for a collection ranked by the store's ANN index (:attr:`ann`)."""
         mat = self.matrix
-        if qvec is None or mat is None or not len(self.records) or self._ann is not None:
+        if qvec is None or mat is None or not len(self.rows) or self._ann is not None:
             return None
         return Scan(mat, qvec, self._shadow)
 
@@ -471,53 +509,76 @@ class CollectionView:
             for d in (-1, 1):
                 j = self.by_pos.get((c.session_id, c.seq + d))
                 if j is not None:
-                    out.append(self.cands[j])
+                    out.append(self.candidate(j))
         return out
 
     def speakers(self, limit: int) -> list[str]:
         """The ``limit`` most frequent speakers whose label starts a record's text
         (:func:`text_label`), counted on first use and kept up to date by :meth:`catch_up`."""
         if self._speakers is None:
-            self._speakers = Counter(s for c in self.cands if (s := text_label(c.text)))
+            self._speakers = Counter(s for t in self.rows.texts if (s := text_label(t)))
         if self._top_speakers is None or len(self._top_speakers) < min(limit, len(self._speakers)):
             self._top_speakers = [s for s, _ in self._speakers.most_common(limit)]
         return self._top_speakers[:limit]
 
-    def _count_speaker(self, c: Candidate, step: int) -> None:
-        if self._speakers is None or not (s := text_label(c.text)):
+    def _count_speaker(self, text: str, step: int) -> None:
+        if self._speakers is None or not (s := text_label(text)):
             return
         self._speakers[s] += step
         if self._speakers[s] <= 0:
             del self._speakers[s]
         self._top_speakers = None
 
+    def rows_where(self, filters: HitFilter) -> list[int]:
+        """The rows whose candidates pass ``search``'s filters (:meth:`HitFilter.passes`:
+        role and kind equal, time within ``since..until``, inclusive; a candidate without
+        a time fails a time filter), read from the arrays without building candidates."""
+        role, kind, since, until = filters.role, filters.kind, filters.since, filters.until
+        rows = self.rows
+        keep = np.ones(len(rows), dtype=bool)
+        if role is not None:
+            code = rows.roles.code.get(role)
+            if code is None:
+                return []
+            keep &= np.frombuffer(rows.role, dtype=np.uint32) == code
+        if kind is not None:
+            if kind not in KINDS:
+                return []
+            keep &= np.frombuffer(bytes(rows.kind), dtype=np.uint8) == KINDS.index(kind)
+        if since is not None or until is not None:
+            ts = np.frombuffer(rows.ts, dtype=np.int64)
+            keep &= ts != NONE
+            if since is not None:
+                keep &= ts >= since
+            if until is not None:
+                keep &= ts <= until
+        return [int(i) for i in np.flatnonzero(keep).tolist()]
+
     def session_turns(self) -> list[Candidate]:
         """The collection's turns in session order (cached until it changes)."""
         if self._turns is None:
-            self._turns = sorted(
-                (c for c in self.cands if c.kind == "turn"),
-                key=lambda c: (c.seq if c.seq is not None else 0, c.ts or 0),
-            )
+            rows = self.rows
+            seqs, times = rows.turn_seq, rows.ts
+
+            def order(i: int) -> tuple[int, int]:
+                seq, ts = seqs[i], times[i]
+                return (0 if seq == NONE else seq, 0 if ts == NONE else ts)
+
+            self._turns = [self.candidate(i) for i in sorted(rows.rows_of_kind(TURN), key=order)]
         return self._turns
 
 
-def _shared_terms(
-    index: BM25Index, twin: CollectionView | None
-) -> Callable[[str, str], int | None]:
-    """A lookup of the slot of ``twin``'s BM25 index that holds an id with the same text
-    (None: analyze), when both indexes analyze alike: its terms are copied instead of
-    analyzed again (``BM25Index.add_bulk``)."""
-    if twin is None or not twin.bm25.analyzes_like(index):
-        return lambda _rid, _text: None
-    by_id, records, bm25 = twin.by_id, twin.records, twin.bm25
+def _twin_text(twin: CollectionView | None) -> Callable[[str], str | None]:
+    """The analyzed text of an id in ``twin`` (None: not there, or no twin)."""
+    if twin is None:
+        return lambda _rid: None
+    by_id, rows = twin.by_id, twin.rows
 
-    def lookup(rid: str, text: str) -> int | None:
+    def text(rid: str) -> str | None:
         j = by_id.get(rid)
-        if j is None or records[j].text != text:
-            return None
-        return bm25.slot(rid)
+        return None if j is None else rows.record_text(j)
 
-    return lookup
+    return text
 
 
 _STAMPS = itertools.count()
@@ -530,40 +591,16 @@ def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> lis
     return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
-#: Records read per page when a view is loaded: their vectors go into the matrix page by
-#: page, so a load never holds every record's vector twice (the store's rows and the
-#: matrix; 300 MB more peak memory at 100k records before it was paged).
-READ_PAGE = 2048
+#: How long closing a view waits for a save of its terms to finish (a file cut short is
+#: a temporary file, never a damaged one).
+SAVE_WAIT_S = 30.0
+
+#: Documents a load hands the BM25 index at once: their term counts (a ``Counter`` each)
+#: and flat postings are held together while it sorts them.
+BM25_PART = 16_384
 
 
-def _read_rows(store: StoreBackend, name: str, count: int) -> tuple[list[Record], F32]:
-    """Every record of ``name`` (in id order, as ``list_records``) and the matrix of their
-    unit vectors (the records keep none), read page by page."""
-    dims = store.embed_dims
-    mat = np.zeros((_capacity(count), dims), dtype=np.float32)
-    recs: list[Record] = []
-    for r in store.iter_records(name, include_vectors=True, batch=READ_PAGE):
-        i = len(recs)
-        if i >= mat.shape[0]:  # written since the state was read
-            bigger = np.zeros((_capacity(i + 1), dims), dtype=np.float32)
-            bigger[:i] = mat[:i]
-            mat = bigger
-        mat[i] = _unit(r.vector, dims)
-        r.vector = None  # the matrix holds it (half the memory of a large view)
-        recs.append(r)
-    return recs, mat
-
-
-def _capacity(rows: int) -> int:
-    return max(16, rows + rows // 4)
-
-
-def _unit(vector: Any, dims: int) -> F32:
-    out = np.zeros(dims, dtype=np.float32)
-    if vector is not None:
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if v.shape[0] == dims:
-            n = float(np.linalg.norm(v))
-            if n > 1e-12:
-                out[:] = v / n
-    return out
+def _terms_dir(store: StoreBackend) -> Path | None:
+    """Where the view's terms are saved: beside a store in a local directory that no
+    other daemon writes (SQLite); None: not saved."""
+    return None if is_shared(store) else lexical_files.local_dir(store)

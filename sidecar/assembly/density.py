@@ -41,8 +41,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.candidates import Candidate, text_label
-from sidecar.assembly.duplicates import duplicate_key
+from sidecar.assembly.candidates import text_label
+from sidecar.assembly.duplicates import text_key
+from sidecar.assembly.view_rows import TURN, ViewRows
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -73,7 +74,9 @@ class View(Protocol):
     stamp: int
     touched: list[str]
     by_id: dict[str, int]
-    cands: list[Candidate]
+
+    @property
+    def rows(self) -> ViewRows: ...
 
     @property
     def matrix(self) -> F32 | None: ...
@@ -115,7 +118,8 @@ class Density:
         mat = view.matrix
         if mat is None:
             return
-        cands = view.cands
+        rows = view.rows
+        texts = rows.texts
         if self.key is None or self.key[0] != view.stamp or len(view.touched) < self.seen:
             self.seen = 0
         ids = view.touched[self.seen :]
@@ -124,11 +128,11 @@ class Density:
         self.update(
             view.stamp,
             mat,
-            lambda i: text_label(cands[i].text),
-            lambda i: cands[i].kind == "turn" and cands[i].role == "user",
+            lambda i: text_label(texts[i]),
+            lambda i: rows.kind[i] == TURN and rows.role_of(i) == "user",
             label_vecs,
             changed,
-            lambda i: duplicate_key(cands[i]),
+            lambda i: text_key(rows.role_of(i), texts[i]),  # duplicate_key of its candidate
         )
 
     # ---- maintenance ---------------------------------------------------------------

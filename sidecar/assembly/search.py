@@ -94,7 +94,7 @@ def _rows(
     if not filters.active:
         return list(dict.fromkeys(coll.dense_top(qvec, depth) + coll.lexical_top(lex_query, depth)))
     # filters can empty a top-k: take the whole collection's matches
-    idx = [i for i, c in enumerate(coll.cands) if filters.passes(c)]
+    idx = coll.rows_where(filters)  # filters.passes, read from the arrays
     if len(idx) > 4 * depth and qvec is not None and coll.matrix is not None:
         sims = coll.matrix[idx] @ qvec
         top = np.argsort(-sims, kind="stable")[:depth].tolist()

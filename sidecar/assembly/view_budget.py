@@ -19,26 +19,29 @@ from dataclasses import dataclass
 
 from sidecar.assembly.cache import CollectionView
 
-#: Estimated bytes of Python objects per cached record beside its arrays: the store's
-#: ``Record`` with its decoded metadata, the ``Candidate``, the id maps of the view and of
-#: its BM25 index. Measured with tracemalloc on ``make bench-scale``'s generated memories
-#: (ingest's metadata, 25 keys for a durable memory, 13 for a history record): 3.4 KB a
-#: record on average over the two.
-RECORD_BYTES = 3_400
+#: Estimated bytes of a built candidate kept by a view (the ``Candidate``, its decoded
+#: metadata dict and the tuples it holds), measured with tracemalloc on ``make
+#: bench-scale``'s generated memories, 20,000 candidates of each 100k view: 2.0 KB for a
+#: history record (13 metadata keys), 2.2 KB for a durable memory (25 keys).
+CANDIDATE_BYTES = 2_200
+#: Built candidates a view keeps between requests; past it they are dropped after a sync
+#: and built again on use (a request reads a few hundred rows of a large view).
+MADE_MAX = 20_000
 #: Default budget: room for one namespace of about 100k memories (its raw history and
 #: durable views) beside a few small ones, on a laptop.
 DEFAULT_MAX_BYTES = 1 << 30
 
 
 def view_bytes(view: CollectionView) -> int:
-    """An estimate of what ``view`` holds in memory (arrays exactly, objects by
-    :data:`RECORD_BYTES` a record); O(1)."""
-    n = len(view.records)
+    """An estimate of what ``view`` holds in memory (arrays exactly, the rows' strings by
+    their length, built candidates by :data:`CANDIDATE_BYTES`); O(1)."""
+    n = len(view.rows)
     mat = view.matrix
     dims = 0 if mat is None else int(mat.shape[1])
     vectors = n * dims * 4  # the float32 rows (the spare capacity is never touched)
     shadow = n * (dims + 8) if view.scan_shadow else 0  # the int8 copy, scale and offset
-    return vectors + shadow + view.bm25.nbytes + n * RECORD_BYTES
+    made = view.made * CANDIDATE_BYTES
+    return vectors + shadow + view.bm25.nbytes + view.rows.nbytes + made
 
 
 @dataclass
@@ -62,7 +65,11 @@ def evict(
 ) -> list[str]:
     """Drop the least recently used ``views`` (first in order) while there are more than
     ``max_views`` or their estimated size is over ``figures.max_bytes``, never one of
-    ``keep``; closes them, updates ``figures`` and returns the names dropped."""
+    ``keep``; closes them, updates ``figures`` and returns the names dropped. Runs between
+    requests (after a sync), so it also drops the built candidates of views that keep
+    more than :data:`MADE_MAX` (:meth:`CollectionView.trim`)."""
+    for v in views.values():
+        v.trim(MADE_MAX)
     sizes = {name: view_bytes(v) for name, v in views.items()}
     total = sum(sizes.values())
     dropped: list[str] = []

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly.cache import CollectionView, _int, _str
+from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.selection import AuthoredNode
+from sidecar.assembly.view_rows import as_int as _int
+from sidecar.assembly.view_rows import as_str as _str
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.tokens import message_text
 from sidecar.store.types import Record
@@ -33,7 +35,7 @@ class Twins:
         self.rest = np.zeros(0, dtype=np.int64)
 
     def update(self, user: CollectionView, turns: CollectionView) -> npt.NDArray[np.int64]:
-        n = len(user.records)
+        n = len(user.rows)
         if self.stamps != (user.stamp, turns.stamp):
             self.rows = np.full(n, -1, dtype=np.int64)
             redo: Iterable[int] = range(n)
@@ -51,7 +53,7 @@ class Twins:
             assert umat is not None and tmat is not None
             by_id = turns.by_id
             cand = np.fromiter(
-                (by_id.get(user.records[i].id, -1) for i in redo.tolist()),
+                (by_id.get(user.ids[i], -1) for i in redo.tolist()),
                 dtype=np.int64,
                 count=redo.size,
             )

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from sidecar.store import lexical_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import SessionLease, StoreBackend
 from sidecar.store.types import (
@@ -183,8 +184,11 @@ class AsyncStore:
         the deleted vectors leave the graph files at their next save, which this
         requests (``StoreBackend.scrub_deleted``). Costs nothing when nothing was
         deleted; waits for readers of older snapshots at most a few seconds, in a thread
-        outside the read pool (whose reads are what it may wait for)."""
-        return await asyncio.to_thread(self.store.scrub_deleted)
+        outside the read pool (whose reads are what it may wait for). The saved BM25
+        terms of collections records left are removed too (``lexical_files.scrub_store``)."""
+        report = await asyncio.to_thread(self.store.scrub_deleted)
+        await asyncio.to_thread(lexical_files.scrub_store, self.store)
+        return report
 
     def count(self, collection: str) -> int:
         return self.store.count(collection)

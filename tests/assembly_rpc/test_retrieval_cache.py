@@ -498,8 +498,10 @@ async def test_loaded_caches_are_frozen_out_of_the_collector(h: Harness) -> None
         await h.ask("tennis balls")
         assert h.retrieval.heap.freezes >= 1
         tracked = {id(o) for o in gc.get_objects()}
-        cand = h.coll(C.turns(NS)).cands[0]
-        assert gc.is_tracked(cand) and id(cand) not in tracked
+        # the rows' containers (their strings and arrays are never tracked); candidates
+        # are built on use, a bounded number (view_budget.MADE_MAX)
+        texts = h.coll(C.turns(NS)).rows.texts
+        assert gc.is_tracked(texts) and id(texts) not in tracked
     finally:
         gc.unfreeze()
 
@@ -667,3 +669,46 @@ async def test_debug_dense_top_reports_the_views_ranking(tmp_path: Path) -> None
 async def test_debug_dense_top_is_not_served_without_debug_methods(h: Harness) -> None:
     reply = await h.reply("debug.denseTop", {"collection": C.turns(NS), "query": "x"})
     assert reply["error"]["code"] == -32601
+
+
+async def test_search_filters_read_the_rows_as_the_candidates_would(h: Harness) -> None:
+    # search's filters over a whole collection read the view's arrays (no candidate built
+    # per row); they pass the rows whose candidates pass HitFilter.passes
+    from sidecar.assembly.selection import HitFilter
+
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    view = h.coll(C.turns(NS))
+    ts = sorted(c.ts for c in view.cands if c.ts is not None)
+    mid = ts[len(ts) // 2]
+    for role, kind, since, until in [
+        ("user", None, None, None),
+        ("assistant", "turn", mid, None),
+        (None, "turn", None, mid),
+        (None, "summary", None, None),
+        ("nobody", None, None, None),
+        (None, None, mid, mid),
+    ]:
+        filters = HitFilter(role=role, since=since, until=until, kind=kind)
+        want = [i for i, c in enumerate(view.cands) if filters.passes(c)]
+        assert view.rows_where(filters) == want
+
+
+async def test_a_view_builds_candidates_on_use_and_drops_them_past_its_bound(h: Harness) -> None:
+    # a view keeps its rows compactly and builds a row's candidate when it is read (the
+    # same object until the row changes); past view_budget.MADE_MAX the built ones are
+    # dropped after a sync, and built again equal
+    from sidecar.assembly.view_budget import CANDIDATE_BYTES, view_bytes
+
+    await h.ingest("s1", HISTORY)
+    await h.ask("tennis balls")
+    view = h.coll(C.turns(NS))
+    first = view.cands[0]
+    assert view.cands[0] is first and view.made >= 1
+    before = view_bytes(view)
+    assert not view.trim(view.made)  # within the bound: kept
+    assert view.trim(0) and view.made == 0
+    assert view_bytes(view) <= before - CANDIDATE_BYTES
+    again = view.cands[0]
+    assert again is not first and again == first and again.metadata == first.metadata
+    assert view.records[0].id == first.id and view.records[0].text == first.text

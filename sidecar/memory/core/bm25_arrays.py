@@ -170,17 +170,17 @@ class DocTerms:
         starts = np.cumsum(nterms) - nterms
         flat_t = np.empty(k, dtype=np.int32)
         flat_f = np.empty(k, dtype=np.int32)
-        own = _ranges(starts[~is_ref], nterms[~is_ref])
+        own = ranges(starts[~is_ref], nterms[~is_ref])
         flat_t[own] = np.asarray(tids, dtype=np.int32)
         flat_f[own] = np.asarray(tfs, dtype=np.int32)
         if refs:
             assert twin is not None
-            src = _ranges(twin._off[ref_slots], ref_lens)
+            src = ranges(twin._off[ref_slots], ref_lens)
             theirs = twin._tids[src]
             tmap = np.full(len(twin.terms), -1, dtype=np.int32)
             used = np.unique(theirs)
             tmap[used] = self._ids_of([twin.terms[t] for t in used.tolist()])
-            dst = _ranges(starts[is_ref], ref_lens)
+            dst = ranges(starts[is_ref], ref_lens)
             flat_t[dst] = tmap[theirs]
             flat_f[dst] = twin._tfs[src]
         n, s = self._n, self._slots
@@ -195,6 +195,25 @@ class DocTerms:
         self._off[s + 1 : s + 1 + len(lens)] = n + np.cumsum(nterms)
         self._n, self._slots = n + k, s + len(lens)
         return flat_t, flat_f, nterms
+
+    @classmethod
+    def from_arrays(cls, terms: list[str], off: I64, tids: I32, tfs: I32) -> DocTerms:
+        """A forward index over ``terms`` with ``len(off) - 1`` slots, slot ``s`` holding
+        ``tids``/``tfs[off[s]:off[s + 1]]`` (read-only arrays are copied on first append)."""
+        out = cls()
+        out.terms = terms
+        out.term_id = {t: i for i, t in enumerate(terms)}
+        out._off = np.array(off, dtype=np.int64)
+        out._tids = np.array(tids, dtype=np.int32)
+        out._tfs = np.array(tfs, dtype=np.int32)
+        out._slots = int(off.shape[0]) - 1
+        out._n = int(off[-1]) if off.shape[0] else 0
+        return out
+
+    def arrays(self) -> tuple[I64, I32, I32]:
+        """The CSR arrays held (``off`` of every slot and one past, term ids,
+        frequencies): views, valid while nothing is appended past them."""
+        return self._off[: self._slots + 1], self._tids[: self._n], self._tfs[: self._n]
 
     def get(self, slot: int) -> dict[str, int]:
         """The term counts of a slot (a new dict, in the order they were added)."""
@@ -213,7 +232,7 @@ class DocTerms:
         return int(self._tids.nbytes + self._tfs.nbytes + self._off.nbytes)
 
 
-def _ranges(starts: I64, lens: I64) -> I64:
+def ranges(starts: I64, lens: I64) -> I64:
     """The concatenated ranges ``[start, start + len)``."""
     total = int(lens.sum())
     if not total:

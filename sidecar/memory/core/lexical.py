@@ -195,18 +195,26 @@ class BM25Index:
         """Index a document by its term counts."""
         self.add_bulk([(doc_id, counts)])
 
+    @property
+    def forward(self) -> DocTerms:
+        """The analyzed terms of every slot (for saving them: ``view_terms``)."""
+        return self._docs
+
     def slot(self, doc_id: str) -> int | None:
         """The internal slot of a document (for :meth:`add_bulk` of a twin index)."""
         return self._slot_of.get(doc_id)
 
     def add_bulk(
-        self, docs: Iterable[tuple[str, Mapping[str, int] | int]], twin: BM25Index | None = None
+        self,
+        docs: Iterable[tuple[str, Mapping[str, int] | int]],
+        twin: BM25Index | DocTerms | None = None,
     ) -> None:
         """Index many documents by their term counts, replacing earlier versions of their
         ids: the same index as :meth:`add_counts` of each in turn, with every term's
         postings appended at once (a view's load: one sort instead of a call per posting).
         An ``int`` instead of counts is the :meth:`slot` of a document of ``twin`` (an
-        index that :meth:`analyzes_like` this one) whose terms are copied."""
+        index that :meth:`analyzes_like` this one, or a slot of a forward index of terms
+        analyzed alike, such as a saved one) whose terms are copied."""
         docs = list(docs)
         ids = [d for d, _ in docs]
         if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
@@ -224,9 +232,8 @@ class BM25Index:
             self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
         self._memo = None
-        tids, tfs, nterms = self._docs.extend(
-            [counts for _, counts in docs], twin._docs if twin is not None else None
-        )
+        source = twin._docs if isinstance(twin, BM25Index) else twin
+        tids, tfs, nterms = self._docs.extend([counts for _, counts in docs], source)
         slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
         lengths = np.bincount(slots - first, weights=tfs, minlength=n).astype(np.int64)
         self._slot_of.update(zip(ids, range(first, first + n), strict=True))

@@ -1,0 +1,468 @@
+"""The rows of a cached collection view in compact form, and their candidates on demand.
+
+A view used to keep, per record, the store's :class:`~sidecar.store.types.Record` and the
+planner's :class:`~sidecar.assembly.candidates.Candidate`, sharing the decoded metadata
+dict: about 3.4 KB of Python objects a record (a durable memory's 25-key dict alone took
+1.8 KB, its key strings repeated in every row). A request reads a few hundred of a large
+view's rows, so :class:`ViewRows` keeps what every row needs in compact form and builds a
+row's record or candidate only when it is asked for:
+
+* ids and texts (the candidate's: the record's text, else ``metadata.text``), one
+  string each, and the metadata as compact JSON bytes;
+* the record's numbers (``seq``, version, times) and the candidate's (kind, role and
+  session as codes into small tables, ``metadata.seq``, its time) in typed arrays,
+  8 bytes or less a value.
+
+:func:`candidate_of` is the one place a record becomes a candidate: the load computes a
+row's fields from it (:func:`row_fields`), and :meth:`ViewRows.record` rebuilds the
+record they were computed from, so a candidate made later is the one the load would have
+made (the JSON round trip of metadata read from JSON gives an equal dict, key order
+included).
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, overload
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from sidecar.assembly.candidates import Candidate
+from sidecar.memory.core import layout as C
+from sidecar.memory.core.tokens import estimate_tokens
+from sidecar.store.types import Record
+
+F32 = npt.NDArray[np.float32]
+
+_SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
+    (C.TURNS_PREFIX, "history", "turn"),
+    (C.USER_PREFIX, "durable", "memory"),
+    (C.DREAM_PREFIX, "dream", "dream"),
+    (C.SESSION_SUMMARY_PREFIX, "summary", "summary"),
+    (C.SESSION_RAW_PREFIX, "session", "turn"),
+    (C.ELEVATED_USER_PREFIX, "elevated", "guidance"),
+    (C.ELEVATED_SESSION_PREFIX, "elevated", "guidance"),
+    (C.AUTHORED_VARIANT, "authored", "authored"),
+    (C.GLOBAL, "global", "memory"),
+)
+
+
+def scope_of(collection: str) -> tuple[str, str]:
+    """``(scope, kind)`` of a collection's records."""
+    for prefix, scope, kind in _SCOPE_OF_PREFIX:
+        if collection.startswith(prefix):
+            return scope, kind
+    return "history", "memory"
+
+
+def as_int(v: object) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return int(v)
+
+
+def as_str(v: object) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def lineage(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A summary's lineage fields: the ``continuity_lineage`` block over the top level."""
+    block = meta.get("continuity_lineage")
+    return {**meta, **block} if isinstance(block, dict) else meta
+
+
+class RowFields(NamedTuple):
+    """What a candidate takes from its record besides the id, the vector and the token
+    count (:func:`row_fields`)."""
+
+    kind: str
+    session_id: str
+    role: str
+    text: str
+    ts: int | None
+    seq: int | None
+    source_turn_id: str
+
+
+def row_fields(name: str, r: Record) -> RowFields:
+    """The candidate fields of record ``r`` of collection ``name`` (:func:`candidate_of`;
+    a view's load keeps these without building the candidate)."""
+    _scope, kind = scope_of(name)
+    meta = r.metadata
+    if meta.get("type") == C.TYPE_SUMMARY:
+        kind = "summary"
+    # A summary's time is the latest event it covers, not when it was compacted.
+    ts = as_int(meta.get("source_ts_max")) if kind == "summary" else None
+    ts = ts if ts is not None else as_int(meta.get("ts"))
+    return RowFields(
+        kind=kind,
+        session_id=as_str(meta.get("sessionId")) or (C.session_id_of(name) or ""),
+        role=as_str(meta.get("role")),
+        text=r.text or as_str(meta.get("text")),
+        ts=ts if ts is not None else (r.ts_ms or None),
+        seq=as_int(meta.get("seq")),
+        source_turn_id=as_str(meta.get("source_turn_id")),
+    )
+
+
+def candidate_of(name: str, r: Record, vec: F32, has_vector: bool | None = None) -> Candidate:
+    """The candidate of record ``r`` of collection ``name`` whose unit vector is ``vec``
+    (``has_vector``: whether it is not all zeros, when the caller knows)."""
+    f = row_fields(name, r)
+    kind, src = f.kind, f.source_turn_id
+    if kind == "turn":
+        turn_ids: tuple[str, ...] = (src or r.id,)
+    elif kind == "summary":
+        # The lineage block holds the covered turns (the top level keeps the reference's
+        # summary shape); parents are resolved transitively by the view.
+        meta = lineage(r.metadata)
+        turn_ids = tuple(x for x in meta.get("source_turn_ids", ()) if isinstance(x, str))
+    else:
+        turn_ids = (src,) if src else ()
+    return Candidate(
+        kind=kind,
+        collection=name,
+        id=r.id,
+        text=f.text,
+        scope=scope_of(name)[0],
+        turn_ids=turn_ids,
+        session_id=f.session_id,
+        role=f.role,
+        ts=f.ts,
+        seq=f.seq,
+        vector=vec if (bool(np.any(vec)) if has_vector is None else has_vector) else None,
+        tokens=estimate_tokens(f.text),
+        metadata=r.metadata,
+    )
+
+
+#: Stands for None in the arrays of optional numbers.
+NONE = -(1 << 63)
+KINDS: tuple[str, ...] = ("turn", "summary", "memory", "authored", "guidance", "dream")
+TURN, SUMMARY = 0, 1
+
+
+class _Codes:
+    """Strings that repeat across rows (roles, sessions), each kept once."""
+
+    __slots__ = ("code", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.code: dict[str, int] = {}
+
+    def of(self, name: str) -> int:
+        c = self.code.get(name)
+        if c is None:
+            c = self.code[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+
+def _opt(v: int | None) -> int:
+    return NONE if v is None else v
+
+
+class ViewRows:
+    """Every row of a view, compactly (module doc). Rows are appended or rewritten in
+    place; a rewrite or a new layout is the caller's to announce to its caches."""
+
+    __slots__ = (
+        "chars",
+        "created",
+        "has_vector",
+        "ids",
+        "kind",
+        "metas",
+        "own_text",
+        "role",
+        "roles",
+        "seq",
+        "session",
+        "sessions",
+        "texts",
+        "ts",
+        "ts_ms",
+        "turn_seq",
+        "updated",
+        "version",
+    )
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.texts: list[str] = []  # the candidate's text
+        self.metas: list[bytes] = []  # metadata, compact JSON
+        self.own_text = bytearray()  # 1: the record's text is texts[i], 0: it was ""
+        self.has_vector = bytearray()
+        self.kind = bytearray()  # index into KINDS
+        self.roles, self.sessions = _Codes(), _Codes()
+        self.role = array("I")
+        self.session = array("I")
+        self.turn_seq = array("q")  # the candidate's seq (metadata.seq) or NONE
+        self.ts = array("q")  # the candidate's time or NONE
+        self.seq = array("q")  # the record's: store seq, version, times
+        self.version = array("q")
+        self.created = array("q")
+        self.updated = array("q")
+        self.ts_ms = array("q")
+        self.chars = 0  # characters of the ids, texts and metadata (for nbytes)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def append(self, r: Record, c: RowFields, has_vector: bool) -> None:
+        """A new last row: record ``r`` (its metadata as read), its candidate's fields
+        ``c`` (:func:`row_fields`) and whether its vector is not all zeros."""
+        meta = _encode(r.metadata)
+        self.chars += len(r.id) + len(c.text) + len(meta)
+        self.ids.append(r.id)
+        self.texts.append(c.text)
+        self.metas.append(meta)
+        self.own_text.append(1 if r.text else 0)
+        self.has_vector.append(1 if has_vector else 0)
+        self.kind.append(KINDS.index(c.kind))
+        self.role.append(self.roles.of(c.role))
+        self.session.append(self.sessions.of(c.session_id))
+        self.turn_seq.append(_opt(c.seq))
+        self.ts.append(_opt(c.ts))
+        self.seq.append(r.seq)
+        self.version.append(r.version)
+        self.created.append(r.created_ms)
+        self.updated.append(r.updated_ms)
+        self.ts_ms.append(r.ts_ms)
+
+    def extend(self, name: str, recs: Sequence[Record], has_vector: Sequence[bool]) -> None:
+        """:meth:`append` of each of ``recs`` (records of collection ``name``) in turn,
+        each typed array extended once (a load's page: a method call per value cost a
+        third of the load)."""
+        fields = [row_fields(name, r) for r in recs]
+        metas = [_encode(r.metadata) for r in recs]
+        self.chars += sum(
+            len(r.id) + len(c.text) + len(m) for r, c, m in zip(recs, fields, metas, strict=True)
+        )
+        self.ids.extend(r.id for r in recs)
+        self.texts.extend(c.text for c in fields)
+        self.metas.extend(metas)
+        self.own_text.extend(1 if r.text else 0 for r in recs)
+        self.has_vector.extend(1 if h else 0 for h in has_vector)
+        kind = {k: i for i, k in enumerate(KINDS)}
+        self.kind.extend(kind[c.kind] for c in fields)
+        roles, sessions = self.roles.of, self.sessions.of
+        self.role.extend([roles(c.role) for c in fields])
+        self.session.extend([sessions(c.session_id) for c in fields])
+        self.turn_seq.extend([NONE if c.seq is None else c.seq for c in fields])
+        self.ts.extend([NONE if c.ts is None else c.ts for c in fields])
+        self.seq.extend([r.seq for r in recs])
+        self.version.extend([r.version for r in recs])
+        self.created.extend([r.created_ms for r in recs])
+        self.updated.extend([r.updated_ms for r in recs])
+        self.ts_ms.extend([r.ts_ms for r in recs])
+
+    def rewrite(self, i: int, r: Record, c: RowFields, has_vector: bool) -> None:
+        """Row ``i`` replaced by record ``r`` (same id), as :meth:`append`."""
+        meta = _encode(r.metadata)
+        self.chars += len(c.text) + len(meta) - len(self.texts[i]) - len(self.metas[i])
+        self.texts[i] = c.text
+        self.metas[i] = meta
+        self.own_text[i] = 1 if r.text else 0
+        self.has_vector[i] = 1 if has_vector else 0
+        self.kind[i] = KINDS.index(c.kind)
+        self.role[i] = self.roles.of(c.role)
+        self.session[i] = self.sessions.of(c.session_id)
+        self.turn_seq[i] = _opt(c.seq)
+        self.ts[i] = _opt(c.ts)
+        self.seq[i] = r.seq
+        self.version[i] = r.version
+        self.created[i] = r.created_ms
+        self.updated[i] = r.updated_ms
+        self.ts_ms[i] = r.ts_ms
+
+    def record_text(self, i: int) -> str:
+        """The stored record's own text (empty when the candidate took ``metadata.text``)."""
+        return self.texts[i] if self.own_text[i] else ""
+
+    def metadata(self, i: int) -> dict[str, Any]:
+        """A new dict of row ``i``'s metadata."""
+        meta: dict[str, Any] = _decode(self.metas[i])
+        return meta
+
+    def record(self, name: str, i: int) -> Record:
+        """The record row ``i`` was loaded from (without its vector: the view's matrix
+        holds it)."""
+        return Record(
+            collection=name,
+            id=self.ids[i],
+            text=self.record_text(i),
+            metadata=self.metadata(i),
+            version=self.version[i],
+            created_ms=self.created[i],
+            updated_ms=self.updated[i],
+            ts_ms=self.ts_ms[i],
+            seq=self.seq[i],
+        )
+
+    def kind_of(self, i: int) -> str:
+        return KINDS[self.kind[i]]
+
+    def role_of(self, i: int) -> str:
+        return self.roles.names[self.role[i]]
+
+    def session_of(self, i: int) -> str:
+        return self.sessions.names[self.session[i]]
+
+    def rows_of_kind(self, code: int) -> list[int]:
+        """The rows of candidates of kind ``KINDS[code]``, ascending."""
+        kinds = np.frombuffer(bytes(self.kind), dtype=np.uint8)
+        return [int(i) for i in np.flatnonzero(kinds == code).tolist()]
+
+    @property
+    def nbytes(self) -> int:
+        """An estimate of what the rows hold: the strings' characters, their objects, the
+        arrays and the view's maps over them (:data:`ROW_OVERHEAD` a row); O(1)."""
+        return self.chars + len(self.ids) * ROW_OVERHEAD
+
+
+#: Bytes per row beside the strings' characters: three string objects (about 50 bytes
+#: each), their list slots, 7 typed-array values and 3 byte flags, and the view's
+#: ``by_id`` and ``by_pos`` entries (about 100 bytes each).
+ROW_OVERHEAD = 3 * 58 + 7 * 8 + 3 + 2 * 100
+
+
+# msgspec, as the store decodes it: 10x faster than the json module both ways, and what
+# it decodes it encodes back to the same text (the store's JSON has no NaN or infinity)
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+class RowsView(Protocol):
+    """What :class:`RecordRows` and :class:`CandidateRows` read of a view
+    (:class:`~sidecar.assembly.cache.CollectionView`)."""
+
+    name: str
+    rows: ViewRows
+
+    def candidate(self, i: int) -> Candidate: ...
+
+
+class RecordRows(Sequence[Record]):
+    """A view's rows as the store's records (:meth:`ViewRows.record`, built per read)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: RowsView) -> None:
+        self._view = view
+
+    def __len__(self) -> int:
+        return len(self._view.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        view = self._view
+        if isinstance(i, slice):
+            return [view.rows.record(view.name, j) for j in range(*i.indices(len(self)))]
+        return view.rows.record(view.name, _index(i, len(self)))
+
+
+class CandidateRows(Sequence[Candidate]):
+    """A view's rows as candidates (:meth:`CollectionView.candidate`: built on first use,
+    then the same object)."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, view: RowsView) -> None:
+        self._view = view
+
+    def __len__(self) -> int:
+        return len(self._view.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Candidate]: ...
+    def __getitem__(self, i: int | slice) -> Candidate | list[Candidate]:
+        view = self._view
+        if isinstance(i, slice):
+            return [view.candidate(j) for j in range(*i.indices(len(self)))]
+        return view.candidate(_index(i, len(self)))
+
+    def __iter__(self) -> Iterator[Candidate]:
+        view = self._view
+        return (view.candidate(j) for j in range(len(view.rows)))
+
+
+def _index(i: int, n: int) -> int:
+    j = i + n if i < 0 else i
+    if not 0 <= j < n:
+        raise IndexError(i)
+    return j
+
+
+#: Records read per page when a view is loaded: their vectors go into the matrix page by
+#: page, so a load never holds every record's vector twice (the store's rows and the
+#: matrix; 300 MB more peak memory at 100k records before it was paged).
+READ_PAGE = 2048
+
+
+def pages(records: Iterable[Record]) -> Iterator[list[Record]]:
+    """``records`` in lists of :data:`READ_PAGE`."""
+    it = iter(records)
+    while page := list(itertools.islice(it, READ_PAGE)):
+        yield page
+
+
+def load_rows(
+    name: str, pages: Iterable[list[Record]], count: int, dims: int
+) -> tuple[ViewRows, F32]:
+    """The rows of ``name``'s records (in the order given, ``count`` expected) and the
+    matrix of their unit vectors, one page at a time: a page's records (with their
+    vectors and decoded metadata) are dropped once their rows are kept."""
+    mat = np.zeros((capacity(count), dims), dtype=np.float32)
+    rows = ViewRows()
+    for page in pages:
+        a = len(rows)
+        b = a + len(page)
+        if b > mat.shape[0]:  # written since the state was read
+            bigger = np.zeros((capacity(b), dims), dtype=np.float32)
+            bigger[:a] = mat[:a]
+            mat = bigger
+        for k, r in enumerate(page):
+            unit_into(mat[a + k], r.vector, dims)
+            r.vector = None  # the matrix holds it
+        nonzero: list[bool] = np.any(mat[a:b], axis=1).tolist()
+        rows.extend(name, page, nonzero)
+    return rows, mat
+
+
+def capacity(rows: int) -> int:
+    return max(16, rows + rows // 4)
+
+
+def unit_into(row: F32, vector: Any, dims: int) -> None:
+    """``row[:] = unit(vector, dims)`` for a row of zeros, without the temporary arrays:
+    the same arithmetic (``np.linalg.norm`` of a 1-D array is the square root of its dot
+    product with itself), so the same bits."""
+    if vector is None:
+        return
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if v.shape[0] == dims:
+        n = float(np.sqrt(v.dot(v)))
+        if n > 1e-12:
+            np.divide(v, n, out=row)
+
+
+def unit(vector: Any, dims: int) -> F32:
+    out = np.zeros(dims, dtype=np.float32)
+    if vector is not None:
+        v = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if v.shape[0] == dims:
+            n = float(np.linalg.norm(v))
+            if n > 1e-12:
+                out[:] = v / n
+    return out

@@ -1,0 +1,261 @@
+"""A view's BM25 terms saved beside the store, so that a start does not analyze every text
+of a large collection again (issue 36).
+
+The file of a collection (``sidecar/store/lexical_files.py``: where, atomic writes,
+checksums, the scrub after a forget) holds, per record of the view when it was saved, its
+id, a 64-bit BLAKE2b digest of the text that was analyzed, and its analyzed terms (term
+ids and frequencies, CSR by record, over a vocabulary of only the terms those records
+use). A view's load (``CollectionView.reload``) takes a record's terms from the file when
+its id is there with the digest of its current text, and analyzes any other record
+(written since the save, or changed): appends since the save are replayed from the store,
+which the load reads anyway. The file holds only for the analyzer it was made with
+(:func:`analyzer_key`), the format's :data:`VERSION` and the collection's state as saved
+(``lexical_files.holds``: no record removed since); otherwise it is removed and the view
+analyzes everything, then saves anew.
+
+A view saves when its load or its catch-ups analyzed :data:`SAVE_MIN_ANALYZED` texts or
+more (a tenth of the view, for large ones) since its last save: the arrays are taken under
+the caller's lock (:func:`snapshot`) and written by a background thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from sidecar.memory.core.bm25_arrays import DocTerms, ranges
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.store import lexical_files
+from sidecar.store.types import CollectionState
+
+log = structlog.get_logger(__name__)
+
+VERSION = 1
+#: Texts analyzed since the last save (by a load or catch-ups) that make a save worth it.
+SAVE_MIN_ANALYZED = 1024
+SECTIONS = 8
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+
+
+def text_digest(text: str) -> int:
+    """64 bits of BLAKE2b of ``text``: the saved terms are a record's while this matches."""
+    raw = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(raw, "little")
+
+
+def analyzer_key(index: BM25Index) -> str:
+    """What makes two indexes analyze a text alike (stemming, the stop words)."""
+    words = "\n".join(sorted(index.stopwords)).encode("utf-8", "surrogatepass")
+    return f"{index.stem}:{hashlib.sha256(words).hexdigest()[:32]}"
+
+
+@dataclass(frozen=True)
+class SavedTerms:
+    """A file's terms: :attr:`docs` (slot = the record's place in the file) and, through
+    :meth:`slot`, the slot of an id whose text has the saved digest."""
+
+    docs: DocTerms
+    slots: Mapping[str, int]
+    digests: U64
+
+    def slot(self, rid: str, text: str) -> int | None:
+        s = self.slots.get(rid)
+        if s is None or int(self.digests[s]) != text_digest(text):
+            return None
+        return s
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a save writes, taken under the caller's lock: the arrays are read later, by
+    the writer thread (a forward index only ever appends past what it held)."""
+
+    collection: str
+    state: CollectionState
+    analyzer: str
+    ids: Sequence[str]
+    texts: Sequence[str]  # the analyzed text of each id
+    slots: I64  # each id's slot in ``docs``
+    docs: DocTerms
+
+
+def snapshot(
+    collection: str,
+    state: CollectionState,
+    index: BM25Index,
+    ids: Sequence[str],
+    texts: Sequence[str],
+) -> Snapshot | None:
+    """The snapshot of ``index`` for the records ``ids`` (with their analyzed ``texts``);
+    None when one of them is not indexed (nothing to save that would hold)."""
+    slots = np.fromiter(
+        (index.slot(rid) if rid in index else -1 for rid in ids), np.int64, len(ids)
+    )
+    if slots.size and int(slots.min()) < 0:
+        return None
+    return Snapshot(
+        collection, state, analyzer_key(index), list(ids), list(texts), slots, index.forward
+    )
+
+
+def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
+    """The header fields and body of ``snap``'s file."""
+    off, tids, tfs = snap.docs.arrays()
+    starts = off[snap.slots]
+    lens = off[snap.slots + 1] - starts
+    take = ranges(starts, lens)
+    used, local = np.unique(tids[take], return_inverse=True)
+    terms = [snap.docs.terms[t] for t in used.tolist()]
+    new_off = np.zeros(len(snap.ids) + 1, dtype=np.int64)
+    new_off[1:] = np.cumsum(lens)
+    digests = np.fromiter((text_digest(t) for t in snap.texts), np.uint64, len(snap.texts))
+    term_off, term_bytes = _blob(terms)
+    id_off, id_bytes = _blob(snap.ids)
+    sections = [
+        term_off.tobytes(),
+        term_bytes,
+        id_off.tobytes(),
+        id_bytes,
+        digests.tobytes(),
+        new_off.tobytes(),
+        local.astype(np.int32).tobytes(),
+        tfs[take].astype(np.int32).tobytes(),
+    ]
+    header: dict[str, object] = {
+        "version": VERSION,
+        "cid": snap.state.cid,
+        "removals": snap.state.removals,
+        "analyzer": snap.analyzer,
+        "sections": [len(s) for s in sections],
+    }
+    return header, b"".join(sections)
+
+
+def decode(meta: Mapping[str, object], body: bytes) -> SavedTerms | None:
+    """The terms of a checked file's body (None: sections that do not add up)."""
+    sizes = meta.get("sections")
+    if not isinstance(sizes, list) or len(sizes) != SECTIONS or sum(sizes) != len(body):
+        return None
+    cuts = np.cumsum([0, *sizes]).tolist()
+    part = [body[a:b] for a, b in itertools.pairwise(cuts)]
+    terms = _strings(np.frombuffer(part[0], dtype=np.int64), part[1])
+    ids = _strings(np.frombuffer(part[2], dtype=np.int64), part[3])
+    digests = np.frombuffer(part[4], dtype=np.uint64)
+    off = np.frombuffer(part[5], dtype=np.int64)
+    tids = np.frombuffer(part[6], dtype=np.int32)
+    tfs = np.frombuffer(part[7], dtype=np.int32)
+    n = len(ids)
+    ok = digests.shape[0] == n and off.shape[0] == n + 1 and tids.shape == tfs.shape
+    if not ok or (n and (int(off[-1]) != tids.shape[0] or int(tids.max(initial=0)) >= len(terms))):
+        return None
+    docs = DocTerms.from_arrays(terms, off, tids, tfs)
+    return SavedTerms(docs, {rid: i for i, rid in enumerate(ids)}, digests)
+
+
+def load(
+    data_dir: Path, collection: str, state: CollectionState, index: BM25Index
+) -> SavedTerms | None:
+    """The saved terms of ``collection`` when its file holds for ``state`` and analyzes
+    like ``index`` (module doc); a file that does not is removed."""
+    got = lexical_files.read(data_dir, collection)
+    if got is None:
+        return None
+    meta, body = got
+    saved = None
+    if (
+        meta.get("version") == VERSION
+        and meta.get("analyzer") == analyzer_key(index)
+        and lexical_files.holds(meta, state)
+    ):
+        try:
+            saved = decode(meta, body)
+        except (ValueError, UnicodeDecodeError):
+            saved = None
+    if saved is None:
+        log.info("lexical.saved_terms_dropped", collection=collection[:200])
+        lexical_files.remove(data_dir, collection)
+    return saved
+
+
+def save(data_dir: Path, snap: Snapshot) -> None:
+    header, body = encode(snap)
+    lexical_files.write(data_dir, snap.collection, header, body)
+
+
+def save_in_background(data_dir: Path, snap: Snapshot) -> threading.Thread:
+    """:func:`save` in a daemon thread (a failure is logged; the next load analyzes)."""
+
+    def run() -> None:
+        try:
+            save(data_dir, snap)
+        except Exception as exc:
+            log.warning("lexical.save_failed", collection=snap.collection[:200], error=repr(exc))
+
+    thread = threading.Thread(target=run, name="libravdb-terms-save", daemon=True)
+    thread.start()
+    return thread
+
+
+def _blob(strings: Sequence[str]) -> tuple[I64, bytes]:
+    parts = [s.encode("utf-8", "surrogatepass") for s in strings]
+    off = np.zeros(len(parts) + 1, dtype=np.int64)
+    if parts:
+        off[1:] = np.cumsum([len(p) for p in parts])
+    return off, b"".join(parts)
+
+
+def _strings(off: I64, blob: bytes) -> list[str]:
+    bounds = off.tolist()
+    return [blob[a:b].decode("utf-8", "surrogatepass") for a, b in itertools.pairwise(bounds)]
+
+
+def index_texts(
+    index: BM25Index,
+    docs: Iterable[tuple[str, str]],
+    saved: SavedTerms | None,
+    twin: BM25Index | None,
+    twin_text: Callable[[str], str | None],
+    part_size: int,
+) -> int:
+    """Add ``(id, text)`` pairs to ``index``: a text with saved terms takes them, else one
+    the ``twin`` index (analyzing alike) holds for the same id and text (``twin_text``)
+    copies the twin's, else it is analyzed; returns how many were analyzed. In parts of
+    at most ``part_size`` documents of one source each: a part's term counts are held at
+    once (the same index as one call)."""
+    if twin is not None and not twin.analyzes_like(index):
+        twin = None
+    twin_docs = twin.forward if twin is not None else None
+    analyze = index.analyze
+    analyzed = 0
+    part: list[tuple[str, Mapping[str, int] | int]] = []
+    source: DocTerms | None = None
+    for rid, text in docs:
+        src: DocTerms | None = None
+        doc: Mapping[str, int] | int | None = None
+        if saved is not None and (doc := saved.slot(rid, text)) is not None:
+            src = saved.docs
+        elif twin is not None and twin_text(rid) == text and (doc := twin.slot(rid)) is not None:
+            src = twin_docs
+        else:
+            doc = Counter(analyze(text))
+            analyzed += 1
+        if len(part) >= part_size or (src is not None and source not in (None, src)):
+            index.add_bulk(part, source)
+            part, source = [], None
+        part.append((rid, doc))
+        source = src if src is not None else source
+    if part:
+        index.add_bulk(part, source)
+    return analyzed

@@ -1,0 +1,252 @@
+"""A view's BM25 terms saved beside the store (sidecar/assembly/view_terms.py,
+sidecar/store/lexical_files.py): a start takes them instead of analyzing every text,
+answers the same, drops a file that does not hold, and a forget removes the file of the
+collection it removed records from. SQLite only: a shared store keeps no such files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sidecar.assembly import view_terms
+from sidecar.assembly.cache import CollectionView
+from sidecar.store import lexical_files
+from sidecar.store.backend import open_store
+from sidecar.store.types import Put
+
+REPO = Path(__file__).resolve().parents[2]
+COLL = "turns:u1"
+N = 1500  # past view_terms.SAVE_MIN_ANALYZED
+WORDS = [
+    "biscuit",
+    "tennis",
+    "ball",
+    "puppy",
+    "garden",
+    "lighthouse",
+    "violin",
+    "paella",
+    "shellfish",
+    "marathon",
+]
+QUERIES = ["tennis puppy", "lighthouse violin garden", "shellfish paella", "marathon 17"]
+
+
+def _text(i: int) -> str:
+    rng = np.random.default_rng(i)
+    words = [WORDS[j] for j in rng.integers(0, len(WORDS), 6)]
+    return f"Note {i}: " + " ".join(words) + f" number {i % 97}"
+
+
+def _seed(data_dir: Path, n: int = N) -> None:
+    store = open_store(data_dir, embed_dims=8, fingerprint="fp")
+    try:
+        rng = np.random.default_rng(1)
+        puts = [
+            Put(COLL, f"r{i:05d}", _text(i), {"ts": i}, rng.standard_normal(8).astype(np.float32))
+            for i in range(n)
+        ]
+        store.put_many(puts)
+    finally:
+        store.close()
+
+
+def _load(store: object) -> CollectionView:
+    view = CollectionView(COLL)
+    states = store.collection_states([COLL])  # type: ignore[attr-defined]
+    view.reload(store, states[COLL])  # type: ignore[arg-type]
+    return view
+
+
+def _answers(view: CollectionView) -> list[object]:
+    out: list[object] = [view.bm25.search(q, 20) for q in QUERIES]
+    out.append({rid: dict(view.bm25.doc_terms(rid)) for rid in view.ids})
+    return out
+
+
+def _saved(view: CollectionView) -> None:
+    """Wait for the view's save of its terms."""
+    view.close()
+
+
+def test_a_start_takes_the_saved_terms_and_answers_the_same(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        first = _load(store)
+        assert first.analyzed == N
+        _saved(first)
+        assert lexical_files.saved(tmp_path) == [COLL]
+        second = _load(store)
+        assert second.analyzed == 0  # every record's terms came from the file
+        assert _answers(second) == _answers(first)
+        # a changed text and a new record are analyzed; the rest still comes from the file
+        store.put(
+            COLL,
+            "r00003",
+            text="a brand new violin text",
+            metadata={"ts": 3},
+            vector=np.ones(8, np.float32),
+        )
+        store.put(
+            COLL,
+            "zz-new",
+            text="the lighthouse keeper",
+            metadata={"ts": 9},
+            vector=np.ones(8, np.float32),
+        )
+        third = _load(store)
+        assert third.analyzed == 2
+        lexical_files.remove(tmp_path, COLL)
+        fresh = _load(store)
+        assert fresh.analyzed == N + 1
+        assert _answers(third) == _answers(fresh)
+    finally:
+        store.close()
+
+
+def test_a_damaged_or_foreign_file_is_dropped_and_everything_analyzed(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        first = _load(store)
+        _saved(first)
+        path = lexical_files.path_of(tmp_path, COLL)
+        raw = bytearray(path.read_bytes())
+        raw[-5] ^= 0xFF  # a flipped bit in the body: the checksum fails
+        path.write_bytes(bytes(raw))
+        second = _load(store)
+        assert second.analyzed == N
+        assert _answers(second) == _answers(first)
+        _saved(second)  # saved anew
+        assert path.exists()
+        # a file made by another analyzer does not hold either
+        header, body = view_terms.encode(
+            view_terms.snapshot(
+                COLL,
+                store.collection_states([COLL])[COLL],
+                second.bm25,
+                second.ids,
+                [second.rows.record_text(i) for i in range(len(second.rows))],
+            )
+            or pytest.fail("no snapshot")
+        )
+        lexical_files.write(tmp_path, COLL, {**header, "analyzer": "none:0"}, body)
+        assert _load(store).analyzed == N
+    finally:
+        store.close()
+
+
+def test_a_forget_removes_the_file_of_the_collection_it_removed_from(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        _saved(_load(store))
+        path = lexical_files.path_of(tmp_path, COLL)
+        assert lexical_files.scrub_store(store) == 0  # nothing removed: the file stays
+        assert path.exists()
+        store.delete(COLL, "r00007")
+        assert lexical_files.scrub_store(store) == 1
+        assert not path.exists()
+        # a file the scrub did not see (a delete no caller scrubs) is not used either
+        view = _load(store)
+        _saved(view)
+        store.delete(COLL, "r00008")
+        again = _load(store)
+        assert again.analyzed == N - 2
+        assert "r00008" not in again.bm25
+    finally:
+        store.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from sidecar.assembly import view_terms
+    from sidecar.assembly.cache import CollectionView
+    from sidecar.store.backend import open_store
+
+    data_dir, coll = sys.argv[1], sys.argv[2]
+    store = open_store(data_dir, embed_dims=8, fingerprint="fp")
+    view = CollectionView(coll)
+    state = store.collection_states([coll])[coll]
+    view.reload(store, state)
+    view.close()
+    texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+    snap = view_terms.snapshot(coll, state, view.bm25, view.ids, texts)
+    print("saving", flush=True)
+    while True:  # saves until killed
+        view_terms.save(Path(data_dir), snap)
+    """
+)
+
+
+def test_kill_9_during_saves_leaves_a_store_that_opens_and_answers_the_same(
+    tmp_path: Path,
+) -> None:
+    _seed(tmp_path, 4000)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        lexical_files.remove(tmp_path, COLL)
+        expected = _answers(_load(store))  # analyzed, no file
+    finally:
+        store.close()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    for delay in (0.0, 0.03, 0.07, 0.15, 0.3):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(tmp_path), COLL],
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+        )
+        assert proc.stdout is not None
+        while (line := proc.stdout.readline()) and line.strip() != b"saving":
+            pass  # the store's log lines
+        assert line.strip() == b"saving"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+        try:
+            view = _load(store)
+            assert view.analyzed in (0, 4000)  # the whole file, or none of it
+            assert _answers(view) == expected
+            view.close()
+            assert lexical_files.scrub_store(store) >= 0  # leftovers go
+            assert not list(lexical_files.directory(tmp_path).glob("*.tmp"))
+        finally:
+            store.close()
+
+
+def test_the_scrub_after_a_forget_removes_the_file(tmp_path: Path) -> None:
+    # the path every forget and delete RPC takes before answering (AsyncStore)
+    import asyncio
+
+    from sidecar.store.aio import AsyncStore
+
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        _saved(_load(store))
+        path = lexical_files.path_of(tmp_path, COLL)
+        assert path.exists()
+        aio = AsyncStore(store)
+        asyncio.run(aio.scrub_after_forget())
+        assert path.exists()  # nothing removed from the collection: the file holds
+        store.delete(COLL, "r00042")
+        asyncio.run(aio.scrub_after_forget())
+        assert not path.exists()
+    finally:
+        store.close()
