@@ -20,10 +20,12 @@ never patched blindly.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +41,9 @@ class GraphLayoutError(ValueError):
     """A saved graph is not laid out as this module knows (another hnswlib format)."""
 
 
-def zero_deleted_vectors(path: Path, dims: int, expect_deleted: int) -> int:
-    """Overwrite with zeros the vector of every element ``path`` marks deleted; returns
-    how many. ``expect_deleted`` (the graph's elements minus its live ones) must match
-    the flags found, so a misread layout can never zero live vectors."""
+def _layout(path: Path, dims: int) -> tuple[int, int, int, int]:
+    """``(count, size_per_element, vector offset, label offset)`` of the graph file at
+    ``path``, or :class:`GraphLayoutError` when it is not hnswlib 0.8's layout."""
     size = path.stat().st_size
     with path.open("rb") as fh:
         head = fh.read(HEADER.size)
@@ -60,6 +61,14 @@ def zero_deleted_vectors(path: Path, dims: int, expect_deleted: int) -> int:
         or size < HEADER.size + count * per
     ):
         raise GraphLayoutError(f"{path.name}: unexpected hnswlib layout for {dims} dims")
+    return count, per, data_at, label_at
+
+
+def zero_deleted_vectors(path: Path, dims: int, expect_deleted: int) -> int:
+    """Overwrite with zeros the vector of every element ``path`` marks deleted; returns
+    how many. ``expect_deleted`` (the graph's elements minus its live ones) must match
+    the flags found, so a misread layout can never zero live vectors."""
+    count, per, data_at, label_at = _layout(path, dims)
     if count == 0:
         found = 0
     else:
@@ -77,6 +86,53 @@ def zero_deleted_vectors(path: Path, dims: int, expect_deleted: int) -> int:
             f"{path.name}: {found} elements flagged deleted, the graph has {expect_deleted}"
         )
     return found
+
+
+def delete_all_but(path: Path, dims: int, keep: np.ndarray[Any, Any], expect_live: int) -> int:
+    """Flag deleted, and zero the vector of, every element of the file at ``path`` whose
+    label is not in ``keep`` (sorted int64): what loading the graph and marking those
+    labels deleted, then saving it, would write, done in place on a graph that is not
+    loaded. ``expect_live`` (the stamp's count of elements not flagged) must match the
+    flags found, as in :func:`zero_deleted_vectors`. Returns how many it flagged; the
+    caller fsyncs the file and stamps its new checksum."""
+    count, per, data_at, label_at = _layout(path, dims)
+    if count == 0:
+        found = marked = 0
+    else:
+        rows = np.memmap(path, dtype=np.uint8, mode="r+", offset=HEADER.size, shape=(count, per))
+        try:
+            alive = (rows[:, DELETED_FLAG_BYTE] & DELETE_MARK) == 0
+            found = int(alive.sum())
+            labels = np.ascontiguousarray(rows[:, label_at:per]).view("<i8").ravel()
+            gone = np.flatnonzero(alive & ~np.isin(labels, keep, assume_unique=True))
+            marked = len(gone)
+            if found == expect_live and marked:
+                rows[gone, DELETED_FLAG_BYTE] |= DELETE_MARK
+                rows[gone, data_at:label_at] = 0
+                rows.flush()
+        finally:
+            del rows
+    if found != expect_live:
+        raise GraphLayoutError(
+            f"{path.name}: {found} elements not flagged deleted, the stamp says {expect_live}"
+        )
+    return marked
+
+
+def write_json(path: Path, obj: dict[str, Any]) -> None:
+    """``obj`` as JSON at ``path``: a temporary file, fsync'ed, renamed over it (the
+    caller fsyncs the directory)."""
+    tmp = path.with_suffix(".json.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(obj, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def fsync_file(path: Path) -> None:
+    with path.open("rb+") as fh:
+        os.fsync(fh.fileno())
 
 
 def file_crc(path: Path) -> int:

@@ -22,9 +22,9 @@ searches share it, mutations take it exclusively.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +36,14 @@ import numpy as np
 import structlog
 
 from sidecar.store.exact import F32, I64, Candidate, ExactSet, RWLock
-from sidecar.store.graph_files import GraphLayoutError, file_crc, fsync_dir, zero_deleted_vectors
+from sidecar.store.graph_files import (
+    GraphLayoutError,
+    file_crc,
+    fsync_dir,
+    fsync_file,
+    write_json,
+    zero_deleted_vectors,
+)
 from sidecar.store.names import normalize_rows
 
 log = structlog.get_logger(__name__)
@@ -97,6 +104,15 @@ class LoadReport:
     graph: int = 0
 
 
+@dataclass(slots=True)
+class SavedGraph:
+    """A saved graph's stamp, checked (identity, seq, size, checksum) but not loaded."""
+
+    seq: int  # every record with vseq <= seq is in the graph or deleted
+    live: int  # elements not flagged deleted in the file
+    meta: dict[str, Any]
+
+
 def decode_rows(rows: Sequence[Row], dims: int) -> tuple[I64, list[str], F32, I64]:
     """rids, ids, unit vectors (full dims), vseqs."""
     n = len(rows)
@@ -131,6 +147,11 @@ class VectorIndex:
         self.move_rate = 200.0  # graph inserts per second, measured by move_chunk
         self.dropped = False
         self.persist = True  # False: a saved file could not be cleaned of deleted vectors
+        # A saved graph checked at open and not loaded yet (graph_lazy.py): the first
+        # search loads it; writes meanwhile are replayed from SQLite by their seq then.
+        self.saved: SavedGraph | None = None
+        self.saved_stale = False  # written to since: the file may hold deleted vectors
+        self.file_lock = threading.Lock()  # a load or an in-place scrub of the saved file
 
     # ---- state -------------------------------------------------------------------------
 
@@ -145,7 +166,7 @@ class VectorIndex:
         if self.broken:
             return "broken"
         if not self.loaded:
-            return "unloaded"
+            return "saved" if self.saved is not None else "unloaded"
         return "hnsw" if self.ann is not None else "exact"
 
     def pending(self) -> int:
@@ -201,6 +222,7 @@ class VectorIndex:
             self.ann = None
             self.ann_live = set()
             self.ann_dirty = False
+            self.saved = None
             self.loaded = False
             self.broken = False
             self.needs_repair = False
@@ -213,6 +235,8 @@ class VectorIndex:
         ("del", rid, "", None, 0)."""
         with self.lock.write():
             if not self.loaded:
+                # the load reads SQLite after this commit; a saved file is re-checked
+                self.saved_stale = self.saved is not None
                 return
             put_vecs = [c[3] for c in changes if c[0] == "put" and c[3] is not None]
             units = normalize_rows(np.stack(put_vecs)) if put_vecs else None
@@ -344,6 +368,9 @@ class VectorIndex:
     # ---- background work (indexer thread) ----------------------------------------------
 
     def plan(self, count: int, threshold: int, rebuild_fraction: float) -> str | None:
+        if self.saved is not None and not self.loaded and not self.dropped:
+            # a saved graph waits for its first search, unless it would be dropped then
+            return "drop_saved" if count < threshold // 2 else None
         if not self.loaded or self.building or self.broken or self.dropped:
             return None
         if self.ann is None:
@@ -496,8 +523,7 @@ class VectorIndex:
             # deleted elements keep their vectors in hnswlib: none may reach the disk
             if count > live and not self._zero_deleted(tmp, directory, count - live):
                 return False
-            with tmp.open("rb+") as fh:
-                os.fsync(fh.fileno())
+            fsync_file(tmp)
             size = tmp.stat().st_size
             crc = file_crc(tmp)
             os.replace(tmp, stem.with_suffix(".hnsw"))
@@ -512,12 +538,7 @@ class VectorIndex:
                 "crc32": crc,
                 "saved_ms": int(time.time() * 1000),
             }
-            mtmp = stem.with_suffix(".json.tmp")
-            with mtmp.open("w", encoding="utf-8") as fh:
-                json.dump(meta, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(mtmp, stem.with_suffix(".json"))
+            write_json(stem.with_suffix(".json"), meta)
             fsync_dir(directory)
         except OSError:
             self.ann_dirty = True
@@ -539,79 +560,6 @@ class VectorIndex:
             self.drop_files(directory)
             return False
         return True
-
-    def load_file(
-        self,
-        directory: Path,
-        fingerprint: str,
-        max_seq: int,
-        live_upto: Callable[[int], set[int]],
-        fetch_tail: Callable[[int], list[Row]],
-    ) -> LoadReport:
-        """Load the saved graph and backfill newer records; raise ValueError if unusable.
-
-        ``live_upto(S)``: rids of live records with vseq <= S; ``fetch_tail(S)``: rows with
-        vseq > S. Called before the store serves (no concurrency).
-        """
-        stem = self.file_stem(directory)
-        meta_path, graph_path = stem.with_suffix(".json"), stem.with_suffix(".hnsw")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError("no index file") from None
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"unreadable index metadata: {exc}") from exc
-        for key, want in self._identity(fingerprint).items():
-            if meta.get(key) != want:
-                raise ValueError(f"index {key} is {meta.get(key)!r}, expected {want!r}")
-        seq = meta.get("seq")
-        if not isinstance(seq, int) or seq < 0 or seq > max_seq:
-            raise ValueError(f"index seq {seq!r} is not within the store's (0..{max_seq})")
-        try:
-            size = graph_path.stat().st_size
-        except OSError as exc:
-            raise ValueError(f"index graph missing: {exc}") from exc
-        if size != meta.get("size"):
-            raise ValueError(f"index graph is {size} bytes, expected {meta.get('size')}")
-        if file_crc(graph_path) != meta.get("crc32"):
-            raise ValueError("index graph checksum mismatch")
-        live = live_upto(seq)
-        g = hnswlib.Index(space="ip", dim=self.ann_dims)
-        try:
-            g.load_index(str(graph_path), max_elements=max(1024, int(len(live) * 1.3) + 1024))
-        except (RuntimeError, ValueError, MemoryError) as exc:
-            raise ValueError(f"index graph unreadable: {exc}") from exc
-        g.set_ef(self.params.ef_search)
-        g.set_num_threads(max(1, self.params.threads))
-        labels = set(g.get_ids_list())
-        missing = len(live - labels)
-        if missing:
-            raise ValueError(f"index lacks {missing} records it claims to cover")
-        marked = 0
-        for rid in labels - live:
-            try:
-                g.mark_deleted(rid)
-                marked += 1
-            except RuntimeError:
-                pass  # already deleted in the saved graph
-        tail = fetch_tail(seq)
-        with self.lock.write():
-            self.exact.clear()
-            if tail:
-                rids, ids, units, vseqs = decode_rows(tail, self.dims)
-                self.exact.put_many(rids, ids, units, vseqs)
-            self.ann = g
-            self.ann_live = live
-            self.ann_dirty = bool(tail) or marked > 0
-            self.loaded = True
-        return LoadReport(
-            source="file",
-            reason="ok",
-            file_seq=seq,
-            backfilled=len(tail),
-            marked_deleted=marked,
-            graph=len(live),
-        )
 
     def drop_files(self, directory: Path) -> None:
         stem = self.file_stem(directory)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from sidecar.store import commits as _commits
+from sidecar.store import graph_lazy as _lazy
 from sidecar.store import reads as _reads
 from sidecar.store.errors import StoreClosed, StoreError
 from sidecar.store.files import DB_NAME
@@ -53,6 +54,12 @@ def _checkpoint_indexes(store: SqliteState) -> dict[str, int]:
                     repaired += 1
                 continue
             if idx.ann is None and idx.ann_dirty and _drop_shrunk_graph(store, idx):
+                continue
+            if idx.saved is not None:  # not loaded: its file is the graph, scrubbed in place
+                try:
+                    saved += _lazy.scrub_unloaded(store, idx)
+                except OSError as exc:
+                    log.warning("index.save_failed", collection=idx.name, error=str(exc))
                 continue
             try:
                 if idx.save(store.index_dir, store.fingerprint, lambda: store._applied_seq):
@@ -156,6 +163,7 @@ def wait_indexed(store: SqliteState, timeout: float = 60.0) -> bool:
             or (
                 not idx.loaded
                 and not idx.broken
+                and idx.saved is None
                 and store._counts.get(cid, 0) >= store.exact_threshold
             )
             for cid, idx in list(store._indexes.items())
@@ -184,7 +192,10 @@ def _index_step(store: SqliteState, cid: int) -> bool:
         return False
     count = store._counts.get(cid, 0)
     action = idx.plan(count, store.exact_threshold, store.rebuild_fraction)
-    if action is None and not idx.loaded and count >= store.exact_threshold and not idx.broken:
+    if action == "drop_saved":  # shrank before its first search
+        return _lazy.drop_saved(store, idx)
+    ready = idx.loaded or idx.broken or idx.saved is not None  # a saved graph waits for a search
+    if action is None and not ready and count >= store.exact_threshold:
         idx.load_exact(functools.partial(_reads._fetch_rows, store))
         return True
     if action is None:

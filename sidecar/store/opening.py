@@ -1,5 +1,5 @@
 """Opening a store: the database file and its checks, the embedding fingerprint, the
-index directory and the vector indexes loaded from it (or rebuilt)."""
+index directory and the saved graphs in it checked (loaded on first use) or rebuilt."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
+from sidecar.store import graph_lazy as _lazy
 from sidecar.store import reads as _reads
 from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store.common import STAGE_DISCARDED, check_fingerprint, meta_writes
@@ -189,7 +190,8 @@ def _sidecar_files(store: SqliteState) -> list[Path]:
 
 
 def _load_indexes(store: SqliteState) -> dict[str, int]:
-    """Create the in-memory indexes; load saved graphs + backfill, or plan rebuilds."""
+    """Create the in-memory indexes: saved graphs checked (loaded on first use,
+    ``graph_lazy.py``), or rebuilds planned."""
     _clear_index_dir_path(store)
     store.index_dir.mkdir(exist_ok=True, mode=0o700)
     make_private(store.index_dir, [], directory=True)
@@ -213,13 +215,7 @@ def _load_indexes(store: SqliteState) -> dict[str, int]:
         elif has_file:
             t0 = time.monotonic()
             try:
-                rep = idx.load_file(
-                    store.index_dir,
-                    store.fingerprint,
-                    store._seq,
-                    functools.partial(_reads._live_upto, store, info.cid),
-                    functools.partial(_reads._tail_rows, store, info.cid),
-                )
+                rep = _lazy.check_at_open(store, idx)
             except ValueError as exc:
                 log.warning(
                     "index.rebuild", collection=info.name, dims=idx.ann_dims, reason=str(exc)
@@ -230,7 +226,7 @@ def _load_indexes(store: SqliteState) -> dict[str, int]:
                 stats["backfilled"] += rep.backfilled
                 stats["marked_deleted"] += rep.marked_deleted
                 log.info(
-                    "index.loaded",
+                    "index.checked",
                     collection=info.name,
                     dims=idx.ann_dims,
                     file_seq=rep.file_seq,
@@ -239,7 +235,7 @@ def _load_indexes(store: SqliteState) -> dict[str, int]:
                     marked_deleted=rep.marked_deleted,
                     seconds=round(time.monotonic() - t0, 3),
                 )
-        if not idx.loaded and count >= store.exact_threshold:
+        if idx.saved is None and count >= store.exact_threshold:
             idx.load_exact(functools.partial(_reads._fetch_rows, store))
             stats["rebuilding"] += 1
     if dirty:

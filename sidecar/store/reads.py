@@ -75,20 +75,6 @@ def _fetch_rows(
     )
 
 
-def _live_upto(store: SqliteState, cid: int, seq: int) -> set[int]:
-    rows = store._wconn.execute(
-        "SELECT rid FROM records WHERE cid = ? AND vseq <= ?", (cid, seq)
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
-def _tail_rows(store: SqliteState, cid: int, seq: int) -> list[Row]:
-    return store._wconn.execute(
-        "SELECT rid, id, vector, vseq FROM records WHERE cid = ? AND vseq > ? ORDER BY rid",
-        (cid, seq),
-    ).fetchall()
-
-
 def _fetch_vectors(store: SqliteState, rids: Sequence[int]) -> dict[int, F32]:
     out: dict[int, F32] = {}
     for part in chunks(list(rids)):

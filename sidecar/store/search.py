@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
+from sidecar.store import graph_lazy as _lazy
 from sidecar.store import names as N
 from sidecar.store import reads as _reads
 from sidecar.store.common import unscored_hits
@@ -100,9 +101,7 @@ def _allowed_rids(
 def _index(store: SqliteState, cid: int) -> VectorIndex | None:
     idx = store._indexes.get(cid)
     if idx is not None and not idx.loaded and not idx.broken:
-        idx.load_exact(functools.partial(_reads._fetch_rows, store))
-        if store._indexer is not None:
-            store._indexer.notify(cid)
+        _lazy.ensure_loaded(store, idx)
     return idx
 
 

@@ -238,7 +238,8 @@ class IndexStatus:
     collection: str
     dims: int
     count: int
-    mode: str  # "unloaded" | "exact" | "hnsw" | "broken"
+    # "unloaded" | "saved" (a saved graph, loaded on first use) | "exact" | "hnsw" | "broken"
+    mode: str
     ann_count: int
     pending: int
     deleted_fraction: float
