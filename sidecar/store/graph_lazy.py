@@ -201,10 +201,57 @@ def drop_saved(store: SqliteState, idx: VectorIndex) -> bool:
     with idx.file_lock:
         if idx.saved is None or idx.loaded:
             return False
+        idx.drop_files(store.index_dir)  # first: without a stamp, the index is idle
         idx.saved = None
         idx.saved_stale = False
-        idx.drop_files(store.index_dir)
     log.info("index.dropped", collection=idx.name, dims=idx.ann_dims, reason="shrank")
+    return True
+
+
+def unload_idle(store: SqliteState) -> int:
+    """Checkpoint thread: put back to their files the graphs no search used for
+    ``store.graph_idle_s`` whose files hold them as they are (saved since their last
+    change). Their exact tails go too: those records are after the file's seq, replayed
+    at the next load. Returns how many."""
+    done = 0
+    for idx in list(store._indexes.values()):
+        if idx.ann is not None and time.monotonic() - idx.last_used >= store.graph_idle_s:
+            done += _unload(store, idx)
+    return done
+
+
+def _unload(store: SqliteState, idx: VectorIndex) -> bool:
+    stem = idx.file_stem(store.index_dir)
+    with idx.file_lock:
+        try:
+            # not checksummed here: the load checks the whole file again
+            meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        with idx.lock.write():
+            g = idx.ann
+            if (
+                g is None
+                or idx.ann_dirty  # changed since its save: the file is not the graph
+                or idx.building
+                or idx.broken
+                or idx.needs_repair
+                or idx.dropped
+                or not idx.persist
+                or time.monotonic() - idx.last_used < store.graph_idle_s
+                or not isinstance(meta, dict)
+                or meta.get("live") != len(idx.ann_live)
+                or meta.get("elements") != int(g.get_current_count())
+                or not isinstance(meta.get("seq"), int)
+            ):
+                return False
+            idx.ann = None
+            idx.ann_live = set()
+            idx.exact.clear()
+            idx.loaded = False
+            idx.saved = SavedGraph(meta["seq"], meta["live"], meta)
+            idx.saved_stale = False
+    log.info("index.unloaded", collection=idx.name, dims=idx.ann_dims, idle_s=store.graph_idle_s)
     return True
 
 

@@ -82,6 +82,15 @@ class NeedScan(Exception):
     """The graph could not answer (e.g. a filter hides almost everything): scan SQLite."""
 
 
+class NotLoaded(NeedScan):
+    """The index was unloaded between the caller's load and its search: load it again."""
+
+
+#: A loaded graph no search has used for this long, its file current, goes back to its
+#: file (``graph_lazy.unload_idle``); its next search loads it again (0.35 s at 100k).
+GRAPH_IDLE_S = 900.0
+
+
 @dataclass(frozen=True, slots=True)
 class AnnParams:
     """Graph parameters; the values come from ``StoreSettings`` (config.py), the one place
@@ -152,6 +161,7 @@ class VectorIndex:
         self.saved: SavedGraph | None = None
         self.saved_stale = False  # written to since: the file may hold deleted vectors
         self.file_lock = threading.Lock()  # a load or an in-place scrub of the saved file
+        self.last_used = time.monotonic()  # the last search (an idle graph is unloaded)
 
     # ---- state -------------------------------------------------------------------------
 
@@ -292,6 +302,8 @@ class VectorIndex:
         lock = self.lock
         lock.acquire_read()
         try:
+            if not self.loaded:
+                raise NotLoaded(self.name)
             cands = self.exact.topk(query, k, exclude, allowed) if len(self.exact) else []
             if self.ann is not None and self.ann_live:
                 direct, graph = self._graph_search(query, k, exclude, allowed)

@@ -109,6 +109,10 @@ def _tick(store: SqliteState) -> None:
         # a scrub (forget) wants the deleted vectors out of the graph files now
         scrub = store._scrubber
         scrub.retry_deferred()
+        try:
+            _lazy.unload_idle(store)
+        except Exception:
+            log.exception("index.unload_failed")
         if scrub.take_index_save() or (store._dirty_since_ckpt and (idle or overdue)):
             try:
                 checkpoint(store)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from sidecar.store import names as N
 from sidecar.store import reads as _reads
 from sidecar.store.common import unscored_hits
 from sidecar.store.exact import F32, Candidate, top_candidates
-from sidecar.store.index import NeedScan, VectorIndex, decode_rows
+from sidecar.store.index import NeedScan, NotLoaded, VectorIndex, decode_rows
 from sidecar.store.rows import (
     SQL_MAX_VARS,
     BadRecord,
@@ -100,8 +101,10 @@ def _allowed_rids(
 
 def _index(store: SqliteState, cid: int) -> VectorIndex | None:
     idx = store._indexes.get(cid)
-    if idx is not None and not idx.loaded and not idx.broken:
-        _lazy.ensure_loaded(store, idx)
+    if idx is not None:
+        idx.last_used = time.monotonic()
+        if not idx.loaded and not idx.broken:
+            _lazy.ensure_loaded(store, idx)
     return idx
 
 
@@ -153,10 +156,13 @@ def search(store: SqliteState, collection: str, vector: Any, k: int, f: SearchFi
     if idx is None or idx.broken or k <= 0:
         cands = _scan(store, info, q, k, exclude, allowed)
     else:
+        fetch = functools.partial(_reads._fetch_vectors, store)
         try:
-            cands = idx.search(
-                q, k, exclude, allowed, functools.partial(_reads._fetch_vectors, store)
-            )
+            try:
+                cands = idx.search(q, k, exclude, allowed, fetch)
+            except NotLoaded:  # unloaded since _index (idle, repaired): once more
+                _lazy.ensure_loaded(store, idx)
+                cands = idx.search(q, k, exclude, allowed, fetch)
         except NeedScan:
             cands = _scan(store, info, q, k, exclude, allowed)
     return _materialize(store, info, cands, k)

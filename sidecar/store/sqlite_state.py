@@ -26,7 +26,7 @@ from sidecar.config import StoreSettings
 from sidecar.store import names as N
 from sidecar.store.core import Closable, closed_future
 from sidecar.store.files import DB_NAME, INDEX_DIR, now_ms
-from sidecar.store.index import AnnParams, VectorIndex
+from sidecar.store.index import GRAPH_IDLE_S, AnnParams, VectorIndex
 from sidecar.store.indexer import Indexer
 from sidecar.store.lock import DirLock
 from sidecar.store.rows import lenient_text
@@ -99,6 +99,7 @@ class SqliteState(Closable):
         self._state_lock = threading.Lock()
         self._session_locks = LocalLocks(str(self.data_dir))
         self._indexes: dict[int, VectorIndex] = {}
+        self.graph_idle_s = GRAPH_IDLE_S  # a graph unused this long goes back to its file
         self._seq = 0
         self._applied_seq = 0
         self._local = threading.local()

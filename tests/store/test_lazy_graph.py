@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scripts.stress.disk_traces import stored_vector, traces, vector_needles
-from sidecar.store import Put, Store
+from sidecar.store import Put, Store, graph_lazy
 
 from .conftest import clustered
 
@@ -202,3 +202,26 @@ def test_a_file_damaged_after_the_open_is_rebuilt_at_the_load(saved: Any) -> Non
         assert [[h for h, _ in a] for a in exact] == [[h for h, _ in a] for a in before]
         assert store.wait_indexed(60)
         assert _mode(store) == "hnsw"
+
+
+def test_an_idle_graph_goes_back_to_its_file_and_loads_again(saved: Any) -> None:
+    data_dir, queries, before = saved
+    with _open(data_dir, background=False) as store:
+        assert _answers(store, queries) == before
+        assert _mode(store) == "hnsw"
+        assert graph_lazy.unload_idle(store) == 0  # used a moment ago
+        store.graph_idle_s = 0.0
+        store.put(COLL, "tail", vector=queries[3])  # in the exact tail, after the file's seq
+        assert graph_lazy.unload_idle(store) == 1
+        assert _mode(store) == "saved"
+        assert _answers(store, queries[:3]) == before[:3]  # loaded again
+        assert store.search(COLL, queries[3], 1)[0].id == "tail"
+        store.delete(COLL, "r000007")  # the loaded graph changed: its file is not it
+        assert graph_lazy.unload_idle(store) == 0
+        store.checkpoint()
+        assert graph_lazy.unload_idle(store) == 1
+        store.delete(COLL, "r000008")  # a delete while unloaded: scrubbed in the file
+        store.checkpoint()
+        assert _mode(store) == "saved"
+        hits = {h.id for h in store.search(COLL, queries[0], 0)}
+        assert len(hits) == N + 1 - 2 and not {"r000007", "r000008"} & hits
