@@ -211,15 +211,19 @@ before = rss_bytes()
 t0 = time.perf_counter()
 s = Store.open(sys.argv[1], embed_dims=int(sys.argv[2]))
 opened = time.perf_counter() - t0
-s.search("user:bench", np.ones(int(sys.argv[2]), dtype=np.float32), 10)
+t0 = time.perf_counter()
+s.search("user:bench", np.ones(int(sys.argv[2]), dtype=np.float32), 10)  # loads the graph
+first = time.perf_counter() - t0
 after = rss_bytes()
-print(json.dumps({"open_s": opened, "rss_delta": after - before, "report": s.open_report}))
+out = {"open_s": opened, "first_s": first, "rss_delta": after - before, "report": s.open_report}
+print(json.dumps(out))
 s.close()
 """
 
 
 def bench_start_and_memory(path: Path, dims: int, n: int) -> list[Row]:
-    """Start (open + graph load + backfill) and resident memory, in a fresh process."""
+    """Start (open, then the first search, which loads the saved graph and backfills it)
+    and resident memory after both, in a fresh process."""
     out = subprocess.run(
         [sys.executable, "-c", _OPEN_CHILD, str(path), str(dims), str(REPO)],
         capture_output=True,
@@ -231,6 +235,7 @@ def bench_start_and_memory(path: Path, dims: int, n: int) -> list[Row]:
     per_100k = res["rss_delta"] / n * 100_000 / 2**20
     return [
         _row("start_open_s", res["open_s"], "s", "<= 3", res["open_s"] <= 3.0),
+        _row("start_first_search_s", res["first_s"], "s"),
         _row("memory_per_100k", per_100k, "MiB", "<= 250", per_100k <= 250),
         _row("start_indexes_loaded", res["report"]["indexes_loaded"], ""),
     ]

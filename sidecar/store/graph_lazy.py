@@ -216,7 +216,10 @@ def unload_idle(store: SqliteState) -> int:
     done = 0
     for idx in list(store._indexes.values()):
         if idx.ann is not None and time.monotonic() - idx.last_used >= store.graph_idle_s:
-            done += _unload(store, idx)
+            # not during a checkpoint: a save between its rename and its stamp would
+            # show this the old stamp beside the new file
+            with store._ckpt_lock:
+                done += _unload(store, idx)
     return done
 
 
