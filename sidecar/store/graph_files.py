@@ -24,10 +24,12 @@ import json
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 # offsetLevel0, max_elements, cur_element_count, size_data_per_element, label_offset,
 # offsetData (size_t), maxlevel (int), enterpoint_node (uint32), maxM, maxM0, M
@@ -64,23 +66,32 @@ def _layout(path: Path, dims: int) -> tuple[int, int, int, int]:
     return count, per, data_at, label_at
 
 
+@contextlib.contextmanager
+def _elements(path: Path, count: int, per: int) -> Iterator[npt.NDArray[np.uint8]]:
+    """The file's ``count`` elements of ``per`` bytes, writable in place (flushed after the
+    block; an empty graph gives zero rows without mapping anything)."""
+    if count == 0:
+        yield np.zeros((0, per), dtype=np.uint8)
+        return
+    rows = np.memmap(path, dtype=np.uint8, mode="r+", offset=HEADER.size, shape=(count, per))
+    try:
+        yield rows
+        rows.flush()
+    finally:
+        del rows
+
+
 def zero_deleted_vectors(path: Path, dims: int, expect_deleted: int) -> int:
     """Overwrite with zeros the vector of every element ``path`` marks deleted; returns
     how many. ``expect_deleted`` (the graph's elements minus its live ones) must match
     the flags found, so a misread layout can never zero live vectors."""
     count, per, data_at, label_at = _layout(path, dims)
-    if count == 0:
-        found = 0
-    else:
-        rows = np.memmap(path, dtype=np.uint8, mode="r+", offset=HEADER.size, shape=(count, per))
-        try:
-            deleted = np.flatnonzero(rows[:, DELETED_FLAG_BYTE] & DELETE_MARK)
-            found = len(deleted)
-            if found == expect_deleted and found:
-                rows[deleted, data_at:label_at] = 0
-                rows.flush()
-        finally:
-            del rows
+    found = 0
+    with _elements(path, count, per) as rows:
+        deleted = np.flatnonzero(rows[:, DELETED_FLAG_BYTE] & DELETE_MARK)
+        found = len(deleted)
+        if found == expect_deleted and found:
+            rows[deleted, data_at:label_at] = 0
     if found != expect_deleted:
         raise GraphLayoutError(
             f"{path.name}: {found} elements flagged deleted, the graph has {expect_deleted}"
@@ -96,22 +107,16 @@ def delete_all_but(path: Path, dims: int, keep: np.ndarray[Any, Any], expect_liv
     flags found, as in :func:`zero_deleted_vectors`. Returns how many it flagged; the
     caller fsyncs the file and stamps its new checksum."""
     count, per, data_at, label_at = _layout(path, dims)
-    if count == 0:
-        found = marked = 0
-    else:
-        rows = np.memmap(path, dtype=np.uint8, mode="r+", offset=HEADER.size, shape=(count, per))
-        try:
-            alive = (rows[:, DELETED_FLAG_BYTE] & DELETE_MARK) == 0
-            found = int(alive.sum())
-            labels = np.ascontiguousarray(rows[:, label_at:per]).view("<i8").ravel()
-            gone = np.flatnonzero(alive & ~np.isin(labels, keep, assume_unique=True))
-            marked = len(gone)
-            if found == expect_live and marked:
-                rows[gone, DELETED_FLAG_BYTE] |= DELETE_MARK
-                rows[gone, data_at:label_at] = 0
-                rows.flush()
-        finally:
-            del rows
+    found = marked = 0
+    with _elements(path, count, per) as rows:
+        alive = (rows[:, DELETED_FLAG_BYTE] & DELETE_MARK) == 0
+        found = int(alive.sum())
+        labels = np.ascontiguousarray(rows[:, label_at:per]).view("<i8").ravel()
+        gone = np.flatnonzero(alive & ~np.isin(labels, keep, assume_unique=True))
+        marked = len(gone)
+        if found == expect_live and marked:
+            rows[gone, DELETED_FLAG_BYTE] |= DELETE_MARK
+            rows[gone, data_at:label_at] = 0
     if found != expect_live:
         raise GraphLayoutError(
             f"{path.name}: {found} elements not flagged deleted, the stamp says {expect_live}"

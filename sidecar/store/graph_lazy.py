@@ -121,16 +121,7 @@ def ensure_loaded(store: SqliteState, idx: VectorIndex) -> None:
                 idx.drop_files(store.index_dir)
         else:
             if rep is not None:
-                log.info(
-                    "index.loaded",
-                    collection=idx.name,
-                    dims=idx.ann_dims,
-                    file_seq=rep.file_seq,
-                    graph=rep.graph,
-                    backfilled=rep.backfilled,
-                    marked_deleted=rep.marked_deleted,
-                    seconds=round(time.monotonic() - started, 3),
-                )
+                rep.log("index.loaded", idx, started)
     if not idx.loaded:
         idx.load_exact(lambda *a: _reads._fetch_rows(store, *a))
     if store._indexer is not None:

@@ -112,6 +112,19 @@ class LoadReport:
     marked_deleted: int = 0
     graph: int = 0
 
+    def log(self, event: str, idx: VectorIndex, started: float) -> None:
+        """One line for a saved graph checked at open or loaded on first use."""
+        log.info(
+            event,
+            collection=idx.name,
+            dims=idx.ann_dims,
+            file_seq=self.file_seq,
+            graph=self.graph,
+            backfilled=self.backfilled,
+            marked_deleted=self.marked_deleted,
+            seconds=round(time.monotonic() - started, 3),
+        )
+
 
 @dataclass(slots=True)
 class SavedGraph:

@@ -225,16 +225,7 @@ def _load_indexes(store: SqliteState) -> dict[str, int]:
                 stats["indexes_loaded"] += 1
                 stats["backfilled"] += rep.backfilled
                 stats["marked_deleted"] += rep.marked_deleted
-                log.info(
-                    "index.checked",
-                    collection=info.name,
-                    dims=idx.ann_dims,
-                    file_seq=rep.file_seq,
-                    graph=rep.graph,
-                    backfilled=rep.backfilled,
-                    marked_deleted=rep.marked_deleted,
-                    seconds=round(time.monotonic() - t0, 3),
-                )
+                rep.log("index.checked", idx, t0)
         if idx.saved is None and count >= store.exact_threshold:
             idx.load_exact(functools.partial(_reads._fetch_rows, store))
             stats["rebuilding"] += 1
