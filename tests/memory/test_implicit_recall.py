@@ -4,6 +4,7 @@ share of the budget, and what a plan injects in each mode."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.density import MIN_NORM, TRUSTED_ROWS, TYPICAL_DENSITY, Density
+from sidecar.assembly.duplicates import text_key
 from sidecar.assembly.implicit import (
     DEFAULT_IMPLICIT,
     OFF,
@@ -93,6 +95,41 @@ def test_incremental_densities_equal_a_rebuild(reference: int) -> None:
         assert math.isclose(step.values[40], again.values[40], abs_tol=1e-5)
     else:  # the row is in the reference: only its own neighbours are recomputed
         assert math.isclose(step.values[40], again.values[40], abs_tol=1e-5)
+
+
+def test_eligibility_read_many_rows_at_once_gives_the_same_densities() -> None:
+    """``eligible_rows`` (what a view's sync passes, read from its arrays) and the
+    per-row ``eligible_of`` give the same bits, appended in batches and rewritten."""
+    rng = np.random.default_rng(12)
+    mat, who, labels = labelled(rng, 9000)  # more than a CHUNK of rows
+    ok = np.arange(mat.shape[0]) % 3 != 1
+    one = Density(k=3, reference=64)
+    many = Density(k=3, reference=64)
+    for hi in (40, 5000, 9000):
+        one.update(0, mat[:hi], lambda i: who[i], lambda i: bool(ok[i]), labels, [7])
+        many.update(
+            0,
+            mat[:hi],
+            lambda i: who[i],
+            lambda i: False,
+            labels,
+            [7],
+            eligible_rows=ok.__getitem__,
+        )
+    for name in ("values", "coef", "norm", "eligible", "top"):
+        assert getattr(one, name).tobytes() == getattr(many, name).tobytes(), name
+
+
+def test_duplicate_keys_without_the_regex_are_the_regexs() -> None:
+    """ASCII texts are keyed without the regex; the key is the regex's, every ASCII
+    character included (and a text with others still goes through it)."""
+    rng = np.random.default_rng(13)
+    chars = [chr(c) for c in range(128)]
+    texts = ["".join(rng.choice(chars, size=int(rng.integers(0, 40)))) for _ in range(3000)]
+    texts += ["Ana: Thanks -- see you  at 9!!", "  _x_  ", "Café, naïve ÉCOLE_ straße", ""]
+    for t in texts:
+        want = "user\x1f" + re.sub(r"[\W_]+", " ", t.casefold()).strip()
+        assert text_key("user", t) == want, repr(t)
 
 
 def test_a_new_layout_or_label_set_rebuilds() -> None:
