@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from sidecar.assembly.candidates import text_label
 from sidecar.assembly.duplicates import text_key
-from sidecar.assembly.view_rows import TURN, ViewRows
+from sidecar.assembly.view_rows import TURN, ViewRows, unit
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -190,7 +190,7 @@ class Density:
     def _reset(self, dims: int, labels: tuple[str, ...], label_vecs: Mapping[str, F32]) -> None:
         self.n = 0
         self.labels = labels
-        rows = [_unit(label_vecs[name], dims) for name in labels]
+        rows = [unit(label_vecs[name], dims) for name in labels]
         self.label_mat = np.vstack([*rows, np.zeros((1, dims), dtype=np.float32)])
         self.label = np.zeros(0, dtype=np.int64)
         self.coef = np.zeros(0, dtype=np.float32)
@@ -384,13 +384,3 @@ class Density:
         self._bias_eligible = np.where(self.eligible, self._bias, -np.inf).astype(np.float32)
         self._labelled = bool((self.label < len(self.labels)).any())
         self._derived = self.n
-
-
-def _unit(v: F32, dims: int) -> F32:
-    out = np.zeros(dims, dtype=np.float32)
-    a = np.asarray(v, dtype=np.float32).reshape(-1)
-    if a.shape[0] == dims:
-        n = float(np.linalg.norm(a))
-        if n > 1e-12:
-            out[:] = a / n
-    return out

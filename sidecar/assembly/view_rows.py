@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, overload
+from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 import msgspec
 import numpy as np
@@ -37,6 +37,7 @@ from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.store.types import Record
 
 F32 = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 _SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
     (C.TURNS_PREFIX, "history", "turn"),
@@ -348,53 +349,51 @@ class RowsView(Protocol):
     def candidate(self, i: int) -> Candidate: ...
 
 
-class RecordRows(Sequence[Record]):
-    """A view's rows as the store's records (:meth:`ViewRows.record`, built per read)."""
+class _BuiltRows(Sequence[T]):
+    """A view's rows as items built from them on read (``_item``); what the view keeps
+    is its arrays, not these objects."""
 
     __slots__ = ("_view",)
 
     def __init__(self, view: RowsView) -> None:
         self._view = view
 
+    def _item(self, j: int) -> T:
+        raise NotImplementedError
+
     def __len__(self) -> int:
         return len(self._view.rows)
 
     @overload
-    def __getitem__(self, i: int) -> Record: ...
+    def __getitem__(self, i: int) -> T: ...
     @overload
-    def __getitem__(self, i: slice) -> list[Record]: ...
-    def __getitem__(self, i: int | slice) -> Record | list[Record]:
-        view = self._view
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
-            return [view.rows.record(view.name, j) for j in range(*i.indices(len(self)))]
-        return view.rows.record(view.name, _index(i, len(self)))
+            return [self._item(j) for j in range(*i.indices(len(self)))]
+        return self._item(_index(i, len(self)))
+
+    def __iter__(self) -> Iterator[T]:
+        return (self._item(j) for j in range(len(self)))
 
 
-class CandidateRows(Sequence[Candidate]):
+class RecordRows(_BuiltRows[Record]):
+    """A view's rows as the store's records (:meth:`ViewRows.record`, built per read)."""
+
+    __slots__ = ()
+
+    def _item(self, j: int) -> Record:
+        return self._view.rows.record(self._view.name, j)
+
+
+class CandidateRows(_BuiltRows[Candidate]):
     """A view's rows as candidates (:meth:`CollectionView.candidate`: built on first use,
     then the same object)."""
 
-    __slots__ = ("_view",)
+    __slots__ = ()
 
-    def __init__(self, view: RowsView) -> None:
-        self._view = view
-
-    def __len__(self) -> int:
-        return len(self._view.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> Candidate: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Candidate]: ...
-    def __getitem__(self, i: int | slice) -> Candidate | list[Candidate]:
-        view = self._view
-        if isinstance(i, slice):
-            return [view.candidate(j) for j in range(*i.indices(len(self)))]
-        return view.candidate(_index(i, len(self)))
-
-    def __iter__(self) -> Iterator[Candidate]:
-        view = self._view
-        return (view.candidate(j) for j in range(len(view.rows)))
+    def _item(self, j: int) -> Candidate:
+        return self._view.candidate(j)
 
 
 def _index(i: int, n: int) -> int:
