@@ -25,8 +25,12 @@ from sidecar.assembly.cache import CollectionView
 #: history record (13 metadata keys), 2.2 KB for a durable memory (25 keys).
 CANDIDATE_BYTES = 2_200
 #: Built candidates a view keeps between requests; past it they are dropped after a sync
-#: and built again on use (a request reads a few hundred rows of a large view).
-MADE_MAX = 20_000
+#: and built again on use (a request reads a few hundred rows of a large view). A
+#: candidate costs 4-8 us to build on first use; at 20,000 the 50k-memory `make bench`
+#: store dropped and rebuilt them every few dozen requests (assemble / embed 2.6x -> 3.1x);
+#: at 60,000 (at most ~130 MB a view, counted in the cache budget) a namespace of that
+#: size builds each row once.
+MADE_MAX = 60_000
 #: Default budget: room for one namespace of about 100k memories (its raw history and
 #: durable views) beside a few small ones, on a laptop.
 DEFAULT_MAX_BYTES = 1 << 30
