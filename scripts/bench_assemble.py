@@ -583,6 +583,16 @@ def _spawn(tmp: Path, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, line
 
 
+def stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Stop a daemon the benchmark started: SIGTERM, then a kill after ``timeout`` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -710,12 +720,7 @@ def _bench(quick: bool) -> list[dict[str, str]]:
                     res = client.call("assemble", {**base, "prompt": hq[j]})
                     t_loop.append((time.perf_counter() - s) * 1000)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, 30)
     finally:
         keep = os.environ.get("BENCH_ASSEMBLE_KEEP")
         if keep:  # for profiling: keep the seeded data directory

@@ -316,27 +316,18 @@ def measure(backend: str, n: int, location: str, tmp: Path) -> Point:
     try:
         _drive(endpoint, proc.pid, point)
     finally:
-        _stop(proc)
+        BA.stop(proc, 60)
     proc, endpoint = _spawn(tmp, data_dir, _store_args(backend, location))
     try:
         _restart(endpoint, proc.pid, point)
     finally:
-        _stop(proc)
+        BA.stop(proc, 60)
     point.recall, point.view_recall, point.search_ms = _recall_in_child(
         data_dir, flags, point.view_ids
     )
     if backend == "sqlite":
         shutil.rmtree(data_dir, ignore_errors=True)
     return point
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _restart(endpoint: str, pid: int, point: Point) -> None:

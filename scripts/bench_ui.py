@@ -250,12 +250,7 @@ def _bench(quick: bool, data: Path | None) -> list[dict[str, str]]:
                 ui.terminate()
                 ui.wait(30)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            seeding.stop(proc, 60)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     every = [ms for samples in times.values() for ms in samples]
