@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from sidecar import SERVER_NAME, __version__
+from sidecar.command_args import add_endpoint
 from sidecar.config import ConfigError, load_settings
+from sidecar.exit_status import EXIT_BROKEN_PIPE
 from sidecar.ops.cli_parser import CliParser
 
 
@@ -98,7 +100,7 @@ def _print_stderr(line: str) -> None:
 
 def _tool_commands(sub: Any) -> None:
     console = sub.add_parser("console", help="interactive JSON-RPC console")
-    console.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    add_endpoint(console)
     call = sub.add_parser("call", help="one request; prints the result as JSON")
     call.add_argument("method")
     call.add_argument(
@@ -107,11 +109,11 @@ def _tool_commands(sub: Any) -> None:
         help="one JSON object, - (JSON from stdin), or key=value arguments",
     )
     call.add_argument("--raw", metavar="PATH", help="print this field of the result as text")
-    call.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    add_endpoint(call)
     call.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
     authored = sub.add_parser("authored", help="authored documents loaded in the daemon")
     authored.add_argument("action", choices=["list"], help="list: documents, tiers, sources")
-    authored.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    add_endpoint(authored)
     authored.add_argument("--json", action="store_true", help="print JSON instead of a table")
     for module in _command_modules():
         module.add_parser(sub)
@@ -214,11 +216,6 @@ def _run_tool(args: argparse.Namespace) -> int:
     if args.command == "call":
         return console.run_call(args.endpoint, args.method, args.params, args.timeout, raw=args.raw)
     raise AssertionError(args.command)
-
-
-# The status a shell reports for a process killed by SIGPIPE (128 + 13), as `yes | head -1`
-# reports for `yes`.
-EXIT_BROKEN_PIPE = 141
 
 
 def _quiet_when_stdout_closes(command: Callable[[], int]) -> int:

@@ -67,14 +67,8 @@ from sidecar.console_input import (
     parse_line,
     parse_params,
 )
-from sidecar.endpoints import (
-    EXIT_NO_ANSWER,
-    EXIT_OK,
-    EXIT_RPC_ERROR,
-    connect_failure,
-    resolve_auth_token,
-    resolve_endpoint,
-)
+from sidecar.endpoints import connect_failure, resolve_auth_token, resolve_endpoint
+from sidecar.exit_status import EXIT_NO_ANSWER, EXIT_OK, EXIT_RPC_ERROR
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import CompleteEvent, Completion

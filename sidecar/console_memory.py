@@ -18,14 +18,10 @@ from typing import Any, TextIO
 
 from libravdb_client import Client, LibravdbError, RpcError
 
+from sidecar.command_args import add_endpoint
 from sidecar.console_input import format_json
-from sidecar.endpoints import (
-    EXIT_OK,
-    EXIT_RPC_ERROR,
-    connect_failure,
-    resolve_auth_token,
-    resolve_endpoint,
-)
+from sidecar.endpoints import connect_failure, resolve_auth_token, resolve_endpoint
+from sidecar.exit_status import EXIT_OK, EXIT_RPC_ERROR
 from sidecar.ops.cli_terms import in_flag_terms, since_ms, until_ms
 
 TEXT_WIDTH = 80
@@ -79,7 +75,7 @@ def add_parser(sub: Any) -> None:
         cmd.add_argument(
             "--user", "--namespace", dest="user", required=namespace_required, metavar="NS"
         )
-        cmd.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+        add_endpoint(cmd)
         cmd.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     lst = actions.add_parser("list", help="records of one scope, newest first", epilog=EXIT_STATUS)

@@ -18,18 +18,16 @@ import asyncio
 import contextlib
 import ipaddress
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from libravdb_client import ConnectError, default_endpoint
+
+from sidecar.exit_status import EXIT_NO_ANSWER
 
 if TYPE_CHECKING:
     import socket
 
     import uvicorn
-
-EXIT_OK: Final = 0
-EXIT_RPC_ERROR: Final = 1  # the daemon answered with an error
-EXIT_NO_ANSWER: Final = 2  # cannot connect, connection lost, timeout, malformed reply
 
 
 def resolve_endpoint(endpoint: str | None) -> str:

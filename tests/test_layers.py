@@ -38,6 +38,8 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "sidecar.console_input",
             "sidecar.console_memory",
             "sidecar.endpoints",
+            "sidecar.exit_status",
+            "sidecar.command_args",
             "sidecar.tools",
             "sidecar.mcp",
             "sidecar.ops",

@@ -40,7 +40,7 @@ async def memory_list(ctx: CallContext, params: MemoryListParams) -> MemoryListR
         ),
     )
     return MemoryListResult(
-        records=[memory_record_out(r) for r in page.records],
+        records=[memory_record_out(r) for r in page.items],
         total=page.total,
         next_cursor=page.next_cursor,
     )

@@ -27,7 +27,7 @@ async def sessions_list(ctx: CallContext, params: SessionsListParams) -> Session
     )
     return SessionsListResult(
         namespace=ns,
-        sessions=[copy_fields(s, SessionInfo) for s in page.sessions],
+        sessions=[copy_fields(s, SessionInfo) for s in page.items],
         total=page.total,
         next_cursor=page.next_cursor,
     )

@@ -13,9 +13,10 @@ import sys
 import time
 from typing import Any
 
+from sidecar.command_args import add_endpoint, add_log_level
+from sidecar.exit_status import EXIT_FAILED, EXIT_OK
+
 COMMANDS = ("mcp",)
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 
 def add_parser(sub: Any) -> None:
@@ -26,11 +27,7 @@ def add_parser(sub: Any) -> None:
         "running daemon; when nothing answers at the default endpoint, starts the daemon "
         "there (detached, shared with every other client).",
     )
-    cmd.add_argument(
-        "--endpoint",
-        help="the daemon: unix:/path or tcp:host:port (default: the daemon's); nothing is "
-        "started when it does not answer",
-    )
+    add_endpoint(cmd, note="nothing is started when it does not answer")
     spawn = cmd.add_mutually_exclusive_group()
     spawn.add_argument(
         "--spawn",
@@ -74,13 +71,7 @@ def add_parser(sub: Any) -> None:
         help="--http: close a session idle this many seconds (default 300, "
         "mcp.http_session_idle_s)",
     )
-    cmd.add_argument(
-        "--log-level",
-        default="info",
-        type=str.lower,
-        choices=["debug", "info", "warning", "error"],
-        help="stderr log level (default info; JSON lines)",
-    )
+    add_log_level(cmd)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sidecar.command_args import add_endpoint
+from sidecar.exit_status import EXIT_OK, EXIT_PROBLEM
+
 if TYPE_CHECKING:
     from sidecar.config import Settings
     from sidecar.ops.doctor_result import Check
 
 COMMANDS = ("doctor",)
-EXIT_OK = 0
-EXIT_PROBLEM = 1
 
 
 def add_parser(sub: Any) -> None:
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
         "--store", metavar="URL", help="a postgresql:// store (default: store.url, if set)"
     )
     doctor.add_argument("--config", metavar="FILE", help="TOML settings file")
-    doctor.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    add_endpoint(doctor)
     doctor.add_argument("--json", action="store_true", help="print JSON instead of lines")
 
 

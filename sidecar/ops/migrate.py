@@ -22,9 +22,9 @@ import contextlib
 import sys
 from typing import Any
 
+from sidecar.exit_status import EXIT_FAILED, EXIT_OK
+
 COMMANDS = ("migrate",)
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 
 def add_parser(sub: Any) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from sidecar.exit_status import EXIT_FAILED, EXIT_OK
 from sidecar.ops.service_render import (
     LAUNCHD_LABEL,
     UNIT_NAME,
@@ -35,8 +36,6 @@ from sidecar.ops.service_render import (
 )
 
 COMMANDS = ("service",)
-EXIT_OK = 0
-EXIT_FAILED = 1
 EXIT_NOT_RUNNING = 3  # `status`: the LSB code for "not running", as systemctl uses
 TOOL_TIMEOUT_S = 30.0
 

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from sidecar.command_args import add_endpoint
+
 COMMANDS = ("stats",)
 
 BAR_WIDTH = 30
@@ -38,7 +40,7 @@ def add_parser(sub: Any) -> None:
         help="the chart's rows: calendar months (default), ISO weeks or days (UTC); at most "
         "260 rows, the newest (older records are counted as 'earlier')",
     )
-    stats.add_argument("--endpoint", help="unix:/path or tcp:host:port (default: the daemon's)")
+    add_endpoint(stats)
     stats.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -46,13 +48,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from libravdb_client import Client, LibravdbError, RpcError
 
     from sidecar.console_input import format_json
-    from sidecar.endpoints import (
-        EXIT_OK,
-        EXIT_RPC_ERROR,
-        connect_failure,
-        resolve_auth_token,
-        resolve_endpoint,
-    )
+    from sidecar.endpoints import connect_failure, resolve_auth_token, resolve_endpoint
+    from sidecar.exit_status import EXIT_OK, EXIT_RPC_ERROR
     from sidecar.ops.cli_terms import in_flag_terms
 
     out = sys.stdout if out is None else out

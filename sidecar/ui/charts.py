@@ -12,6 +12,19 @@ WIDTH = 720
 COLUMN_HEIGHT = 180
 
 
+def _bar(tooltip: str, x: float, y: float, width: float, height: float, cls: str = "bar") -> Html:
+    """One bar of a chart: a rectangle whose ``<title>`` is its tooltip."""
+    return el(
+        "rect",
+        el("title", tooltip),
+        x=f"{x:.2f}",
+        y=f"{y:.2f}",
+        width=f"{width:.2f}",
+        height=f"{height:.2f}",
+        class_=cls,
+    )
+
+
 def columns(points: Sequence[tuple[str, int]], *, title: str) -> Html:
     """A column per point (a timeline: label, count), oldest left. The bars stretch to
     the width of the page; the scale and the first, middle and last labels are HTML
@@ -24,16 +37,9 @@ def columns(points: Sequence[tuple[str, int]], *, title: str) -> Html:
     bars = []
     for i, (label, count) in enumerate(points):
         h = COLUMN_HEIGHT * count / top
+        x = i * step + gap / 2
         bars.append(
-            el(
-                "rect",
-                el("title", f"{label}: {count:,} records"),
-                x=f"{i * step + gap / 2:.2f}",
-                y=f"{COLUMN_HEIGHT - h:.2f}",
-                width=f"{max(step - gap, 0.5):.2f}",
-                height=f"{h:.2f}",
-                class_="bar",
-            )
+            _bar(f"{label}: {count:,} records", x, COLUMN_HEIGHT - h, max(step - gap, 0.5), h)
         )
     middle = points[len(points) // 2][0] if len(points) > 2 else None
     return el(
@@ -74,15 +80,7 @@ def rows(points: Sequence[tuple[str, int]], *, title: str) -> Html:
                 "td",
                 el(
                     "svg",
-                    el(
-                        "rect",
-                        el("title", f"{label}: {count:,}"),
-                        x="0",
-                        y="0",
-                        width=f"{100 * count / top:.2f}",
-                        height="10",
-                        class_="bar",
-                    ),
+                    _bar(f"{label}: {count:,}", 0, 0, 100 * count / top, 10),
                     viewBox="0 0 100 10",
                     preserveAspectRatio="none",
                     aria_hidden="true",
@@ -106,17 +104,7 @@ def stacked(parts: Sequence[tuple[str, int]], total: int, *, title: str) -> Html
         if n <= 0:
             continue
         w = WIDTH * n / total
-        rects.append(
-            el(
-                "rect",
-                el("title", f"{label}: {n:,} tokens"),
-                x=f"{x:.2f}",
-                y="0",
-                width=f"{w:.2f}",
-                height="28",
-                class_=f"bar part{i % 6}",
-            )
-        )
+        rects.append(_bar(f"{label}: {n:,} tokens", x, 0, w, 28, f"bar part{i % 6}"))
         x += w
     return el(
         "svg",

@@ -11,9 +11,10 @@ import argparse
 import sys
 from typing import Any
 
+from sidecar.command_args import add_endpoint, add_log_level
+from sidecar.exit_status import EXIT_UNUSABLE
+
 COMMANDS = ("ui",)
-EXIT_OK = 0
-EXIT_UNUSABLE = 2
 
 
 def add_parser(sub: Any) -> None:
@@ -23,9 +24,7 @@ def add_parser(sub: Any) -> None:
         description="Serve the memory browser on loopback and print its URL (with the "
         "session token) as the first line on stdout. It is a client of the running daemon.",
     )
-    cmd.add_argument(
-        "--endpoint", help="the daemon: unix:/path or tcp:host:port (default: the daemon's)"
-    )
+    add_endpoint(cmd)
     cmd.add_argument(
         "--http",
         metavar="HOST:PORT",
@@ -47,13 +46,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="browse any namespace of the daemon (the UI then asks which)",
     )
-    cmd.add_argument(
-        "--log-level",
-        default="info",
-        type=str.lower,
-        choices=["debug", "info", "warning", "error"],
-        help="stderr log level (default info; JSON lines)",
-    )
+    add_log_level(cmd)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import structlog
 from libravdb_client import LibravdbError
 
 from sidecar.endpoints import uvicorn_server
+from sidecar.exit_status import EXIT_OK, EXIT_UNUSABLE
 from sidecar.logging_setup import (
     configure_logging,
     finish_output,
@@ -31,8 +32,6 @@ from sidecar.ui.daemon import DaemonDown, DaemonLink
 from sidecar.ui.security import LOGIN_PATH, Guard
 
 log = structlog.get_logger("libravdb.ui")
-EXIT_OK = 0
-EXIT_UNUSABLE = 2
 
 
 @dataclass(frozen=True, slots=True)

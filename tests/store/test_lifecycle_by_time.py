@@ -133,8 +133,8 @@ def test_memory_list_pages_as_the_full_scan_did(store: StoreBackend) -> None:
         for _page in range(40):
             old = _old_page(store, q, [sid] if sid else sessions)
             new = asyncio.run(listing.list_memory(aio, q))
-            assert [(r.collection, r.id) for r in new.records] == [
-                (r.collection, r.id) for r in old.records
+            assert [(r.collection, r.id) for r in new.items] == [
+                (r.collection, r.id) for r in old.items
             ]
             assert (new.total, new.next_cursor) == (old.total, old.next_cursor)
             if not new.next_cursor:

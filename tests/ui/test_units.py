@@ -103,6 +103,9 @@ def test_charts_scale_to_the_largest_value() -> None:
     assert 'width="50.00"' in table and 'width="100.00"' in table
     stacked = charts.stacked([("hard", 25), ("tail", 0), ("soft", 25)], 100, title="t")
     assert stacked.count('class="bar') == 2 and 'width="180.00"' in stacked
+    # every bar carries its tooltip
+    assert svg.count("<title>") == 4 and table.count("<title>") == 2
+    assert stacked.count("<title>") == 3 and "hard: 25 tokens" in stacked
     assert charts.columns([], title="t") == '<p class="muted">No dated records.</p>'
 
 

@@ -11,6 +11,7 @@
         print(await client.call("status"))
 """
 
+from libravdb_client import errors
 from libravdb_client._async import AsyncClient
 from libravdb_client._core import (
     CLIENT_VERSION,
@@ -24,34 +25,9 @@ from libravdb_client._core import (
 from libravdb_client._spawn import StderrTarget
 from libravdb_client._sync import Client
 from libravdb_client.endpoints import Endpoint, default_endpoint, parse_endpoint
-from libravdb_client.errors import (
-    ERROR_CLASSES,
-    Busy,
-    Cancelled,
-    Conflict,
-    ConnectError,
-    ConnectionClosed,
-    FingerprintMismatch,
-    FrameTooLarge,
-    InternalError,
-    InvalidInput,
-    InvalidParams,
-    InvalidRequest,
-    LibravdbError,
-    MethodNotFound,
-    ModelUnavailable,
-    NotFound,
-    ParseError,
-    ProtocolError,
-    RpcError,
-    RpcTimeout,
-    ShuttingDown,
-    StorageError,
-    TransportError,
-    Unauthorized,
-    WrongNamespace,
-    error_class,
-)
+
+# the exception classes and the code table: errors.__all__ names them once
+from libravdb_client.errors import *  # noqa: F403
 from protocol.jsonrpc import ProgressParams
 
 __version__ = CLIENT_VERSION
@@ -59,42 +35,17 @@ __version__ = CLIENT_VERSION
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_TIMEOUT",
-    "ERROR_CLASSES",
     "USE_CLIENT_DEFAULT",
     "AsyncClient",
-    "Busy",
-    "Cancelled",
     "Client",
-    "Conflict",
-    "ConnectError",
-    "ConnectionClosed",
     "Endpoint",
-    "FingerprintMismatch",
-    "FrameTooLarge",
-    "InternalError",
-    "InvalidInput",
-    "InvalidParams",
-    "InvalidRequest",
-    "LibravdbError",
-    "MethodNotFound",
-    "ModelUnavailable",
-    "NotFound",
     "NotificationCallback",
-    "ParseError",
     "ProgressCallback",
     "ProgressParams",
-    "ProtocolError",
-    "RpcError",
-    "RpcTimeout",
-    "ShuttingDown",
     "StderrTarget",
-    "StorageError",
-    "TransportError",
-    "Unauthorized",
     "UseClientDefault",
-    "WrongNamespace",
     "__version__",
     "default_endpoint",
-    "error_class",
     "parse_endpoint",
 ]
+__all__ += errors.__all__

@@ -196,6 +196,18 @@ def test_every_error_code_has_its_class() -> None:
     assert error_class(-31999) is RpcError
 
 
+def test_the_package_exports_every_public_name_of_errors_once() -> None:
+    from libravdb_client import errors
+
+    exported = libravdb_client.__all__
+    assert len(exported) == len(set(exported))
+    for name in errors.__all__:
+        assert name in exported
+        assert getattr(libravdb_client, name) is getattr(errors, name)
+    for name in exported:
+        assert hasattr(libravdb_client, name), name
+
+
 def test_error_objects_and_hierarchy() -> None:
     session = Session()
     rid, _ = session.request("x")

@@ -13,12 +13,13 @@ records left out (a session's bookkeeping, superseded versions) are the store's
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sidecar.memory.core import layout as C
+from sidecar.memory.core.cursor import Page
+from sidecar.memory.core.cursor import decode_cursor as parts_of
+from sidecar.memory.core.cursor import encode_cursor as cursor_of
 from sidecar.memory.core.errors import MemoryInputError
 from sidecar.memory.lifecycle.session_index import namespace_sessions
 from sidecar.store.aio import AsyncStore
@@ -42,11 +43,7 @@ class ListQuery:
     include_superseded: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    records: list[Record]
-    total: int
-    next_cursor: str
+ListPage = Page[Record]
 
 
 def record_ts(rec: Record) -> int:
@@ -59,19 +56,12 @@ def _key(rec: Record) -> SortKey:
 
 
 def encode_cursor(key: SortKey) -> str:
-    raw = json.dumps([-key[0], key[1], key[2]], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursor_of((-key[0], key[1], key[2]))
 
 
 def decode_cursor(cursor: str) -> SortKey:
-    try:
-        pad = "=" * (-len(cursor) % 4)
-        ts, coll, rid = json.loads(base64.urlsafe_b64decode(cursor + pad))
-        if isinstance(ts, int) and isinstance(coll, str) and isinstance(rid, str):
-            return (-ts, coll, rid)
-    except (ValueError, TypeError):
-        pass
-    raise MemoryInputError("cursor is not one that memory.list returned")
+    ts, coll, rid = parts_of(cursor, (int, str, str), "memory.list")
+    return (-ts, coll, rid)
 
 
 async def _collections(store: AsyncStore, q: ListQuery) -> list[str]:

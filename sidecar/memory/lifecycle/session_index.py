@@ -16,13 +16,13 @@ O(records).
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.errors import MemoryInputError
+from sidecar.memory.core.cursor import Page
+from sidecar.memory.core.cursor import decode_cursor as parts_of
+from sidecar.memory.core.cursor import encode_cursor as cursor_of
 from sidecar.memory.core.scope import sessions_of_namespace
 from sidecar.store.aio import AsyncStore
 from sidecar.store.interface import StoreBackend
@@ -43,27 +43,16 @@ class SessionSummary:
         return (-(self.last_ts or 0), self.session_id)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionsPage:
-    sessions: list[SessionSummary]
-    total: int
-    next_cursor: str
+SessionsPage = Page[SessionSummary]
 
 
 def encode_cursor(key: SortKey) -> str:
-    raw = json.dumps([-key[0], key[1]], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursor_of((-key[0], key[1]))
 
 
 def decode_cursor(cursor: str) -> SortKey:
-    try:
-        pad = "=" * (-len(cursor) % 4)
-        last, sid = json.loads(base64.urlsafe_b64decode(cursor + pad))
-        if isinstance(last, int) and isinstance(sid, str):
-            return (-last, sid)
-    except (ValueError, TypeError):
-        pass
-    raise MemoryInputError("cursor is not one that sessions.list returned")
+    last, sid = parts_of(cursor, (int, str), "sessions.list")
+    return (-last, sid)
 
 
 async def namespace_sessions(store: AsyncStore, namespace: str) -> list[str]:
