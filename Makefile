@@ -111,6 +111,7 @@ bench: setup
 # cost growth at 10k/100k/1M memories on both backends (long: the 1M point seeds 3M records)
 bench-scale: setup
 	$(PY) scripts/bench_scale.py
+	$(PY) scripts/bench_namespaces.py
 
 # fuzz, crash, soak and faults at full size (about 15 minutes); figures -> docs/benchmarks.md
 stress: setup

@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -451,12 +452,15 @@ async def _seed_offline(
     *,
     flags: dict[str, Any] | None = None,
     mix: bool = False,
+    namespaces: Sequence[str] = (NS,),
 ) -> dict[str, Any]:
     """Write the namespace's earlier history with the daemon's store and embedder
     (``flags``: more settings, e.g. the store's location). ``mix``: each memory is two
     base sentences and its vector a random blend of their embeddings plus the noise, so
     a large set is a continuum instead of ``n_mem / n_base`` near-copies of each base
-    (which would make the exact top-10 a near-tie among the copies)."""
+    (which would make the exact top-10 a near-tie among the copies). ``namespaces``:
+    ``n_mem`` memories in each (sessions of another namespace than ``NS`` are named after
+    it: a session belongs to one namespace)."""
     import numpy as np
 
     from sidecar.app import App
@@ -490,14 +494,15 @@ async def _seed_offline(
         span = 730 * DAY_MS
         per_session = 100
         store = mem.store.store
-        turns_coll, user_coll = C.turns(NS), C.user(NS)
         t0 = time.perf_counter()
         # bulk mode: PostgreSQL builds the large collections' indexes once, at the end
         with store.bulk_load():
             puts: list[Put] = []
-            for i in range(n_mem):
+            for ns, i in ((ns, i) for ns in namespaces for i in range(n_mem)):
+                turns_coll, user_coll = C.turns(ns), C.user(ns)
                 b = i % n_base
                 sid = f"hist-{i // per_session:04d}"
+                sid = sid if ns == NS else f"{ns}-{sid}"
                 pos = i % per_session
                 text = f"{bases[b]} {_fill(drng.choice(DETAILS), drng, i)}"
                 vec = vecs[b]
@@ -511,7 +516,7 @@ async def _seed_offline(
                 ts = now - span + int(span * i / n_mem)
                 p = _Prepared(pos, f"h{i:06d}", "user", text, ts, pos)
                 sig = gating[b]
-                meta = _turn_metadata(p, sid, NS, sig)
+                meta = _turn_metadata(p, sid, ns, sig)
                 meta["gating_admitted"] = True
                 nid = C.namespace_turn_id(sid, p.id)
                 index_meta = {k: meta[k] for k in _INDEX_KEYS}
