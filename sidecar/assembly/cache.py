@@ -131,8 +131,7 @@ class CollectionView:
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
     _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
     _saving: threading.Thread | None = None  # the save of the terms running
-    # rows saved beside the store from this many (view_snapshot.py), and when
-    snapshot_min_rows: int = view_snapshot.MIN_ROWS
+    snapshot_min_rows: int = view_snapshot.MIN_ROWS  # rows saved from this many
     _file: view_snapshot.RowsFile | None = None
     restored: int = 0  # rows the last full load took from the file
     saved_density: SavedDensity | None = None  # the file's, until the density is synced
@@ -292,6 +291,7 @@ class CollectionView:
         self._save_terms(store, state)
         file = self.file
         file.loaded(self.gen, n, got)
+        file.store = store
         if got is not None:  # then what was put or patched since the file was saved
             changed = store.changed_since(self.name, since, include_vectors=True)
             self._upsert(store, changed)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -44,6 +44,7 @@ import structlog
 from sidecar.assembly.density import SAVED, Density, SavedDensity
 from sidecar.assembly.view_rows import F32, ViewRows, capacity
 from sidecar.store import lexical_files, view_files
+from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
 from sidecar.store.view_files import Section
 
@@ -57,7 +58,7 @@ MIN_ROWS = 20_000
 SAVE_MIN_CHANGED = 1024
 _NUMBERS = ("turn_seq", "ts", "seq", "version", "created", "updated", "ts_ms")
 _FLAGS = ("own_text", "has_vector", "kind")
-_PIECE = 4096  # strings encoded per piece of a blob
+_PIECE = 1024  # strings encoded per piece of a blob
 
 
 @dataclass(frozen=True)
@@ -102,25 +103,27 @@ def snapshot(
 
 
 def _strings(items: Sequence[str]) -> tuple[Section, Section]:
-    """The offsets and blob sections of ``items`` (encoded again, a piece at a time,
+    """The offsets (in characters: a start decodes the blob at once and slices it) and
+    the UTF-8 blob of ``items``, encoded a piece at a time (counted first, then again
     when written: the blob is never held whole)."""
-    enc = [len(s.encode("utf-8", "surrogatepass")) for s in items]
-    return _blob(enc, lambda a, b: b"".join(s.encode("utf-8", "surrogatepass") for s in items[a:b]))
+
+    def piece(a: int) -> bytes:
+        return "".join(items[a : a + _PIECE]).encode("utf-8", "surrogatepass")
+
+    size = sum(len(piece(a)) for a in range(0, len(items), _PIECE))
+    return _blob([len(s) for s in items], size, piece)
 
 
 def _bytes(items: Sequence[bytes]) -> tuple[Section, Section]:
-    return _blob([len(b) for b in items], lambda a, b: b"".join(items[a:b]))
+    lens = [len(b) for b in items]
+    return _blob(lens, sum(lens), lambda a: b"".join(items[a : a + _PIECE]))
 
 
-def _blob(lens: list[int], piece: Any) -> tuple[Section, Section]:
+def _blob(lens: list[int], size: int, piece: Callable[[int], bytes]) -> tuple[Section, Section]:
     off = np.zeros(len(lens) + 1, dtype=np.int64)
     off[1:] = np.cumsum(lens, dtype=np.int64)
-
-    def pieces() -> Iterator[bytes]:
-        for a in range(0, len(lens), _PIECE):
-            yield piece(a, a + _PIECE)
-
-    return view_files.of_buffer(off.data), Section(int(off[-1]), pieces())
+    pieces = (piece(a) for a in range(0, len(lens), _PIECE))
+    return view_files.of_buffer(off.data), Section(size, pieces)
 
 
 def sections(snap: Snapshot) -> list[Section]:
@@ -154,7 +157,16 @@ def _density_header(d: SavedDensity) -> dict[str, Any]:
     }
 
 
-def save(data_dir: Path, snap: Snapshot) -> None:
+def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> bool:
+    """Write ``snap``'s file; with ``store``, only while the collection's state there
+    still holds for it (nothing removed since the snapshot: ``view_files.write``)."""
+
+    def holds() -> bool:
+        assert store is not None
+        return lexical_files.holds(
+            header, store.collection_states([snap.collection])[snap.collection]
+        )
+
     header = {
         "version": VERSION,
         "cid": snap.state.cid,
@@ -166,16 +178,20 @@ def save(data_dir: Path, snap: Snapshot) -> None:
         "sessions": len(snap.sessions),
         "density": None if snap.density is None else _density_header(snap.density),
     }
-    view_files.write(data_dir, snap.collection, header, sections(snap))
+    return view_files.write(
+        data_dir, snap.collection, header, sections(snap), None if store is None else holds
+    )
 
 
-def save_in_background(data_dir: Path, snap: Snapshot) -> threading.Thread:
+def save_in_background(
+    data_dir: Path, snap: Snapshot, store: StoreBackend | None = None
+) -> threading.Thread:
     """:func:`save` in a daemon thread (a failure is logged; the next start loads from
     the store)."""
 
     def run() -> None:
         try:
-            save(data_dir, snap)
+            save(data_dir, snap, store)
         except Exception as exc:
             log.warning("view.save_failed", collection=snap.collection[:200], error=repr(exc))
 
@@ -216,7 +232,9 @@ class _Reader:
             off = self.blobs[k][0]
             if not blob:
                 return off.data
-            if int(off[-1]) != size or int(off[0]) != 0 or bool(np.any(np.diff(off) < 0)):
+            if int(off[0]) != 0 or bool(np.any(np.diff(off) < 0)):
+                return None
+            if int(off[-1]) > size or (k == 2 and int(off[-1]) != size):  # chars, bytes
                 return None
             buf = bytearray(size)
             self.blobs[k] = (off, buf)
@@ -247,17 +265,17 @@ class _Reader:
         rows.role, rows.session = self.codes
         for f, a in zip(_NUMBERS, self.numbers, strict=True):
             setattr(rows, f, a)
-        rows.chars = sum(len(s) for s in rows.ids) + sum(len(s) for s in rows.texts)
-        rows.chars += int(off[-1])
+        rows.chars = int(self.blobs[0][0][-1] + self.blobs[1][0][-1] + off[-1])
         return rows
 
 
 def _split(off: I64, buf: bytearray | None) -> list[str]:
-    if buf is None:
-        return []
+    """The strings of a blob at character offsets ``off`` (ValueError: they do not fit)."""
+    text = buf.decode("utf-8", "surrogatepass") if buf is not None else ""
     bounds = off.tolist()
-    mv = memoryview(buf)
-    return [str(mv[a:b], "utf-8", "surrogatepass") for a, b in itertools.pairwise(bounds)]
+    if len(text) != bounds[-1]:
+        raise ValueError("the offsets do not fit the text")
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 class Loaded(NamedTuple):
@@ -328,6 +346,7 @@ class RowsFile:
         self.gen = -1  # the view's ``gen`` when its rows were those of the file
         self.with_density = False  # whether that file holds the density
         self.density: Density | None = None  # the view's (told by density_synced)
+        self.store: StoreBackend | None = None  # a save checks the state there
 
     def loaded(self, gen: int, changed: int, got: Loaded | None) -> None:
         """The view was loaded (``gen``; from ``got``, then ``changed`` rows replayed, or
@@ -372,7 +391,7 @@ class RowsFile:
         assert mat is not None
         density = self._in_step(view)
         snap = snapshot(view.name, state, view.rows, mat, density)
-        self.thread = save_in_background(data_dir, snap)
+        self.thread = save_in_background(data_dir, snap, self.store)
         self.changed = 0
         self.gen, self.with_density = view.gen, density is not None
 

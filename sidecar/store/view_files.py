@@ -6,18 +6,18 @@ removes those a forget made stale) are shared with the saved BM25 terms.
 
 A file is ``MAGIC``, the header's length (4 bytes, little-endian), a JSON header (which
 names the collection, the ``cid`` and ``removals`` of its state when saved, and the byte
-size of each body section), the body's sections one after the other, and the SHA-256 of
-everything before it (32 bytes). A view is hundreds of megabytes: it is written a chunk
-at a time from the caller's arrays and read a section at a time into the reader's own
-buffers, never held twice in memory.
+size of each body section), the body's sections one after the other, and the CRC-32 of
+everything before it (4 bytes, little-endian). A view is hundreds of megabytes: it is
+written a chunk at a time straight from the caller's arrays and read a section at a time
+into the reader's own buffers, never held twice in memory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,7 +25,21 @@ from typing import Any, NamedTuple
 from sidecar.store import lexical_files as LF
 
 KIND = LF.VIEWS
-_CHUNK = 1 << 22  # bytes copied, hashed and written at a time
+_CHUNK = 1 << 20  # bytes hashed and written (or read and hashed) at a time
+
+
+class _Crc:
+    """CRC-32 of everything written or read (zlib's: twice as fast as SHA-256 here, and
+    what is checked is damage, not tampering: the files are the daemon's own, 0600)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        self.value = zlib.crc32(data, self.value)
+
+    def digest(self) -> bytes:
+        return self.value.to_bytes(4, "little")
 
 
 def path_of(data_dir: Path, collection: str) -> Path:
@@ -40,22 +54,26 @@ class Section(NamedTuple):
 
 
 def of_buffer(buf: memoryview) -> Section:
-    """A section of ``buf``'s bytes, copied a chunk at a time as it is written."""
+    """A section of ``buf``'s bytes, a chunk at a time (not copied)."""
     flat = buf.cast("B") if buf.ndim != 1 or buf.format != "B" else buf
-    return Section(
-        flat.nbytes, (bytes(flat[a : a + _CHUNK]) for a in range(0, flat.nbytes, _CHUNK))
-    )
+    return Section(flat.nbytes, (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK)))
 
 
 def write(
-    data_dir: Path, collection: str, header: Mapping[str, Any], sections: Sequence[Section]
-) -> None:
+    data_dir: Path,
+    collection: str,
+    header: Mapping[str, Any],
+    sections: Sequence[Section],
+    holds: Callable[[], bool] | None = None,
+) -> bool:
     """Write ``collection``'s file atomically (as ``lexical_files.write``: a temporary
-    file fsync'ed, renamed, the directory fsync'ed). Each piece is hashed and written as
-    it is made (:func:`of_buffer` copies a buffer a chunk at a time first), so a buffer
-    that changes meanwhile gives a file whose checksum fails (dropped at read), never a
-    wrong file that checks; a section whose pieces do not add up to its size is an
-    error (nothing replaces the old file)."""
+    file fsync'ed, renamed, the directory fsync'ed). Each piece is checksummed, then
+    written: a buffer that changes in between gives a file whose checksum fails (dropped
+    at read), never a wrong file that checks; a section whose pieces do not add up to its
+    size is an error (nothing replaces the old file). ``holds``: asked under the files'
+    lock right before the rename (as the scrub after a forget checks under it): False,
+    and the new file is removed instead (records were removed while it was written: it
+    must not put their texts back on disk); returns whether the file was written."""
     meta = {**header, "collection": collection, "sections": [s.size for s in sections]}
     head = json.dumps(meta, sort_keys=True).encode()
     folder = LF.directory(data_dir, KIND)
@@ -67,7 +85,7 @@ def write(
         tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            digest = hashlib.sha256()
+            digest = _Crc()
             for part in (KIND.magic, LF.LEN.pack(len(head)), head):
                 digest.update(part)
                 _write_all(fd, memoryview(part))
@@ -86,8 +104,12 @@ def write(
             LF.unlink(tmp)
             raise
         os.close(fd)
+        if holds is not None and not holds():
+            LF.unlink(tmp)
+            return False
         os.replace(tmp, final)
         LF.fsync_dir(folder)
+    return True
 
 
 #: Given a section's index and size, the writable buffer to read it into (None: the
@@ -127,7 +149,7 @@ def remove(data_dir: Path, collection: str) -> None:
 def _read_checked(
     f: io.BufferedReader, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
 ) -> dict[str, Any] | None:
-    digest = hashlib.sha256()
+    digest = _Crc()
     lead = f.read(len(KIND.magic) + LF.LEN.size)
     if not lead.startswith(KIND.magic) or len(lead) != len(KIND.magic) + LF.LEN.size:
         return None
@@ -149,7 +171,7 @@ def _read_checked(
             if f.readinto(part) != part.nbytes:
                 return None
             digest.update(part)
-    tail = f.read(33)
+    tail = f.read(5)
     return meta if tail == digest.digest() else None
 
 

@@ -295,3 +295,27 @@ def test_a_start_takes_the_saved_density_when_its_labels_are_the_same(tmp_path: 
         assert d6.top.tobytes() == d_live.top.tobytes()
     finally:
         store.close()
+
+
+def test_a_save_does_not_put_back_records_removed_while_it_was_written(tmp_path: Path) -> None:
+    from sidecar.assembly import view_snapshot
+
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        view = CollectionView(COLL, snapshot_min_rows=10**9)
+        state = store.collection_states([COLL])[COLL]
+        view.reload(store, state)
+        assert view.matrix is not None
+        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
+        store.delete(COLL, "r00001")  # a forget between the snapshot and the write
+        assert not view_snapshot.save(tmp_path, snap, store)
+        assert not view_files.path_of(tmp_path, COLL).exists()
+        assert not list(lexical_files.directory(tmp_path, lexical_files.VIEWS).glob("*.tmp"))
+        fresh = store.collection_states([COLL])[COLL]
+        view.reload(store, fresh)
+        assert view.matrix is not None
+        snap = view_snapshot.snapshot(COLL, fresh, view.rows, view.matrix)
+        assert view_snapshot.save(tmp_path, snap, store)  # nothing removed since: written
+    finally:
+        store.close()
