@@ -207,6 +207,10 @@ class _Reader:
         self.n = n = int(meta["rows"])
         self.dims = int(meta["dims"])
         counts = [n, n, n, int(meta["roles"]), int(meta["sessions"])]
+        # no buffer larger than the file's body (read_checked checked its sizes)
+        body = sum(int(x) for x in meta["sections"])
+        if min(counts) < 0 or n * self.dims * 4 > body or 8 * max(counts) > body:
+            raise ValueError("counts larger than the file")
         self.blobs: list[tuple[I64, bytearray | None]] = [
             (np.zeros(c + 1, np.int64), None) for c in counts
         ]
@@ -217,9 +221,12 @@ class _Reader:
         self.density: SavedDensity | None = None
         d = meta.get("density")
         if isinstance(d, dict):
+            specs = [(np.dtype(code), tuple(int(x) for x in shape)) for code, shape in d["arrays"]]
+            if sum(t.itemsize * int(np.prod(sh)) for t, sh in specs) > body:
+                raise ValueError("arrays larger than the file")
             arrays = {
-                name: np.zeros(tuple(shape), dtype=np.dtype(code))
-                for name, (code, shape) in zip(SAVED, d["arrays"], strict=True)
+                name: np.zeros(shape, dtype=t)
+                for name, (t, shape) in zip(SAVED, specs, strict=True)
             }
             labels = tuple(str(x) for x in d["labels"])
             self.density = SavedDensity(

@@ -157,7 +157,10 @@ def _read_checked(
     head = f.read(n)
     meta = json.loads(head)
     sizes = meta.get("sections") if isinstance(meta, dict) else None
-    if not isinstance(sizes, list) or meta.get("collection") != collection or not check(meta):
+    if not isinstance(sizes, list) or not all(isinstance(x, int) and x >= 0 for x in sizes):
+        return None
+    left = os.fstat(f.fileno()).st_size - len(lead) - len(head) - 4
+    if sum(sizes) != left or meta.get("collection") != collection or not check(meta):
         return None
     digest.update(lead)
     digest.update(head)

@@ -147,6 +147,14 @@ def test_a_file_of_other_dimensions_is_not_used(tmp_path: Path) -> None:
         st = state.collection_states([COLL])[COLL]
         assert view_snapshot.load(tmp_path, COLL, st, 16) is None
         assert not view_files.path_of(tmp_path, COLL).exists()
+        # a header whose counts do not fit its file (damage the checksum has not seen yet)
+        # is dropped before anything that size is allocated
+        header = {"version": view_snapshot.VERSION, "cid": st.cid, "removals": st.removals}
+        header |= {"max_seq": 1, "rows": 10**12, "dims": 8, "roles": 1, "sessions": 1}
+        tiny = view_files.of_buffer(memoryview(b"x" * 64))
+        assert view_files.write(tmp_path, COLL, {**header, "density": None}, [tiny])
+        assert view_snapshot.load(tmp_path, COLL, st, 8) is None
+        assert not view_files.path_of(tmp_path, COLL).exists()
     finally:
         state.close()
 
