@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from sidecar.assembly import view_terms
+from sidecar.assembly import view_snapshot, view_terms
 from sidecar.assembly.candidates import Candidate, text_label
+from sidecar.assembly.density import SavedDensity
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.assembly.view_rows import (
@@ -56,13 +57,14 @@ from sidecar.assembly.view_rows import (
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 
 if TYPE_CHECKING:
+    from sidecar.assembly.density import Density
     from sidecar.assembly.selection import HitFilter
 from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core.lexical import BM25Index, LexicalIndex
 from sidecar.memory.core.shared_locks import is_shared
-from sidecar.store import lexical_files
+from sidecar.store import lexical_files, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
 
@@ -129,6 +131,11 @@ class CollectionView:
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
     _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
     _saving: threading.Thread | None = None  # the save of the terms running
+    snapshot_min_rows: int = view_snapshot.MIN_ROWS  # rows saved from this many
+    _file: view_snapshot.RowsFile | None = None
+    restored: int = 0  # rows the last full load took from the file
+    saved_density: SavedDensity | None = None  # the file's, until the density is synced
+    _rows_dir: Path | None = None  # where the file is (None: kept nowhere)
 
     @property
     def ids(self) -> list[str]:
@@ -205,6 +212,8 @@ class CollectionView:
         if self._saving is not None:
             self._saving.join(SAVE_WAIT_S)
             self._saving = None
+        if self._file is not None:
+            self._file.close(SAVE_WAIT_S)
 
     @property
     def matrix(self) -> F32 | None:
@@ -226,7 +235,16 @@ class CollectionView:
         texts with many of these (the history beside the durable memories): a record with
         its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         dims = store.embed_dims
-        if recs is None:  # paged: one page of records at a time, straight into the rows
+        terms_dir = _terms_dir(store)
+        # a start: the rows saved beside the store, if they hold (view_snapshot.py)
+        got, since = None, 0
+        if recs is None and terms_dir is not None and self.state is None:
+            got = view_snapshot.load(terms_dir, self.name, state, dims)
+        self.restored, self.saved_density = 0, None
+        if got is not None:
+            rows, mat, since, self.saved_density = got
+            self.restored = len(rows)
+        elif recs is None:  # paged: one page of records at a time, straight into the rows
             read = store.iter_records(self.name, include_vectors=True, batch=READ_PAGE)
             rows, mat = load_rows(self.name, pages(read), state.count, dims)
         else:
@@ -237,7 +255,6 @@ class CollectionView:
         for rid, text in old.items():
             if new.get(rid) != text:
                 self.bm25.remove(rid)
-        terms_dir = _terms_dir(store)
         saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
         self.analyzed = self._unsaved = view_terms.index_texts(
             self.bm25,
@@ -272,7 +289,32 @@ class CollectionView:
         self._turns = None
         self._speakers = self._top_speakers = None
         self._save_terms(store, state)
-        return n
+        file = self.file
+        file.loaded(self.gen, n, got)
+        file.store = store
+        if got is not None:  # then what was put or patched since the file was saved
+            changed = store.changed_since(self.name, since, include_vectors=True)
+            self._upsert(store, changed)
+            file.changed = len(changed)
+            if len(self.rows) < state.count and terms_dir is not None:  # no removal: be safe
+                view_files.remove(terms_dir, self.name)
+                return self.reload(store, state)
+        self._rows_dir = terms_dir
+        file.save(terms_dir, self, state)
+        return len(self.rows)
+
+    @property
+    def file(self) -> view_snapshot.RowsFile:
+        """When the rows are saved beside the store (view_snapshot.py)."""
+        if self._file is None:
+            self._file = view_snapshot.RowsFile(self.snapshot_min_rows)
+        return self._file
+
+    def density_synced(self, density: Density) -> None:
+        """The implicit-recall density was synced with these rows (density.py): the file's
+        is taken or dropped, and it is saved with the rows."""
+        self.saved_density = None
+        self.file.density_synced(self._rows_dir, self, self.state, density)
 
     def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
         """Save the BM25 terms beside the store (view_terms.py) when enough texts were
@@ -303,7 +345,9 @@ class CollectionView:
         if len(self.rows) < state.count:  # cannot happen without a removal: be safe
             return self.reload(store, state)
         self.state, self.stale = state, False
+        self.file.changed += len(recs)
         self._save_terms(store, state)
+        self.file.save(_terms_dir(store), self, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:

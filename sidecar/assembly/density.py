@@ -31,11 +31,19 @@ Two details make it work on transcripts:
 and, while the reference is not full, join it (the earlier rows' neighbours are updated
 with them); rewritten rows are computed again; a new row layout or a new set of speaker
 labels rebuilds it. Pure numpy: the caller passes the rows and how to read them.
+
+A view saved beside the store (:mod:`sidecar.assembly.view_snapshot`) keeps its density
+too when it was in step with the rows saved (:meth:`Density.saved`, handed to the view by
+``view.density_synced``): a start whose view came from that file adopts it
+(:meth:`Density.sync` with ``view.saved_density``) when the speaker labels are the same,
+with bit-identical vectors, instead of building it again; the rows replayed since the
+save are then brought in as any appended or rewritten rows are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -67,13 +75,44 @@ MEDIAN_SAMPLE = 8192  # rows the median is taken over, at most (evenly spaced)
 CHUNK = 4096  # rows per product (bounded temporaries)
 
 
+#: The arrays of a full build a saved view keeps (:class:`SavedDensity`), in order.
+SAVED = (
+    "label_mat",
+    "label",
+    "coef",
+    "norm",
+    "eligible",
+    "copies",
+    "top",
+    "ref_rows",
+    "ref",
+    "values",
+)
+
+
+@dataclass(frozen=True)
+class SavedDensity:
+    """A density's arrays (:data:`SAVED`) for the first ``n`` rows of a view, with the
+    parameters and speaker labels it was built with."""
+
+    k: int
+    reference: int
+    labels: tuple[str, ...]
+    n: int
+    arrays: Mapping[str, npt.NDArray[np.generic]]
+
+
 class View(Protocol):
     """What :meth:`Density.sync` reads of a cached collection view
-    (:class:`sidecar.assembly.cache.CollectionView`)."""
+    (:class:`sidecar.assembly.cache.CollectionView`); ``saved_density``: the density its
+    saved file held (None: none), ``density_synced``: told after each sync."""
 
     stamp: int
     touched: list[str]
     by_id: dict[str, int]
+    saved_density: SavedDensity | None
+
+    def density_synced(self, density: Density) -> None: ...
 
     @property
     def rows(self) -> ViewRows: ...
@@ -112,6 +151,35 @@ class Density:
         self._bias = np.zeros(0, dtype=np.float32)
         self._bias_eligible = np.zeros(0, dtype=np.float32)
         self._labelled = False
+        self._texts_stale = False  # adopted: _texts is rebuilt from ``copies`` when needed
+
+    def saved(self) -> SavedDensity:
+        """Copies of the arrays, to be written by another thread."""
+        arrays = {name: getattr(self, name).copy() for name in SAVED}
+        return SavedDensity(self.k, self.reference, self.labels, self.n, arrays)
+
+    def adopt(
+        self, saved: SavedDensity, stamp: object, rows: int, label_vecs: Mapping[str, F32]
+    ) -> bool:
+        """Take ``saved`` as the density of a view's first ``saved.n`` rows (of ``rows``)
+        at layout ``stamp`` when it was built as this one would be: the same parameters,
+        labels and label vectors (bit for bit); False (nothing changed) otherwise."""
+        labels = tuple(sorted(label_vecs))
+        mat = saved.arrays.get("label_mat")
+        ok = (saved.k, saved.reference, saved.labels) == (self.k, self.reference, labels)
+        if not ok or mat is None or saved.n > rows or mat.shape[0] != len(labels) + 1:
+            return False
+        dims = int(mat.shape[1])
+        mine = np.vstack(
+            [*(unit(label_vecs[name], dims) for name in labels), np.zeros((1, dims), np.float32)]
+        )
+        if mine.dtype != mat.dtype or mine.tobytes() != mat.tobytes():
+            return False
+        for name in SAVED:
+            setattr(self, name, saved.arrays[name])
+        self.labels, self.n, self.key = labels, saved.n, (stamp, labels)
+        self._texts, self._texts_stale, self._derived = {}, True, -1
+        return True
 
     def sync(self, view: View, label_vecs: Mapping[str, F32]) -> None:
         """:meth:`update` from a cached view of the raw history: a row's label is the
@@ -121,6 +189,9 @@ class Density:
             return
         rows = view.rows
         texts = rows.texts
+        saved = view.saved_density
+        if self.key is None and saved is not None:
+            self.adopt(saved, view.stamp, mat.shape[0], label_vecs)
         if self.key is None or self.key[0] != view.stamp or len(view.touched) < self.seen:
             self.seen = 0
         ids = view.touched[self.seen :]
@@ -146,6 +217,7 @@ class Density:
             lambda i: text_key(rows.role_of(i), texts[i]),  # duplicate_key of its candidate
             eligible_rows=users_turns,
         )
+        view.density_synced(self)
 
     # ---- maintenance ---------------------------------------------------------------
 
@@ -197,7 +269,7 @@ class Density:
         self.norm = np.zeros(0, dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
         self.copies = np.zeros(0, dtype=np.int64)
-        self._texts = {}
+        self._texts, self._texts_stale = {}, False
         self.top = np.zeros((0, self.k), dtype=np.float32)
         self.ref_rows = np.zeros(0, dtype=np.int64)
         self.ref = np.zeros((0, dims), dtype=np.float32)
@@ -235,6 +307,10 @@ class Density:
         if self._copy_of is None:
             return -1 - rows  # distinct, and never the code of a text
         texts, key = self._texts, self._copy_of
+        if self._texts_stale:  # adopted: the codes of the rows computed so far
+            self._texts_stale = False
+            for i, code in enumerate(self.copies.tolist()):
+                texts.setdefault(key(i), code)
         return np.fromiter(
             (texts.setdefault(key(i), len(texts)) for i in rows.tolist()),
             dtype=np.int64,

@@ -21,23 +21,34 @@ import struct
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sidecar.store.types import CollectionState
 
-MAGIC = b"LIBRAVDB-TERMS\n"
-SUFFIX = ".terms"
-_LEN = struct.Struct("<I")
-_lock = threading.Lock()  # one writer or scrubber at a time in this process
+
+class FileKind(NamedTuple):
+    """A kind of file saved beside the store: its directory, suffix and first bytes."""
+
+    folder: str
+    suffix: str
+    magic: bytes
 
 
-def directory(data_dir: Path) -> Path:
-    return data_dir / "lexical"
+TERMS = FileKind("lexical", ".terms", b"LIBRAVDB-TERMS\n")
+VIEWS = FileKind("views", ".view", b"LIBRAVDB-VIEW\n")
+KINDS = (TERMS, VIEWS)
+MAGIC, SUFFIX = TERMS.magic, TERMS.suffix
+LEN = struct.Struct("<I")
+lock = threading.Lock()  # one writer or scrubber at a time in this process
 
 
-def path_of(data_dir: Path, collection: str) -> Path:
+def directory(data_dir: Path, kind: FileKind = TERMS) -> Path:
+    return data_dir / kind.folder
+
+
+def path_of(data_dir: Path, collection: str, kind: FileKind = TERMS) -> Path:
     name = hashlib.sha256(collection.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    return directory(data_dir) / (name + SUFFIX)
+    return directory(data_dir, kind) / (name + kind.suffix)
 
 
 def local_dir(store: object) -> Path | None:
@@ -54,13 +65,13 @@ def write(data_dir: Path, collection: str, header: Mapping[str, Any], body: byte
     meta = {**header, "collection": collection, "sha256": hashlib.sha256(body).hexdigest()}
     head = json.dumps(meta, sort_keys=True).encode()
     folder = directory(data_dir)
-    with _lock:
+    with lock:
         folder.mkdir(mode=0o700, exist_ok=True)
         final = path_of(data_dir, collection)
         tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for part in (MAGIC, _LEN.pack(len(head)), head, body):
+            for part in (MAGIC, LEN.pack(len(head)), head, body):
                 view = memoryview(part)
                 while view:
                     view = view[os.write(fd, view) :]
@@ -68,7 +79,7 @@ def write(data_dir: Path, collection: str, header: Mapping[str, Any], body: byte
         finally:
             os.close(fd)
         os.replace(tmp, final)
-        _fsync_dir(folder)
+        fsync_dir(folder)
 
 
 def read(data_dir: Path, collection: str) -> tuple[dict[str, Any], bytes] | None:
@@ -92,8 +103,8 @@ def read(data_dir: Path, collection: str) -> tuple[dict[str, Any], bytes] | None
 
 
 def remove(data_dir: Path, collection: str) -> None:
-    with _lock:
-        _unlink(path_of(data_dir, collection))
+    with lock:
+        unlink(path_of(data_dir, collection))
 
 
 def holds(meta: Mapping[str, Any], state: CollectionState) -> bool:
@@ -110,39 +121,50 @@ def scrub(data_dir: Path, states: Mapping[str, CollectionState]) -> int:
     of the collections of :func:`saved`, missing = gone), unreadable ones and leftover
     temporary files; returns how many were removed."""
     removed = 0
-    with _lock:
-        for path, meta in _files(data_dir):
-            name = meta.get("collection")
-            if not isinstance(name, str) or not holds(meta, states.get(name, CollectionState())):
-                _unlink(path)
+    with lock:
+        for kind in KINDS:
+            for path, meta in _files(data_dir, kind):
+                name = meta.get("collection")
+                if not isinstance(name, str) or not holds(
+                    meta, states.get(name, CollectionState())
+                ):
+                    unlink(path)
+                    removed += 1
+            for tmp in directory(data_dir, kind).glob("*.tmp"):
+                unlink(tmp)
                 removed += 1
-        for tmp in directory(data_dir).glob("*.tmp"):
-            _unlink(tmp)
-            removed += 1
     return removed
 
 
-def saved(data_dir: Path) -> list[str]:
-    """The collections that have a file."""
-    return [c for _, m in _files(data_dir) if isinstance(c := m.get("collection"), str)]
+def saved(data_dir: Path, kind: FileKind | None = TERMS) -> list[str]:
+    """The collections that have a file of ``kind`` (None: of any kind)."""
+    kinds = KINDS if kind is None else (kind,)
+    return list(
+        dict.fromkeys(
+            c
+            for k in kinds
+            for _, m in _files(data_dir, k)
+            if isinstance(c := m.get("collection"), str)
+        )
+    )
 
 
 def scrub_store(store: Any) -> int:
     """:func:`scrub` for ``store``'s directory with its collections' current states (a
     store without a local directory keeps no files: 0)."""
     data_dir = local_dir(store)
-    if data_dir is None or not directory(data_dir).is_dir():
+    if data_dir is None or not any(directory(data_dir, k).is_dir() for k in KINDS):
         return 0
-    names = saved(data_dir)
+    names = saved(data_dir, None)
     states: dict[str, CollectionState] = store.collection_states(names) if names else {}
     return scrub(data_dir, states)
 
 
-def _parse_header(raw: bytes) -> tuple[dict[str, Any], int] | None:
-    start = len(MAGIC) + _LEN.size
-    if not raw.startswith(MAGIC) or len(raw) < start:
+def _parse_header(raw: bytes, magic: bytes = MAGIC) -> tuple[dict[str, Any], int] | None:
+    start = len(magic) + LEN.size
+    if not raw.startswith(magic) or len(raw) < start:
         return None
-    (n,) = _LEN.unpack_from(raw, len(MAGIC))
+    (n,) = LEN.unpack_from(raw, len(magic))
     try:
         meta = json.loads(raw[start : start + n])
     except ValueError:
@@ -150,25 +172,26 @@ def _parse_header(raw: bytes) -> tuple[dict[str, Any], int] | None:
     return (meta, start + n) if isinstance(meta, dict) else None
 
 
-def _files(data_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """Every file and its header (empty when unreadable)."""
-    for path in sorted(directory(data_dir).glob("*" + SUFFIX)):
+def _files(data_dir: Path, kind: FileKind) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Every file of ``kind`` and its header (empty when unreadable)."""
+    magic = kind.magic
+    for path in sorted(directory(data_dir, kind).glob("*" + kind.suffix)):
         try:
             with path.open("rb") as f:
-                head = f.read(len(MAGIC) + _LEN.size)
-                n = _LEN.unpack_from(head, len(MAGIC))[0] if head.startswith(MAGIC) else 0
-                got = _parse_header(head + f.read(n))
+                head = f.read(len(magic) + LEN.size)
+                n = LEN.unpack_from(head, len(magic))[0] if head.startswith(magic) else 0
+                got = _parse_header(head + f.read(n), magic)
         except (OSError, struct.error):
             got = None
         yield path, got[0] if got else {}
 
 
-def _unlink(path: Path) -> None:
+def unlink(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)

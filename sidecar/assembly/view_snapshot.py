@@ -1,0 +1,408 @@
+"""A view's rows and matrix saved beside the store, so that a start does not read and
+decode every record of a large collection again (issue 36).
+
+The file of a collection (``sidecar/store/view_files.py``: where, atomic streamed
+writes, the checksum, the scrub after a forget) holds the view's
+:class:`~sidecar.assembly.view_rows.ViewRows` as they were when it was saved, section by
+section: the ids, candidate texts and metadata JSON (each an offset array and a UTF-8
+blob), the role and session tables, the byte flags and codes, the record numbers
+(``seq``, version, times) and the unit-vector matrix (float32, row for row). Its header
+holds the collection's ``cid``, ``removals`` and ``max_seq`` of the state the view held
+when saved, the rows and the vectors' dimensions.
+
+A view's full load (``CollectionView.reload``) takes the file when it holds for the
+collection's current state (the same ``cid`` and ``removals``: nothing removed since, so
+every saved row is still a record) and the store's dimensions: the rows and the matrix
+are read into their arrays, then the records put or patched since (``changed_since``
+the saved ``max_seq``) are appended or rewritten in place, as a catch-up does. The rows
+and vectors are the store's as the view read them (the same bytes: the matrix rows are
+the unit vectors the load computed), so what the view serves is what the daemon that
+saved it served. A file that does not hold, or is damaged, is removed; the view loads
+from the store and saves anew.
+
+A view of :data:`MIN_ROWS` rows or more saves when rows were loaded or changed since its
+file was written (or read) for a tenth of its rows and at least :data:`SAVE_MIN_CHANGED`:
+the lists and small arrays are copied under the caller's lock (:func:`snapshot`; the
+matrix is not: a row rewritten in place afterwards is one whose record has a greater
+``seq``, which the next start replays anyway) and written by a background thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from sidecar.assembly.density import SAVED, Density, SavedDensity
+from sidecar.assembly.view_rows import F32, ViewRows, capacity
+from sidecar.store import lexical_files, view_files
+from sidecar.store.interface import StoreBackend
+from sidecar.store.types import CollectionState
+from sidecar.store.view_files import Section
+
+log = structlog.get_logger(__name__)
+I64 = npt.NDArray[np.int64]
+
+VERSION = 1
+#: Views smaller than this load from the store quickly enough (10k rows: 0.3 s).
+MIN_ROWS = 20_000
+#: Rows changed since the file that make a new save worth it (besides a tenth).
+SAVE_MIN_CHANGED = 1024
+_NUMBERS = ("turn_seq", "ts", "seq", "version", "created", "updated", "ts_ms")
+_FLAGS = ("own_text", "has_vector", "kind")
+_PIECE = 1024  # strings encoded per piece of a blob
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a save writes, taken under the caller's lock (module doc)."""
+
+    collection: str
+    state: CollectionState
+    ids: list[str]
+    texts: list[str]
+    metas: list[bytes]
+    roles: list[str]
+    sessions: list[str]
+    flags: tuple[bytes, ...]  # _FLAGS
+    codes: tuple[bytes, bytes]  # role, session
+    numbers: tuple[bytes, ...]  # _NUMBERS
+    matrix: F32  # the view's; its first len(ids) rows are written
+    density: SavedDensity | None = None  # in step with the rows (copies)
+
+
+def snapshot(
+    collection: str,
+    state: CollectionState,
+    rows: ViewRows,
+    matrix: F32,
+    density: SavedDensity | None = None,
+) -> Snapshot:
+    return Snapshot(
+        collection,
+        state,
+        list(rows.ids),
+        list(rows.texts),
+        list(rows.metas),
+        list(rows.roles.names),
+        list(rows.sessions.names),
+        tuple(bytes(getattr(rows, f)) for f in _FLAGS),
+        (rows.role.tobytes(), rows.session.tobytes()),
+        tuple(getattr(rows, f).tobytes() for f in _NUMBERS),
+        matrix,
+        density,
+    )
+
+
+def _strings(items: Sequence[str]) -> tuple[Section, Section]:
+    """The offsets (in characters: a start decodes the blob at once and slices it) and
+    the UTF-8 blob of ``items``, encoded a piece at a time (counted first, then again
+    when written: the blob is never held whole)."""
+
+    def piece(a: int) -> bytes:
+        return "".join(items[a : a + _PIECE]).encode("utf-8", "surrogatepass")
+
+    size = sum(len(piece(a)) for a in range(0, len(items), _PIECE))
+    return _blob([len(s) for s in items], size, piece)
+
+
+def _bytes(items: Sequence[bytes]) -> tuple[Section, Section]:
+    lens = [len(b) for b in items]
+    return _blob(lens, sum(lens), lambda a: b"".join(items[a : a + _PIECE]))
+
+
+def _blob(lens: list[int], size: int, piece: Callable[[int], bytes]) -> tuple[Section, Section]:
+    off = np.zeros(len(lens) + 1, dtype=np.int64)
+    off[1:] = np.cumsum(lens, dtype=np.int64)
+    pieces = (piece(a) for a in range(0, len(lens), _PIECE))
+    return view_files.of_buffer(off.data), Section(size, pieces)
+
+
+def sections(snap: Snapshot) -> list[Section]:
+    n = len(snap.ids)
+    out = [
+        *_strings(snap.ids),
+        *_strings(snap.texts),
+        *_bytes(snap.metas),
+        *_strings(snap.roles),
+        *_strings(snap.sessions),
+    ]
+    out += [view_files.of_buffer(memoryview(b)) for b in (*snap.flags, *snap.codes, *snap.numbers)]
+    out.append(view_files.of_buffer(np.ascontiguousarray(snap.matrix[:n]).data))
+    if snap.density is not None:
+        out += [view_files.of_buffer(a.data) for a in _density_arrays(snap.density)]
+    return out
+
+
+def _density_arrays(d: SavedDensity) -> list[npt.NDArray[np.generic]]:
+    return [np.ascontiguousarray(d.arrays[name]) for name in SAVED]
+
+
+def _density_header(d: SavedDensity) -> dict[str, Any]:
+    shapes = [[a.dtype.str, list(a.shape)] for a in _density_arrays(d)]
+    return {
+        "k": d.k,
+        "reference": d.reference,
+        "labels": list(d.labels),
+        "n": d.n,
+        "arrays": shapes,
+    }
+
+
+def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> bool:
+    """Write ``snap``'s file; with ``store``, only while the collection's state there
+    still holds for it (nothing removed since the snapshot: ``view_files.write``)."""
+
+    def holds() -> bool:
+        assert store is not None
+        return lexical_files.holds(
+            header, store.collection_states([snap.collection])[snap.collection]
+        )
+
+    header = {
+        "version": VERSION,
+        "cid": snap.state.cid,
+        "removals": snap.state.removals,
+        "max_seq": snap.state.max_seq,
+        "rows": len(snap.ids),
+        "dims": int(snap.matrix.shape[1]),
+        "roles": len(snap.roles),
+        "sessions": len(snap.sessions),
+        "density": None if snap.density is None else _density_header(snap.density),
+    }
+    return view_files.write(
+        data_dir, snap.collection, header, sections(snap), None if store is None else holds
+    )
+
+
+def save_in_background(
+    data_dir: Path, snap: Snapshot, store: StoreBackend | None = None
+) -> threading.Thread:
+    """:func:`save` in a daemon thread (a failure is logged; the next start loads from
+    the store)."""
+
+    def run() -> None:
+        try:
+            save(data_dir, snap, store)
+        except Exception as exc:
+            log.warning("view.save_failed", collection=snap.collection[:200], error=repr(exc))
+
+    thread = threading.Thread(target=run, name="libravdb-view-save", daemon=True)
+    thread.start()
+    return thread
+
+
+class _Reader:
+    """The buffers a file's sections are read into, made from its header's counts."""
+
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self.n = n = int(meta["rows"])
+        self.dims = int(meta["dims"])
+        counts = [n, n, n, int(meta["roles"]), int(meta["sessions"])]
+        # no buffer larger than the file's body (read_checked checked its sizes)
+        body = sum(int(x) for x in meta["sections"])
+        if min(counts) < 0 or n * self.dims * 4 > body or 8 * max(counts) > body:
+            raise ValueError("counts larger than the file")
+        self.blobs: list[tuple[I64, bytearray | None]] = [
+            (np.zeros(c + 1, np.int64), None) for c in counts
+        ]
+        self.flags = [bytearray(n) for _ in _FLAGS]
+        self.codes = [array("I", bytes(4 * n)) for _ in range(2)]
+        self.numbers = [array("q", bytes(8 * n)) for _ in _NUMBERS]
+        self.matrix: F32 = np.zeros((capacity(n), self.dims), dtype=np.float32)
+        self.density: SavedDensity | None = None
+        d = meta.get("density")
+        if isinstance(d, dict):
+            specs = [(np.dtype(code), tuple(int(x) for x in shape)) for code, shape in d["arrays"]]
+            if sum(t.itemsize * int(np.prod(sh)) for t, sh in specs) > body:
+                raise ValueError("arrays larger than the file")
+            arrays = {
+                name: np.zeros(shape, dtype=t)
+                for name, (t, shape) in zip(SAVED, specs, strict=True)
+            }
+            labels = tuple(str(x) for x in d["labels"])
+            self.density = SavedDensity(
+                int(d["k"]), int(d["reference"]), labels, int(d["n"]), arrays
+            )
+
+    def target(self, i: int, size: int) -> memoryview | None:
+        if i < 10:
+            k, blob = divmod(i, 2)
+            off = self.blobs[k][0]
+            if not blob:
+                return off.data
+            if int(off[0]) != 0 or bool(np.any(np.diff(off) < 0)):
+                return None
+            if int(off[-1]) > size or (k == 2 and int(off[-1]) != size):  # chars, bytes
+                return None
+            buf = bytearray(size)
+            self.blobs[k] = (off, buf)
+            return memoryview(buf)
+        i -= 10
+        plain: list[Any] = [*self.flags, *self.codes, *self.numbers]
+        if i < len(plain):
+            return memoryview(plain[i])
+        if i == len(plain):
+            return self.matrix[: self.n].data.cast("B")
+        i -= len(plain) + 1
+        if self.density is None or i >= len(SAVED):
+            return None
+        return self.density.arrays[SAVED[i]].data.cast("B")
+
+    def rows(self) -> ViewRows:
+        strs = [_split(off, buf) for off, buf in self.blobs]
+        rows = ViewRows()
+        rows.ids, rows.texts = strs[0], strs[1]
+        off, buf = self.blobs[2]
+        bounds, mv = off.tolist(), memoryview(buf if buf is not None else b"")
+        rows.metas = [bytes(mv[a:b]) for a, b in itertools.pairwise(bounds)]
+        for name in (3, 4):
+            codes = rows.roles if name == 3 else rows.sessions
+            codes.names = strs[name]
+            codes.code = {s: j for j, s in enumerate(strs[name])}
+        rows.own_text, rows.has_vector, rows.kind = self.flags
+        rows.role, rows.session = self.codes
+        for f, a in zip(_NUMBERS, self.numbers, strict=True):
+            setattr(rows, f, a)
+        rows.chars = int(self.blobs[0][0][-1] + self.blobs[1][0][-1] + off[-1])
+        return rows
+
+
+def _split(off: I64, buf: bytearray | None) -> list[str]:
+    """The strings of a blob at character offsets ``off`` (ValueError: they do not fit)."""
+    text = buf.decode("utf-8", "surrogatepass") if buf is not None else ""
+    bounds = off.tolist()
+    if len(text) != bounds[-1]:
+        raise ValueError("the offsets do not fit the text")
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+class Loaded(NamedTuple):
+    """A file's rows and matrix, the ``max_seq`` to replay changes after, and the
+    density it held (None: none)."""
+
+    rows: ViewRows
+    matrix: F32
+    max_seq: int
+    density: SavedDensity | None
+
+
+def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> Loaded | None:
+    """What ``collection``'s file holds when it holds for ``state`` and ``dims`` (module
+    doc); a file that does not is removed."""
+    reader: list[_Reader] = []
+    existed = view_files.path_of(data_dir, collection).exists()
+
+    def check(meta: dict[str, Any]) -> bool:
+        ok = (
+            meta.get("version") == VERSION
+            and meta.get("dims") == dims
+            and lexical_files.holds(meta, state)
+            and all(isinstance(meta.get(k), int) for k in ("rows", "roles", "sessions", "max_seq"))
+        )
+        if ok:
+            try:
+                reader.append(_Reader(meta))
+            except (KeyError, TypeError, ValueError):
+                return False
+        return ok
+
+    meta = view_files.read(data_dir, collection, check, lambda i, size: reader[0].target(i, size))
+    got = None
+    if meta is not None:
+        try:
+            r = reader[0]
+            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density)
+        except (ValueError, UnicodeDecodeError):
+            view_files.remove(data_dir, collection)
+    if got is None and existed:
+        log.info("view.saved_rows_dropped", collection=collection[:200])
+    return got
+
+
+class SavedView(Protocol):
+    """What :class:`RowsFile` reads of a view (:class:`~sidecar.assembly.cache.
+    CollectionView`)."""
+
+    name: str
+    rows: ViewRows
+    gen: int
+    stamp: int
+    touched: list[str]
+
+    @property
+    def matrix(self) -> F32 | None: ...
+
+
+class RowsFile:
+    """When a view saves its rows (module doc), the save running, and the density to
+    save with them."""
+
+    def __init__(self, min_rows: int) -> None:
+        self.min_rows = min_rows
+        self.changed = 0  # rows loaded or changed since the file was written or read
+        self.thread: threading.Thread | None = None
+        self.gen = -1  # the view's ``gen`` when its rows were those of the file
+        self.with_density = False  # whether that file holds the density
+        self.density: Density | None = None  # the view's (told by density_synced)
+        self.store: StoreBackend | None = None  # a save checks the state there
+
+    def loaded(self, gen: int, changed: int, got: Loaded | None) -> None:
+        """The view was loaded (``gen``; from ``got``, then ``changed`` rows replayed, or
+        all of them from the store)."""
+        self.changed = changed
+        self.gen = gen if got is not None else -1
+        self.with_density = got is not None and got.density is not None
+        self.density = None
+
+    def _in_step(self, view: SavedView) -> SavedDensity | None:
+        d = self.density
+        if d is None or d.key is None or d.key[0] != view.stamp:
+            return None
+        if d.n != len(view.rows) or d.seen != len(view.touched):
+            return None
+        return d.saved()
+
+    def save(self, data_dir: Path | None, view: SavedView, state: CollectionState) -> None:
+        """Save when enough changed since the file and no save is running."""
+        n = len(view.rows)
+        if data_dir is None or n < self.min_rows or view.matrix is None:
+            return
+        if self.changed < max(SAVE_MIN_CHANGED, n // 10):
+            return
+        self._start(data_dir, view, state)
+
+    def density_synced(
+        self, data_dir: Path | None, view: SavedView, state: CollectionState | None, d: Density
+    ) -> None:
+        """``d`` was synced with the view: saved with the rows when the file holds the
+        rows as they are but not the density yet (a first build after a load)."""
+        self.density = d
+        if data_dir is None or state is None or self.with_density or self.gen != view.gen:
+            return
+        if len(view.rows) >= self.min_rows and self._in_step(view) is not None:
+            self._start(data_dir, view, state)
+
+    def _start(self, data_dir: Path, view: SavedView, state: CollectionState) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        mat = view.matrix
+        assert mat is not None
+        density = self._in_step(view)
+        snap = snapshot(view.name, state, view.rows, mat, density)
+        self.thread = save_in_background(data_dir, snap, self.store)
+        self.changed = 0
+        self.gen, self.with_density = view.gen, density is not None
+
+    def close(self, wait: float) -> None:
+        if self.thread is not None:
+            self.thread.join(wait)
+            self.thread = None

@@ -1,0 +1,183 @@
+"""Files of saved views beside the store (``<data dir>/views/``): how one is written
+(atomically, streamed) and read (checked, streamed into the caller's buffers). What they
+hold is the assembly's business (``sidecar/assembly/view_snapshot.py``, whose module doc
+describes the sections); where they live, the lock and :func:`lexical_files.scrub` (which
+removes those a forget made stale) are shared with the saved BM25 terms.
+
+A file is ``MAGIC``, the header's length (4 bytes, little-endian), a JSON header (which
+names the collection, the ``cid`` and ``removals`` of its state when saved, and the byte
+size of each body section), the body's sections one after the other, and the CRC-32 of
+everything before it (4 bytes, little-endian). A view is hundreds of megabytes: it is
+written a chunk at a time straight from the caller's arrays and read a section at a time
+into the reader's own buffers, never held twice in memory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sidecar.store import lexical_files as LF
+
+KIND = LF.VIEWS
+_CHUNK = 1 << 20  # bytes hashed and written (or read and hashed) at a time
+
+
+class _Crc:
+    """CRC-32 of everything written or read (zlib's: twice as fast as SHA-256 here, and
+    what is checked is damage, not tampering: the files are the daemon's own, 0600)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        self.value = zlib.crc32(data, self.value)
+
+    def digest(self) -> bytes:
+        return self.value.to_bytes(4, "little")
+
+
+def path_of(data_dir: Path, collection: str) -> Path:
+    return LF.path_of(data_dir, collection, KIND)
+
+
+class Section(NamedTuple):
+    """A body section to write: its size in bytes and its bytes, in pieces."""
+
+    size: int
+    pieces: Iterable[bytes | memoryview]
+
+
+def of_buffer(buf: memoryview) -> Section:
+    """A section of ``buf``'s bytes, a chunk at a time (not copied)."""
+    flat = buf.cast("B") if buf.ndim != 1 or buf.format != "B" else buf
+    return Section(flat.nbytes, (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK)))
+
+
+def write(
+    data_dir: Path,
+    collection: str,
+    header: Mapping[str, Any],
+    sections: Sequence[Section],
+    holds: Callable[[], bool] | None = None,
+) -> bool:
+    """Write ``collection``'s file atomically (as ``lexical_files.write``: a temporary
+    file fsync'ed, renamed, the directory fsync'ed). Each piece is checksummed, then
+    written: a buffer that changes in between gives a file whose checksum fails (dropped
+    at read), never a wrong file that checks; a section whose pieces do not add up to its
+    size is an error (nothing replaces the old file). ``holds``: asked under the files'
+    lock right before the rename (as the scrub after a forget checks under it): False,
+    and the new file is removed instead (records were removed while it was written: it
+    must not put their texts back on disk); returns whether the file was written."""
+    meta = {**header, "collection": collection, "sections": [s.size for s in sections]}
+    head = json.dumps(meta, sort_keys=True).encode()
+    folder = LF.directory(data_dir, KIND)
+    with LF.lock:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        final = path_of(data_dir, collection)
+        for left in folder.glob(f"{final.name}.*.tmp"):  # a writer killed (one per store)
+            LF.unlink(left)
+        tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            digest = _Crc()
+            for part in (KIND.magic, LF.LEN.pack(len(head)), head):
+                digest.update(part)
+                _write_all(fd, memoryview(part))
+            for section in sections:
+                wrote = 0
+                for piece in section.pieces:
+                    digest.update(piece)
+                    _write_all(fd, memoryview(piece))
+                    wrote += memoryview(piece).nbytes
+                if wrote != section.size:
+                    raise ValueError(f"a section of {wrote} bytes, {section.size} announced")
+            _write_all(fd, memoryview(digest.digest()))
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            LF.unlink(tmp)
+            raise
+        os.close(fd)
+        if holds is not None and not holds():
+            LF.unlink(tmp)
+            return False
+        os.replace(tmp, final)
+        LF.fsync_dir(folder)
+    return True
+
+
+#: Given a section's index and size, the writable buffer to read it into (None: the
+#: sizes do not fit what the reader expects, the file is not used).
+Target = Callable[[int, int], memoryview | None]
+
+
+def read(
+    data_dir: Path, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
+) -> dict[str, Any] | None:
+    """Read ``collection``'s file: its header, when it names the collection and
+    ``check(header)`` holds, then each section into ``target(i, size)``; the header when
+    the whole file checks (the checksum matches, nothing left over), else None. A damaged
+    file or one that does not check is removed; a missing one is None."""
+    path = path_of(data_dir, collection)
+    try:
+        f = path.open("rb")
+    except OSError:
+        return None
+    ok = False
+    try:
+        with f:
+            meta = _read_checked(f, collection, check, target)
+            ok = meta is not None
+    except (OSError, ValueError):
+        meta = None
+    if not ok:
+        remove(data_dir, collection)
+    return meta
+
+
+def remove(data_dir: Path, collection: str) -> None:
+    with LF.lock:
+        LF.unlink(path_of(data_dir, collection))
+
+
+def _read_checked(
+    f: io.BufferedReader, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
+) -> dict[str, Any] | None:
+    digest = _Crc()
+    lead = f.read(len(KIND.magic) + LF.LEN.size)
+    if not lead.startswith(KIND.magic) or len(lead) != len(KIND.magic) + LF.LEN.size:
+        return None
+    (n,) = LF.LEN.unpack_from(lead, len(KIND.magic))
+    head = f.read(n)
+    meta = json.loads(head)
+    sizes = meta.get("sections") if isinstance(meta, dict) else None
+    if not isinstance(sizes, list) or not all(isinstance(x, int) and x >= 0 for x in sizes):
+        return None
+    left = os.fstat(f.fileno()).st_size - len(lead) - len(head) - 4
+    if sum(sizes) != left or meta.get("collection") != collection or not check(meta):
+        return None
+    digest.update(lead)
+    digest.update(head)
+    for i, size in enumerate(sizes):
+        buf = target(i, int(size)) if isinstance(size, int) and size >= 0 else None
+        if buf is None or buf.nbytes != size:
+            return None
+        flat = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
+        for at in range(0, size, _CHUNK):
+            part = flat[at : at + _CHUNK]
+            if f.readinto(part) != part.nbytes:
+                return None
+            digest.update(part)
+    tail = f.read(5)
+    return meta if tail == digest.digest() else None
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        view = view[os.write(fd, view) :]
