@@ -307,6 +307,9 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
             and meta.get("dims") == dims
             and lexical_files.holds(meta, state)
             and all(isinstance(meta.get(k), int) for k in ("rows", "roles", "sessions", "max_seq"))
+            # a store put back from an older copy (a restore) has the same collection and
+            # no removal, but not the records written after the copy that the file holds
+            and meta["max_seq"] <= state.max_seq
         )
         if ok:
             try:

@@ -5,7 +5,8 @@ full (manifest, sizes, checksums, integrity check) before the data directory is 
 the directory's lock is taken (a running daemon holds it: refused, naming its pid); an
 existing store is refused unless ``force``, and then moved aside whole, never deleted. The
 database is copied under a temporary name, checked against the manifest and renamed into
-place. No index is written: the store rebuilds its vector indexes when it next opens.
+place. No index is written: the store rebuilds its vector indexes when it next opens (and
+what the daemon saved beside the store, BM25 terms and views, goes aside with the store).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sidecar.ops.backup_format import (
     sha256_of,
     verify_backup,
 )
+from sidecar.store import lexical_files
 from sidecar.store.errors import StoreError, StoreLocked
 from sidecar.store.files import DB_NAME, INDEX_DIR, PROFILE_FILE
 from sidecar.store.lock import DirLock
@@ -39,6 +41,8 @@ STORE_ENTRIES = (
     INDEX_DIR,
     PROFILE_FILE,
     WATCH_STATE_NAME,
+    # what the daemon saved beside the store (BM25 terms, views) describes that store
+    *(kind.folder for kind in lexical_files.KINDS),
 )
 
 

@@ -327,3 +327,38 @@ def test_a_save_does_not_put_back_records_removed_while_it_was_written(tmp_path:
         assert view_snapshot.save(tmp_path, snap, store)  # nothing removed since: written
     finally:
         store.close()
+
+
+def test_a_file_from_a_later_state_than_the_store_is_not_used(tmp_path: Path) -> None:
+    """A store put back from an older copy (``libravdb restore``, a copied directory) has
+    the same collection and no removal, but records the file holds are not in it: the
+    view is read from the store, never from the file."""
+    import shutil
+
+    _seed(tmp_path)
+    older = tmp_path / "older.sqlite3"
+    shutil.copy2(tmp_path / "store.sqlite3", older)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        later = [
+            Put(COLL, f"later{i}", f"written after the copy {i}", _meta(i), np.ones(8))
+            for i in range(5)
+        ]
+        store.put_many(later)
+        _load(store).close()  # saves the view with the later records
+    finally:
+        store.close()
+    assert view_files.path_of(tmp_path, COLL).exists()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"store.sqlite3{suffix}").unlink(missing_ok=True)
+    shutil.copy2(older, tmp_path / "store.sqlite3")
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        view = _load(store)
+        try:
+            assert not any(rid.startswith("later") for rid in view.ids)
+            assert len(view.ids) == N + 1
+        finally:
+            view.close()
+    finally:
+        store.close()

@@ -21,6 +21,7 @@ from libravdb_client.testing import DaemonProcess
 
 from sidecar.ops.backup_copy import make_backup
 from sidecar.ops.backup_format import MANIFEST_NAME
+from sidecar.store import lexical_files
 from sidecar.store.schema import SCHEMA_VERSION
 from tests.test_console import run
 
@@ -268,6 +269,11 @@ def test_restore_keeps_an_existing_store_unless_forced_and_then_moves_it_aside(
     small_backup: tuple[Path, Path], tmp_path: Path, env: dict[str, str]
 ) -> None:
     data, copy = small_backup
+    # what a daemon saved beside the store describes that store, not the backup's: it
+    # goes aside with it (a saved view of later records would otherwise serve them)
+    for kind in lexical_files.KINDS:
+        (data / kind.folder).mkdir(exist_ok=True)
+        (data / kind.folder / f"saved{kind.suffix}").write_bytes(kind.magic + b"later")
     before = _tree(data)
     done = run(["restore", str(copy), "--data-dir", str(data)], env)
     assert done.returncode == 1 and "already holds a store" in done.stderr
@@ -281,6 +287,7 @@ def test_restore_keeps_an_existing_store_unless_forced_and_then_moves_it_aside(
     assert _tree(aside) == kept
     assert (data / "store.sqlite3").read_bytes() == (copy / "store.sqlite3").read_bytes()
     assert stat.S_IMODE((data / "store.sqlite3").stat().st_mode) == 0o600
+    assert not any((data / kind.folder).exists() for kind in lexical_files.KINDS)
 
 
 def test_a_damaged_backup_is_refused_and_nothing_changes(
