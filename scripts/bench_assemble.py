@@ -556,13 +556,17 @@ def _embedding_env() -> dict[str, str]:
     return {k: os.environ[k] for k in EMBEDDING_ENV if k in os.environ}
 
 
-def _spawn(tmp: Path, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _spawn(
+    tmp: Path, data_dir: Path, settings: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The daemon under test on ``data_dir``; ``settings``: more ``LIBRAVDB_*`` variables."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("LIBRAVDB_") or k == "LIBRAVDB_MEMORY_TUNING" or k in EMBEDDING_ENV
     }
     env["HOME"] = str(tmp)
+    env.update(settings or {})
     proc = subprocess.Popen(
         [
             sys.executable,

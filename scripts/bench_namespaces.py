@@ -32,7 +32,6 @@ import random
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -121,27 +120,10 @@ def seed(data_dir: Path, count: int, memories: int) -> float:
 
 @contextlib.contextmanager
 def daemon(tmp: Path, data_dir: Path, max_bytes: int) -> Iterator[tuple[int, str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBRAVDB_")}
-    env |= {
-        "HOME": str(tmp),
-        "LIBRAVDB_COMPACTION_AUTO": "false",
-        "LIBRAVDB_CACHE_MAX_BYTES": str(max_bytes),
-    }
-    argv = [sys.executable, "-m", "sidecar", "serve", "--socket", str(tmp / "ns.sock")]
-    proc = subprocess.Popen(
-        [*argv, "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=REPO,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode().strip()
+    settings = {"LIBRAVDB_COMPACTION_AUTO": "false", "LIBRAVDB_CACHE_MAX_BYTES": str(max_bytes)}
+    proc, endpoint = BA._spawn(tmp, data_dir, settings)
     try:
-        if not line.startswith("unix:"):
-            raise RuntimeError(f"daemon did not start: {line!r}")
-        yield proc.pid, line
+        yield proc.pid, endpoint
     finally:
         BA.stop(proc, 60)
 
