@@ -366,13 +366,14 @@ class RowsFile:
         self.with_density = got is not None and got.density is not None
         self.density = None
 
-    def _in_step(self, view: SavedView) -> SavedDensity | None:
+    def _in_step(self, view: SavedView) -> Density | None:
+        """The view's density when it is in step with the view's rows (None: not)."""
         d = self.density
         if d is None or d.key is None or d.key[0] != view.stamp:
             return None
         if d.n != len(view.rows) or d.seen != len(view.touched):
             return None
-        return d.saved()
+        return d
 
     def save(self, data_dir: Path | None, view: SavedView, state: CollectionState) -> None:
         """Save when enough changed since the file and no save is running."""
@@ -399,7 +400,8 @@ class RowsFile:
             return
         mat = view.matrix
         assert mat is not None
-        density = self._in_step(view)
+        d = self._in_step(view)
+        density = None if d is None else d.saved()  # copied once, for the save only
         snap = snapshot(view.name, state, view.rows, mat, density)
         self.thread = save_in_background(data_dir, snap, self.store)
         self.changed = 0
