@@ -72,9 +72,7 @@ def write(data_dir: Path, collection: str, header: Mapping[str, Any], body: byte
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             for part in (MAGIC, LEN.pack(len(head)), head, body):
-                view = memoryview(part)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, memoryview(part))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -184,6 +182,12 @@ def _files(data_dir: Path, kind: FileKind) -> Iterator[tuple[Path, dict[str, Any
         except (OSError, struct.error):
             got = None
         yield path, got[0] if got else {}
+
+
+def write_all(fd: int, view: memoryview) -> None:
+    """Write all of ``view`` to ``fd`` (``os.write`` may take part of it)."""
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def unlink(path: Path) -> None:

@@ -88,16 +88,16 @@ def write(
             digest = _Crc()
             for part in (KIND.magic, LF.LEN.pack(len(head)), head):
                 digest.update(part)
-                _write_all(fd, memoryview(part))
+                LF.write_all(fd, memoryview(part))
             for section in sections:
                 wrote = 0
                 for piece in section.pieces:
                     digest.update(piece)
-                    _write_all(fd, memoryview(piece))
+                    LF.write_all(fd, memoryview(piece))
                     wrote += memoryview(piece).nbytes
                 if wrote != section.size:
                     raise ValueError(f"a section of {wrote} bytes, {section.size} announced")
-            _write_all(fd, memoryview(digest.digest()))
+            LF.write_all(fd, memoryview(digest.digest()))
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -165,7 +165,7 @@ def _read_checked(
     digest.update(lead)
     digest.update(head)
     for i, size in enumerate(sizes):
-        buf = target(i, int(size)) if isinstance(size, int) and size >= 0 else None
+        buf = target(i, size)  # the sizes were checked above
         if buf is None or buf.nbytes != size:
             return None
         flat = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
@@ -176,8 +176,3 @@ def _read_checked(
             digest.update(part)
     tail = f.read(5)
     return meta if tail == digest.digest() else None
-
-
-def _write_all(fd: int, view: memoryview) -> None:
-    while view:
-        view = view[os.write(fd, view) :]
