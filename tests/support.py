@@ -268,3 +268,24 @@ def open_test_store(data_dir: Path, **kwargs: Any) -> Any:
     from sidecar.store.backend import open_store
 
     return open_store(current_store().url(data_dir) or data_dir, **kwargs)
+
+
+def kill_9_while_saving(script: str, *args: str, delay: float) -> None:
+    """Run ``script`` (``python -c``, with ``args``) in a child process, wait for its
+    "saving" line (what it prints before it saves again and again), let it run ``delay``
+    seconds more and kill it with SIGKILL: a save cut short at some point of its write."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, env=env, cwd=REPO
+    )
+    assert proc.stdout is not None
+    while (line := proc.stdout.readline()) and line.strip() != b"saving":
+        pass  # the store's log lines
+    assert line.strip() == b"saving"
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()

@@ -5,12 +5,7 @@ collection it removed records from. SQLite only: a shared store keeps no such fi
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +16,8 @@ from sidecar.assembly.cache import CollectionView
 from sidecar.store import lexical_files
 from sidecar.store.backend import open_store
 from sidecar.store.types import Put
+from tests.support import kill_9_while_saving
 
-REPO = Path(__file__).resolve().parents[2]
 COLL = "turns:u1"
 N = 1500  # past view_terms.SAVE_MIN_ANALYZED
 WORDS = [
@@ -200,24 +195,8 @@ def test_kill_9_during_saves_leaves_a_store_that_opens_and_answers_the_same(
         expected = _answers(_load(store))  # analyzed, no file
     finally:
         store.close()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
     for delay in (0.0, 0.03, 0.07, 0.15, 0.3):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tmp_path), COLL],
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=REPO,
-        )
-        assert proc.stdout is not None
-        while (line := proc.stdout.readline()) and line.strip() != b"saving":
-            pass  # the store's log lines
-        assert line.strip() == b"saving"
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_9_while_saving(CHILD, str(tmp_path), COLL, delay=delay)
         store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
         try:
             view = _load(store)
