@@ -213,6 +213,13 @@ def _machine() -> str:
     )
 
 
+def measured(command: str, took: str) -> str:
+    """The line that opens a section of docs/benchmarks.md: when, on what machine, by
+    which command, and ``took`` (how long)."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Measured {stamp} on {_machine()} by `{command.strip()}` ({took})."
+
+
 def _table(rows: list[Row]) -> str:
     lines = ["| metric | value | target | verdict |", "|---|---|---|---|"]
     lines += [f"| {r.metric} | {r.value} | {r.target} | {r.verdict} |" for r in rows]
@@ -250,11 +257,7 @@ def main() -> int:
             continue
         table = _table(rows)
         print(table, flush=True)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        body = (
-            f"Measured {stamp} on {_machine()} by `{command}` "
-            f"({time.perf_counter() - started:.0f} s).\n\n{table}"
-        )
+        body = f"{measured(command, f'{time.perf_counter() - started:.0f} s')}\n\n{table}"
         doc = replace_section(doc, name, body, name)
     if not args.no_write:
         DOC.parent.mkdir(exist_ok=True)

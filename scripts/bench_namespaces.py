@@ -37,7 +37,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(1, str(REPO / "host_clients" / "python"))
 
 from scripts import bench_assemble as BA  # noqa: E402
-from scripts.bench import _machine  # noqa: E402
+from scripts.bench import measured  # noqa: E402
 from scripts.doc_sections import write_section  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
@@ -249,12 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if not args.no_write:
         command = "python scripts/bench_namespaces.py " + shlex.join(argv or sys.argv[1:])
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        text = (
-            f"Measured {stamp} on {_machine()} by `{command.strip()}` "
-            f"({time.perf_counter() - started:.0f} s, of which {run.seed_s:.0f} s seeding)."
-            f"\n\n{body}"
-        )
+        took = f"{time.perf_counter() - started:.0f} s, of which {run.seed_s:.0f} s seeding"
+        text = f"{measured(command, took)}\n\n{body}"
         write_section(DOC, "namespaces", text, "many namespaces")
     return 0
 

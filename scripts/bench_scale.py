@@ -64,7 +64,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from scripts import bench_assemble as BA  # noqa: E402
-from scripts.bench import _machine  # noqa: E402
+from scripts.bench import measured  # noqa: E402
 from scripts.doc_sections import write_section  # noqa: E402
 
 DOC = REPO / "docs" / "benchmarks.md"
@@ -436,10 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if not args.no_write:
         command = "python scripts/bench_scale.py " + shlex.join(argv or sys.argv[1:])
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         text = (
-            f"Measured {stamp} on {_machine()} by `{command.strip()}` "
-            f"({time.perf_counter() - started:.0f} s).\n\n{body}\n\n"
+            f"{measured(command, f'{time.perf_counter() - started:.0f} s')}\n\n{body}\n\n"
             "Figures in parentheses: the ratio to the previous size (per 10x data). "
             "Records: every record of the store (3 per memory, plus the live session)."
         )
