@@ -14,9 +14,8 @@ is unchanged. Changes (the ``Retrieval`` module doc says which path a change tak
   too) compares the records by ``seq`` and fetches only the changed ones with their
   vectors.
 
-:class:`Twins` maps durable memories to their copies in the raw history, so the durable
-scope is ranked through the history's int8 scan. :func:`authored_nodes` and
-:func:`message_turns` turn cached records and the host's messages into planner input.
+``view_inputs.py`` reads planner input from these views (the durable->history twins,
+authored nodes, the host's messages).
 """
 
 from __future__ import annotations
@@ -235,6 +234,8 @@ class CollectionView:
         texts with many of these (the history beside the durable memories): a record with
         its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         dims = store.embed_dims
+        if state.count >= self.ann_min_rows:  # ranked by the store's index: it loads meanwhile
+            store.prefetch_index(self.name)
         terms_dir = _terms_dir(store)
         # a start: the rows saved beside the store, if they hold (view_snapshot.py)
         got, since = None, 0
@@ -645,6 +646,5 @@ BM25_PART = 16_384
 
 
 def _terms_dir(store: StoreBackend) -> Path | None:
-    """Where the view's terms are saved: beside a store in a local directory that no
-    other daemon writes (SQLite); None: not saved."""
+    """Where the view's files are saved (a local store no other daemon writes), or None."""
     return None if is_shared(store) else lexical_files.local_dir(store)

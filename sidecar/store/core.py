@@ -128,6 +128,14 @@ class StoreCore(Closable, abc.ABC):
     @abc.abstractmethod
     def collection(self, name: str) -> CollectionInfo | None: ...
 
+    def prefetch_index(self, collection: str) -> bool:
+        """Start loading what the collection's ANN searches need, in the background, so
+        that the first search does not wait for it (a view about to rank by the store's
+        index calls this before it reads its rows); True if a load was started. A
+        backend whose index lives in its server has nothing to load: False."""
+        del collection
+        return False
+
     @abc.abstractmethod
     def collections(
         self, *, prefix: str | None = None, namespace: str | None = None

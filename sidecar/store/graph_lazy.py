@@ -128,6 +128,31 @@ def ensure_loaded(store: SqliteState, idx: VectorIndex) -> None:
         store._indexer.notify(idx.cid)
 
 
+def prefetch(store: SqliteState, name: str) -> bool:
+    """Load the collection's saved graph on the store's prefetch thread, as its first
+    search would (:func:`ensure_loaded`, under the same locks: a search that comes first
+    loads it and the prefetch finds it loaded); True if a load was queued."""
+    info = store._collections.get(name)
+    idx = store._indexes.get(info.cid) if info is not None else None
+    if idx is None or idx.loaded or idx.broken or idx.saved is None or store._closed:
+        return False
+    idx.last_used = time.monotonic()  # not unloaded as idle before the search it is for
+    try:
+        store._prefetcher.submit(_prefetch_one, store, idx)
+    except RuntimeError:  # the store is closing
+        return False
+    return True
+
+
+def _prefetch_one(store: SqliteState, idx: VectorIndex) -> None:
+    if store._stop_event.is_set():
+        return
+    try:
+        ensure_loaded(store, idx)
+    except Exception:  # the search that needs it loads it again, and reports
+        log.warning("index.prefetch_failed", collection=idx.name, exc_info=True)
+
+
 def _load_saved(store: SqliteState, idx: VectorIndex) -> LoadReport | None:
     """Load the saved graph and catch it up with SQLite; None when another thread loaded
     it first or the collection was dropped."""

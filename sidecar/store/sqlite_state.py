@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,9 @@ class SqliteState(Closable):
         self._indexer: Indexer | None = None
         self._ticker: threading.Thread | None = None
         self._scrubber = Scrubber(self._submit)
+        # saved graphs loaded ahead of their first search (graph_lazy.prefetch): one at a
+        # time, so a core stays free for the request that asked
+        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-prefetch")
 
     # ---- files and connections ---------------------------------------------------------
 

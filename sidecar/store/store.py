@@ -33,6 +33,7 @@ import structlog
 
 from sidecar.config import StoreSettings
 from sidecar.store import commits as _commits
+from sidecar.store import graph_lazy as _lazy
 from sidecar.store import maintenance as _maintenance
 from sidecar.store import names as N
 from sidecar.store import opening as _opening
@@ -195,6 +196,7 @@ class Store(SqliteState, StoreCore):
         if self._closed:
             return
         self._stop_event.set()
+        self._prefetcher.shutdown(wait=True, cancel_futures=True)
         if self._ticker is not None:
             self._ticker.join()
         if self._indexer is not None:
@@ -232,6 +234,9 @@ class Store(SqliteState, StoreCore):
 
     def collection(self, name: str) -> CollectionInfo | None:
         return self._collections.get(name)
+
+    def prefetch_index(self, collection: str) -> bool:
+        return _lazy.prefetch(self, collection)
 
     def collections(
         self, *, prefix: str | None = None, namespace: str | None = None

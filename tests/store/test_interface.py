@@ -178,6 +178,15 @@ def test_lookups_of_names_with_nul_find_nothing(store: StoreBackend) -> None:
         assert store.try_session_lock("s\x00") is None
 
 
+def test_prefetch_index_has_nothing_to_load_without_a_saved_graph(store: StoreBackend) -> None:
+    # SQLite loads a saved graph ahead (tests/store/test_lazy_graph.py); PostgreSQL's index
+    # lives in the server; neither has anything to load for a small or missing collection
+    store.put("user:u1", "a", vector=[1, 0, 0, 0])
+    assert store.prefetch_index("user:u1") is False
+    assert store.prefetch_index("user:none") is False
+    assert [h.id for h in store.search("user:u1", [1, 0, 0, 0], 1)] == ["a"]
+
+
 def test_close_finishes_the_writes_already_submitted(location: Location) -> None:
     s = open_store(location, embed_dims=4)
     futures = [s.write_future([Put("user:u1", f"r{i}", "", {}, [1, 0, 0, 0])]) for i in range(40)]

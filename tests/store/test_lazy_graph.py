@@ -225,3 +225,34 @@ def test_an_idle_graph_goes_back_to_its_file_and_loads_again(saved: Any) -> None
         assert _mode(store) == "saved"
         hits = {h.id for h in store.search(COLL, queries[0], 0)}
         assert len(hits) == N + 1 - 2 and not {"r000007", "r000008"} & hits
+
+
+def test_a_prefetch_loads_the_graph_before_the_first_search(saved: Any) -> None:
+    data_dir, queries, before = saved
+    with _open(data_dir) as store:
+        store.put(COLL, "early", vector=queries[5])  # written before the prefetch
+        assert store.prefetch_index(COLL) is True
+        store._prefetcher.submit(lambda: None).result()  # the prefetch is done
+        assert _mode(store) == "hnsw"
+        assert store.prefetch_index(COLL) is False  # loaded: nothing to do
+        assert store.prefetch_index("user:nobody") is False
+        assert _answers(store, queries[:5]) == before[:5]
+        assert store.search(COLL, queries[5], 1)[0].id == "early"
+
+
+def test_a_search_during_a_prefetch_waits_for_it_and_answers_the_same(saved: Any) -> None:
+    data_dir, queries, before = saved
+    for _ in range(3):  # the search lands before, during or after the load
+        with _open(data_dir) as store:
+            assert store.prefetch_index(COLL) is True
+            assert _answers(store, queries) == before
+            assert _mode(store) == "hnsw"
+
+
+def test_close_waits_for_a_prefetch_and_the_file_still_opens(saved: Any) -> None:
+    data_dir, queries, before = saved
+    with _open(data_dir) as store:
+        assert store.prefetch_index(COLL) is True
+    assert store.prefetch_index(COLL) is False  # closed
+    with _open(data_dir) as store:
+        assert _answers(store, queries) == before
