@@ -623,6 +623,39 @@ async def test_a_large_view_is_ranked_by_its_in_process_graph(tmp_path: Path) ->
         assert fresh.state == "closed"
 
 
+def _recorded(real: Callable[[str], bool], asked: list[tuple[str, bool]]) -> Callable[[str], bool]:
+    def prefetch_index(name: str) -> bool:
+        asked.append((name, real(name)))
+        return asked[-1][1]
+
+    return prefetch_index
+
+
+async def test_a_large_view_loads_the_store_graph_ahead_at_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a view ranked by the store's index asks the store to load it before reading its
+    # rows (StoreBackend.prefetch_index): on SQLite the saved graph is loaded by then
+    flags = {"store.assemble_ann_rows": 20, "store.exact_threshold": 8}
+    async for h in _harness(tmp_path, **flags):
+        await h.ingest("s1", NOTES[:25])
+        assert h.store.wait_indexed(60)
+        before = await h.ask("volcano trip")
+    async for h in _harness(tmp_path, **flags):
+        store = h.store
+        asked: list[tuple[str, bool]] = []
+        monkeypatch.setattr(store, "prefetch_index", _recorded(store.prefetch_index, asked))
+        sqlite = current_store().backend == "sqlite"
+        if sqlite:
+            assert {s.collection: s.mode for s in store.index_status()}[C.turns(NS)] == "saved"
+        again = await h.ask("volcano trip")
+        # the durable memories are under the threshold; PostgreSQL's index is its server's
+        assert asked == [(C.turns(NS), sqlite)]
+        assert _turn_ids(again) == _turn_ids(before)
+        if sqlite:
+            assert {s.collection: s.mode for s in store.index_status()}[C.turns(NS)] == "hnsw"
+
+
 async def test_the_in_process_graph_is_on_by_default_only_for_a_shared_store(
     tmp_path: Path,
 ) -> None:
