@@ -16,6 +16,20 @@ analyzes everything, then saves anew.
 A view saves when its load or its catch-ups analyzed :data:`SAVE_MIN_ANALYZED` texts or
 more (a tenth of the view, for large ones) since its last save: the arrays are taken under
 the caller's lock (:func:`snapshot`) and written by a background thread.
+
+A load (:func:`index_texts`) gathers every document's terms into one flat CSR by document
+(the file's slots taken as a run, a twin's copied, analyzed texts counted with numpy) and
+hands it to the index at once (``BM25Index.add_arrays``); the saved digests are checked in
+C. At 100k records the step takes about 0.2 s from the file, against 0.7 s with a
+``Counter`` or a slot per document and a call per term.
+
+Small views are not saved (issue 36, the 2,000-namespace benchmark): reading a 500-record
+file (100 KB) and taking its terms measured 2.6 ms against 6.7-10 ms to analyze the 500
+texts, but every cold namespace would then write two such files (fsync'ed) on its first
+load, 2,000 namespaces would keep 4,000 files, and the scrub after every forget reads the
+header of every file beside the store (``lexical_files.scrub``), so a forget would slow
+with the number of namespaces. Worth it once that scrub looks only at the files of the
+collections a forget changed.
 """
 
 from __future__ import annotations
