@@ -95,21 +95,15 @@ def analyzer_key(index: BM25Index) -> str:
 @dataclass(frozen=True)
 class SavedTerms:
     """A file's terms: :attr:`docs` (slot = the record's place in the file) and, through
-    :meth:`slot`, the slot of an id whose text has the saved digest."""
+    :meth:`slots_of`, the slot of each id whose text has the saved digest."""
 
     docs: DocTerms
     slots: Mapping[str, int]
     digests: U64
     ids: Sequence[str] = ()  # in file order
 
-    def slot(self, rid: str, text: str) -> int | None:
-        s = self.slots.get(rid)
-        if s is None or int(self.digests[s]) != text_digest(text):
-            return None
-        return s
-
     def slots_of(self, rids: Sequence[str], texts: Sequence[str]) -> I64:
-        """:meth:`slot` of each record (-1: none)."""
+        """The slot of each record whose text has the saved digest (-1: none)."""
         n, m = len(rids), len(self.ids)
         got = np.full(n, -1, dtype=np.int64)
         same = min(n, m) if rids[:m] == self.ids[:n] else 0  # a restart: the file's order
@@ -147,9 +141,7 @@ def snapshot(
 ) -> Snapshot | None:
     """The snapshot of ``index`` for the records ``ids`` (with their analyzed ``texts``);
     None when one of them is not indexed (nothing to save that would hold)."""
-    slots = np.fromiter(
-        (index.slot(rid) if rid in index else -1 for rid in ids), np.int64, len(ids)
-    )
+    slots = index.slots_of(ids)  # under the caller's lock: one pass in C
     if slots.size and int(slots.min()) < 0:
         return None
     return Snapshot(

@@ -197,3 +197,9 @@ def test_counts_and_order_match_the_counters_and_the_sort() -> None:
             zip(tids[at : at + k].tolist(), tfs[at : at + k].tolist(), strict=True)
         )
         at += k
+
+
+def test_digests_in_c_are_the_digests_of_each_text() -> None:
+    for texts in (["", "a", "é東", "x" * 5000], ["ok", "lone \ud800 surrogate"]):
+        want = [view_terms.text_digest(t) for t in texts]
+        assert view_terms.text_digests(texts).tolist() == want
