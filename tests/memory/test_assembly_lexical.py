@@ -38,13 +38,13 @@ def test_light_stem_leaves_short_words_names_and_numbers() -> None:
 def test_the_stem_memo_gives_the_stemmer_s_terms_and_stays_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(analyzer, "_STEMS", {})
-    monkeypatch.setattr(analyzer, "_STEMS_MAX", 4)
+    monkeypatch.setattr(analyzer, "_TERMS", {})
+    monkeypatch.setattr(analyzer, "_TERMS_MAX", 4)
     text = "Paintings of running families; the painting studies watched movies twice"
     want = [light_stem(w) for w in analyze(text, stem="none")]
     for _ in range(3):  # from the memo, through its clearing
         assert analyze(text) == want
-        assert len(analyzer._STEMS) <= 4
+        assert all(len(memo) <= 4 for memo in analyzer._TERMS.values())
 
 
 def test_analyze_folds_possessives_contractions_stopwords_unicode() -> None:
@@ -209,3 +209,42 @@ def test_score_after_search_reads_the_memoised_array_and_agrees() -> None:
     assert after["d03"] == 0.0
     for doc_id in ("new", "d08"):
         assert after[doc_id] == pytest.approx(want[doc_id], rel=0.06)
+
+
+def _regex_analyze(text: str, stem: str, stopwords: frozenset[str]) -> list[str]:
+    """The analyzer as it was written first (the Unicode regex on every text, no memo):
+    the fast path must give these terms exactly."""
+    folded = text.casefold().translate(analyzer._APOSTROPHES)
+    folded = analyzer._POSSESSIVE_RE.sub("", folded).replace("'", "")
+    out = []
+    for tok in analyzer._TOKEN_RE.findall(folded):
+        if tok in stopwords or (len(tok) == 1 and not tok.isdigit()):
+            continue
+        out.append(light_stem(tok) if stem == "light" else tok)
+    return out
+
+
+_TRICKY = "aZ09_ '`\u2019\u2018\u02bcs-.,!?\t\n\x0b\x1c\x1fßİΣé東\u0301\u00a0Ⅻ²"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(_TRICKY), max_size=40)
+    | st.text(max_size=40)
+    | st.lists(st.sampled_from(["Dog's", "I've", "don`t", "the", "RUNNING", "x", "7"])).map(
+        " ".join
+    )
+)
+def test_analyze_gives_the_regex_path_s_terms(text: str) -> None:
+    stems: tuple[analyzer.StemMode, ...] = ("light", "none")
+    for stem in stems:
+        for stopwords in (analyzer.STOPWORDS, frozenset({"dog", "s"})):
+            want = _regex_analyze(text, stem, stopwords)
+            assert analyze(text, stem=stem, stopwords=stopwords) == want  # first: not memoised
+            assert analyze(text, stem=stem, stopwords=stopwords) == want
+
+
+def test_every_ascii_character_splits_and_folds_as_the_regex_does() -> None:
+    for c in map(chr, range(128)):
+        for text in (f"ab{c}cd", f"AB{c}s x", f"{c}{c}Ab's{c}", f"caf{c}'s"):
+            assert analyze(text) == _regex_analyze(text, "light", analyzer.STOPWORDS), repr(text)

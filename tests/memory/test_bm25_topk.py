@@ -262,7 +262,7 @@ def test_warm_prepares_every_common_term_of_a_large_index_and_changes_no_result(
     monkeypatch.setattr(lexical, "PRUNE_MIN_SLOTS", 0)
     cold, _ = _corpus(6, 3000)
     warmed = idx.warm()
-    common = {t for t, p in idx._postings.items() if p.n > 100}
+    common = set(idx.posting_counts(100))
     assert warmed == len(common) and set(idx._bounds) == common
     for q in _queries(rng):
         assert idx.search(q, 20) == cold.search(q, 20), q

@@ -1,6 +1,29 @@
-"""The analyzer of the lexical channel, the same for documents and queries: case folding,
-apostrophes, tokens of Unicode letters and digits, English stop words and a light stemmer
-(the module doc of ``lexical`` gives the steps and what each is worth)."""
+"""The analyzer of the lexical channel (``lexical``'s BM25 index and its callers).
+
+Analyzer (:func:`analyze`), the same for documents and queries:
+
+1. Unicode case folding; typographic apostrophes become ``'``; the possessive ``'s`` is
+   dropped ("Caroline's" → "caroline") and other apostrophes are removed ("don't" →
+   "dont", "I've" → "ive").
+2. Tokens are runs of Unicode letters and digits (``[^\\W_]+``), so non-ASCII words and
+   CJK runs survive (the reference split on anything outside ``[a-z0-9_]``).
+3. English stop words (:data:`STOPWORDS`, including the apostrophe-less contractions)
+   and one-character tokens (except digits) are dropped.
+4. Stemming (``stem="light"``, the default, :func:`light_stem`): plurals, ``-ing``,
+   ``-ed`` (with the doubled consonant undone), then a final silent ``e`` and ``y`` -> ``i``,
+   only on ASCII words longer than three letters, so names, numbers and other scripts
+   stay intact. ``stem="none"`` keeps surface forms.
+
+Measured on the LoCoMo dev split (BM25 alone, evidence recall at 1,000 tokens): plain
+tokens 0.629, + stop words 0.661, + light stemming without stop words 0.673, both 0.701.
+
+A text is analyzed at every load of a view that has no saved terms (a cold namespace:
+about 500 texts a view), so :func:`analyze` is kept fast without changing a term: an
+ASCII text (nearly all) is lower-cased and split by a byte translation instead of the
+Unicode regex (the same tokens: for ASCII, ``[^\\W_]`` is ``[A-Za-z0-9]`` and case folding
+is lower-casing; tested against the regex path), and each token's fate (dropped, or its
+term) is remembered (:data:`_TERMS`), so a known token costs one dict lookup in C.
+"""
 
 from __future__ import annotations
 
@@ -275,22 +298,32 @@ def light_stem(word: str) -> str:
     return w
 
 
-#: Stems of the words seen so far: a conversation's vocabulary is small and Zipfian, so
-#: a lookup replaces most of the suffix tests (a BM25 add of the scale benchmark's memories:
-#: 36 us against 56 us a document, interleaved in one run). Cleared when full, so it stays
-#: bounded.
-_STEMS: dict[str, str] = {}
-_STEMS_MAX = 1 << 18
+#: Per analyzer setting, the term of every token seen so far ("" when the token is dropped:
+#: a stop word or a single letter): a conversation's vocabulary is small and Zipfian, so
+#: a lookup replaces the tests and the suffix stripping. Cleared when full (bounded).
+_TERMS: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
+_TERMS_MAX = 1 << 18
+
+# for an ASCII text: letters lower-cased, digits kept, every other byte a space
+_ASCII_WORDS = bytes(
+    c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256)
+)
 
 
-def _stem(word: str) -> str:
-    got = _STEMS.get(word)
-    if got is None:
-        got = light_stem(word)
-        if len(_STEMS) >= _STEMS_MAX:
-            _STEMS.clear()
-        _STEMS[word] = got
-    return got
+def _term(tok: str, stem: StemMode, stopwords: frozenset[str]) -> str:
+    if tok in stopwords or (len(tok) == 1 and not tok.isdigit()):
+        return ""
+    return light_stem(tok) if stem == "light" else tok
+
+
+def _tokens(text: str) -> list[str]:
+    """The tokens of ``text``, case-folded, apostrophes handled (module doc)."""
+    if text.isascii():
+        if "'" in text or "`" in text:  # the only ASCII apostrophes
+            text = _POSSESSIVE_RE.sub("", text.lower().replace("`", "'")).replace("'", "")
+        return text.encode().translate(_ASCII_WORDS).decode().split()
+    folded = _POSSESSIVE_RE.sub("", text.casefold().translate(_APOSTROPHES)).replace("'", "")
+    return _TOKEN_RE.findall(folded)
 
 
 def analyze(
@@ -302,12 +335,24 @@ def analyze(
     """The terms of ``text`` in order (see the module doc)."""
     if not text:
         return []
-    folded = _POSSESSIVE_RE.sub("", text.casefold().translate(_APOSTROPHES)).replace("'", "")
+    toks = _tokens(text)
+    memo = _TERMS.get((stem, stopwords))
+    if memo is None:
+        memo = _TERMS[(stem, stopwords)] = {}
+    try:
+        return list(filter(None, map(memo.__getitem__, toks)))
+    except KeyError:
+        pass
     out: list[str] = []
-    for tok in _TOKEN_RE.findall(folded):
-        if tok in stopwords or (len(tok) == 1 and not tok.isdigit()):
-            continue
-        out.append(_stem(tok) if stem == "light" else tok)
+    for tok in toks:
+        term = memo.get(tok)
+        if term is None:
+            term = _term(tok, stem, stopwords)
+            if len(memo) >= _TERMS_MAX:
+                memo.clear()
+            memo[tok] = term
+        if term:
+            out.append(term)
     return out
 
 

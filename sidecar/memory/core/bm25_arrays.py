@@ -2,8 +2,12 @@
 and analyzed terms by document, in numpy arrays instead of one ``Counter`` per document.
 
 * :class:`Postings`: one term's postings (slots ascending, term frequencies) and their
-  BM25 weights; :meth:`Postings.extend` takes many at once (a bulk load builds every
-  term's postings from one sort, :func:`by_term`).
+  BM25 weights; :meth:`Postings.extend` takes many at once.
+* :class:`TermGroups`: the postings of a bulk load into an empty index (a view's load),
+  CSR by term from one stable sort of the load's flat ``(term, slot, tf)`` arrays. A
+  term's :class:`Postings` is made from its range when a query or a later add first needs
+  it, so a load makes no object per term (a 100k view has about 100k terms, most of them
+  in a few documents: a ``Postings`` each cost about 0.5 s a view).
 * :class:`DocTerms`: the forward index, CSR by slot: per document a range of two flat
   arrays (term ids over the index's vocabulary, frequencies), 8 bytes per distinct term
   of a document instead of a ``Counter`` (about 0.5-1 KB a document). A document's terms
@@ -14,6 +18,7 @@ and analyzed terms by document, in numpy arrays instead of one ``Counter`` per d
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +50,19 @@ class Postings:
         self.n = 0
         self.weighted = 0
         self.wgen = -1
+
+    @classmethod
+    def of(cls, slots: I32, tfs: F32) -> Postings:
+        """The postings ``(slots, tfs)`` (a range of :class:`TermGroups`), as
+        :meth:`extend` of an empty one would hold them; arrays are shared, not copied (an
+        append past them reallocates first)."""
+        out = cls()
+        n = out.n = int(slots.shape[0])
+        if n < ARRAY_MIN:
+            out.lists = (slots.tolist(), tfs.astype(np.int32).tolist())
+        else:
+            out.lists, out.slots, out.tfs = None, slots, tfs
+        return out
 
     def append(self, slot: int, tf: int) -> None:
         self.n += 1
@@ -130,23 +148,65 @@ class DocTerms:
     def _ids_of(self, words: Iterable[str]) -> list[int]:
         """The ids of ``words`` (distinct), new ones added to the vocabulary."""
         term_id, terms = self.term_id, self.terms
-        out: list[int] = []
-        for term in words:
-            t = term_id.get(term)
-            if t is None:
-                t = term_id[term] = len(terms)
-                terms.append(term)
-            out.append(t)
+        words = list(words)
+        new = [w for w in words if w not in term_id]
+        if new:
+            term_id.update(zip(new, range(len(terms), len(terms) + len(new)), strict=True))
+            terms.extend(new)
+        return list(map(term_id.__getitem__, words))
+
+    def ids_of(self, words: Sequence[str]) -> I32:
+        """The ids of ``words`` (repeats allowed), new ones added to the vocabulary in
+        order of first occurrence; one pass in C when every word is known."""
+        term_id = self.term_id
+        try:
+            return np.fromiter(map(term_id.__getitem__, words), np.int32, len(words))
+        except KeyError:
+            self._ids_of(dict.fromkeys(words))
+        return np.fromiter(map(term_id.__getitem__, words), np.int32, len(words))
+
+    def translate(self, other: DocTerms, tids: I32) -> I32:
+        """``other``'s term ids ``tids`` as ids of this vocabulary (new terms added). An
+        empty vocabulary takes ``other``'s whole (a load from saved terms or a twin): the
+        ids stay, and a term no document holds only costs its entry."""
+        if not tids.shape[0]:
+            return np.zeros(0, dtype=np.int32)
+        if not self.terms:
+            self.terms, self.term_id = list(other.terms), other.term_id.copy()
+            return tids
+        used = np.zeros(len(other.terms), dtype=bool)
+        used[tids] = True
+        used_ids = np.flatnonzero(used)
+        tmap = np.full(len(other.terms), -1, dtype=np.int32)
+        names = other.terms
+        tmap[used_ids] = self._ids_of([names[t] for t in used_ids.tolist()])
+        out: I32 = tmap[tids]
         return out
 
-    def extend(
+    def take(self, slots: I64) -> tuple[I64, I32, I32]:
+        """How many terms each of ``slots`` has, and their term ids and frequencies
+        (flat, in slot order): this vocabulary's ids."""
+        starts = self._off[slots]
+        lens = self._off[slots + 1] - starts
+        k = int(slots.shape[0])
+        if k and int(slots[-1]) - int(slots[0]) + 1 == k and bool((np.diff(slots) == 1).all()):
+            a, b = int(self._off[int(slots[0])]), int(self._off[int(slots[-1]) + 1])
+            return lens, self._tids[a:b].copy(), self._tfs[a:b].copy()  # a run: slices
+        at = ranges(starts, lens)
+        return lens, self._tids[at], self._tfs[at]
+
+    def row(self, slot: int) -> tuple[I32, I32]:
+        """The term ids and frequencies of a slot (views)."""
+        a, b = int(self._off[slot]), int(self._off[slot + 1])
+        return self._tids[a:b], self._tfs[a:b]
+
+    def flatten(
         self, docs: Sequence[Mapping[str, int] | int], twin: DocTerms | None = None
-    ) -> tuple[I32, I32, I64]:
-        """Append the next slots' term counts; returns their flat term ids and
-        frequencies (in slot order, each document's terms in its counts' order) and how
-        many distinct terms each document has. An ``int`` instead of counts is a slot of
-        ``twin`` (another index's forward index, analyzed alike) whose terms are copied,
-        translated to this vocabulary with array operations instead of a dict."""
+    ) -> tuple[I64, I32, I32]:
+        """How many distinct terms each document has, and their flat term ids (in this
+        vocabulary, new ones added) and frequencies, each document's terms in its counts'
+        order. An ``int`` instead of counts is a slot of ``twin`` (another forward index,
+        analyzed alike) whose terms are copied, translated with array operations."""
         tids: list[int] = []
         tfs: list[int] = []
         lens: list[int] = []
@@ -160,41 +220,46 @@ class DocTerms:
                 tfs.extend(d.values())
                 lens.append(len(d))
         nterms = np.asarray(lens, dtype=np.int64)
+        if not refs:
+            return nterms, np.asarray(tids, dtype=np.int32), np.asarray(tfs, dtype=np.int32)
+        assert twin is not None
         is_ref = nterms < 0
-        if refs:
-            assert twin is not None
-            ref_slots = np.asarray(refs, dtype=np.int64)
-            ref_lens = twin._off[ref_slots + 1] - twin._off[ref_slots]
-            nterms[is_ref] = ref_lens
-        k = int(nterms.sum())
+        ref_lens, ref_tids, ref_tfs = twin.take(np.asarray(refs, dtype=np.int64))
+        nterms[is_ref] = ref_lens
         starts = np.cumsum(nterms) - nterms
-        flat_t = np.empty(k, dtype=np.int32)
-        flat_f = np.empty(k, dtype=np.int32)
+        flat_t = np.empty(int(nterms.sum()), dtype=np.int32)
+        flat_f = np.empty_like(flat_t)
         own = ranges(starts[~is_ref], nterms[~is_ref])
         flat_t[own] = np.asarray(tids, dtype=np.int32)
         flat_f[own] = np.asarray(tfs, dtype=np.int32)
-        if refs:
-            assert twin is not None
-            src = ranges(twin._off[ref_slots], ref_lens)
-            theirs = twin._tids[src]
-            tmap = np.full(len(twin.terms), -1, dtype=np.int32)
-            used = np.unique(theirs)
-            tmap[used] = self._ids_of([twin.terms[t] for t in used.tolist()])
-            dst = ranges(starts[is_ref], ref_lens)
-            flat_t[dst] = tmap[theirs]
-            flat_f[dst] = twin._tfs[src]
-        n, s = self._n, self._slots
+        dst = ranges(starts[is_ref], ref_lens)
+        flat_t[dst] = self.translate(twin, ref_tids)
+        flat_f[dst] = ref_tfs
+        return nterms, flat_t, flat_f
+
+    def append(self, nterms: I64, tids: I32, tfs: I32) -> None:
+        """Append ``len(nterms)`` slots, slot ``i`` holding the next ``nterms[i]`` of the
+        flat ``tids`` (ids of this vocabulary) and ``tfs``."""
+        n, s, k, m = self._n, self._slots, int(tids.shape[0]), int(nterms.shape[0])
         if n + k > self._tids.shape[0]:
             cap = max(n + k, 2 * self._tids.shape[0])
             self._tids = np.resize(self._tids, cap)
             self._tfs = np.resize(self._tfs, cap)
-        self._tids[n : n + k] = flat_t
-        self._tfs[n : n + k] = flat_f
-        if s + len(lens) + 1 > self._off.shape[0]:
-            self._off = np.resize(self._off, max(s + len(lens) + 1, 2 * self._off.shape[0]))
-        self._off[s + 1 : s + 1 + len(lens)] = n + np.cumsum(nterms)
-        self._n, self._slots = n + k, s + len(lens)
-        return flat_t, flat_f, nterms
+        self._tids[n : n + k] = tids
+        self._tfs[n : n + k] = tfs
+        if s + m + 1 > self._off.shape[0]:
+            self._off = np.resize(self._off, max(s + m + 1, 2 * self._off.shape[0]))
+        self._off[s + 1 : s + 1 + m] = n + np.cumsum(nterms)
+        self._n, self._slots = n + k, s + m
+
+    def extend(
+        self, docs: Sequence[Mapping[str, int] | int], twin: DocTerms | None = None
+    ) -> tuple[I32, I32, I64]:
+        """:meth:`flatten` and :meth:`append` ``docs``; returns the flat term ids and
+        frequencies and how many terms each document has."""
+        nterms, tids, tfs = self.flatten(docs, twin)
+        self.append(nterms, tids, tfs)
+        return tids, tfs, nterms
 
     @classmethod
     def from_arrays(cls, terms: list[str], off: I64, tids: I32, tfs: I32) -> DocTerms:
@@ -232,6 +297,19 @@ class DocTerms:
         return int(self._tids.nbytes + self._tfs.nbytes + self._off.nbytes)
 
 
+A = TypeVar("A", bound=np.ndarray[Any, Any])
+
+
+def zero_padded(arr: A, n: int) -> A:
+    """``arr`` if it holds ``n`` items, else a copy twice as long (at least ``n``, 64)
+    padded with zeros."""
+    if n <= arr.shape[0]:
+        return arr
+    out = np.zeros(max(64, n, 2 * arr.shape[0]), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out  # type: ignore[return-value]
+
+
 def ranges(starts: I64, lens: I64) -> I64:
     """The concatenated ranges ``[start, start + len)``."""
     total = int(lens.sum())
@@ -240,6 +318,72 @@ def ranges(starts: I64, lens: I64) -> I64:
     before = np.cumsum(lens) - lens
     out: I64 = np.repeat(starts - before, lens) + np.arange(total, dtype=np.int64)
     return out
+
+
+def count_terms(lens: I64, tids: I32, nvocab: int) -> tuple[I64, I32, I32]:
+    """Per document (``lens[i]`` consecutive ``tids``, an analyzed text's terms with
+    repeats), its distinct terms in order of first occurrence and their counts: what a
+    ``Counter`` of each holds, flat (how many each, term ids, frequencies)."""
+    doc = np.repeat(np.arange(lens.shape[0], dtype=np.int64), lens)
+    key = doc * max(nvocab, 1) + tids
+    uniq, first, cnt = np.unique(key, return_index=True, return_counts=True)
+    order = np.argsort(first)  # each document's terms in order of first occurrence
+    uniq = uniq[order]
+    counts = np.bincount(uniq // max(nvocab, 1), minlength=lens.shape[0]).astype(np.int64)
+    return counts, (uniq % max(nvocab, 1)).astype(np.int32), cnt[order].astype(np.int32)
+
+
+def stable_order(keys: I32) -> I64:
+    """``np.argsort(keys, kind="stable")`` of non-negative keys, by two 16-bit passes
+    (numpy sorts 16-bit keys by radix: half the time of its 32-bit sort)."""
+    if not keys.shape[0] or int(keys.max()) <= 0xFFFF:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    # the first 65,536 terms of a vocabulary hold most postings (the later ones are
+    # first seen late, so rare): one pass over those, a second only over the others
+    small = keys <= 0xFFFF
+    head, tail = np.flatnonzero(small), np.flatnonzero(~small)
+    rest = keys[tail]
+    low = np.argsort((rest & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((rest[low] >> 16).astype(np.uint16), kind="stable")
+    order = np.argsort(keys[head].astype(np.uint16), kind="stable")
+    out: I64 = np.concatenate([head[order], tail[low[high]]])
+    return out
+
+
+class TermGroups:
+    """Postings by term, CSR over term ids (module doc): term ``t``'s slots (ascending)
+    and frequencies are ``slots``/``tfs[off[t]:off[t + 1]]``."""
+
+    __slots__ = ("off", "slots", "tfs")
+
+    def __init__(self, tids: I32, slots: I32, tfs: I32 | F32, nvocab: int) -> None:
+        order = stable_order(tids)
+        self.off = np.zeros(nvocab + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tids, minlength=nvocab), out=self.off[1:])
+        self.slots: I32 = slots[order]
+        self.tfs: F32 = tfs[order].astype(np.float32)
+
+    def count(self, tid: int) -> int:
+        if tid + 1 >= self.off.shape[0]:
+            return 0
+        return int(self.off[tid + 1] - self.off[tid])
+
+    def postings(self, tid: int) -> Postings | None:
+        """A term's postings (None: none here)."""
+        if tid + 1 >= self.off.shape[0]:
+            return None
+        a, b = int(self.off[tid]), int(self.off[tid + 1])
+        return Postings.of(self.slots[a:b], self.tfs[a:b]) if b > a else None
+
+    def common(self, more_than: int) -> list[int]:
+        """The terms with more than ``more_than`` postings."""
+        ids: list[int] = np.flatnonzero(np.diff(self.off) > more_than).tolist()
+        return ids
+
+    def flat(self) -> tuple[I32, I32, F32]:
+        """Every posting as flat ``(term id, slot, tf)``, by term."""
+        tids = np.repeat(np.arange(self.off.shape[0] - 1, dtype=np.int32), np.diff(self.off))
+        return tids, self.slots, self.tfs
 
 
 def by_term(tids: I32, slots: I32, tfs: I32) -> Iterable[tuple[int, I32, I32]]:

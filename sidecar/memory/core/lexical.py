@@ -1,21 +1,7 @@
 """The lexical channel: an analyzer for English conversation and a BM25 index.
 
-Analyzer (:func:`analyze`), the same for documents and queries:
-
-1. Unicode case folding; typographic apostrophes become ``'``; the possessive ``'s`` is
-   dropped ("Caroline's" → "caroline") and other apostrophes are removed ("don't" →
-   "dont", "I've" → "ive").
-2. Tokens are runs of Unicode letters and digits (``[^\\W_]+``), so non-ASCII words and
-   CJK runs survive (the reference split on anything outside ``[a-z0-9_]``).
-3. English stop words (:data:`STOPWORDS`, including the apostrophe-less contractions)
-   and one-character tokens (except digits) are dropped.
-4. Stemming (``stem="light"``, the default, :func:`light_stem`): plurals, ``-ing``,
-   ``-ed`` (with the doubled consonant undone), then a final silent ``e`` and ``y`` -> ``i``,
-   only on ASCII words longer than three letters, so names, numbers and other scripts
-   stay intact. ``stem="none"`` keeps surface forms.
-
-Measured on the LoCoMo dev split (BM25 alone, evidence recall at 1,000 tokens): plain
-tokens 0.629, + stop words 0.661, + light stemming without stop words 0.673, both 0.701.
+The analyzer (:func:`analyze`, the same for documents and queries) is
+:mod:`sidecar.memory.core.analyzer`'s; its module doc gives the steps.
 
 :class:`BM25Index` is one document set (its own statistics, Okapi BM25 with ``k1`` 1.2
 and ``b`` 0.75, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``, which is never negative).
@@ -27,12 +13,13 @@ postings are numpy arrays of ``(slot, tf)`` with spare capacity and the
 vectorised scatters into one dense score array (about 3 ms p50 for 50k documents on a
 busy two-core machine). Each document's analyzed terms are kept in a compact forward index
 (term ids and frequencies in flat arrays, :mod:`sidecar.memory.core.bm25_arrays`), not a
-``Counter`` per document, and :meth:`BM25Index.add_bulk` (a view's load) appends every
-term's postings at once. The weights use an average document length that is refreshed only
-when the true one drifts by more than 5 % (:data:`AVGDL_TOLERANCE`), so an add only
-weighs its own postings; ``search`` and ``score``
-use the same value and agree. The score array of the last query is memoised, so ranking
-the candidates of a ``search`` (``score`` of their ids) is a lookup, and ``score`` of many
+``Counter`` per document. A bulk load into an empty index (a view's load:
+:meth:`BM25Index.add_arrays`, :meth:`BM25Index.add_bulk`) keeps its postings CSR by term
+from one sort and makes a term's arrays on first use; later adds append. The weights use an
+average document length refreshed only when the true one drifts by more than 5 %
+(:data:`AVGDL_TOLERANCE`), so an add only weighs its own postings; ``search`` and
+``score`` use the same value and agree. The score array of the last query is memoised, so
+ranking the candidates of a ``search`` (``score`` of their ids) is a lookup, and ``score`` of many
 ids scores the whole index at once. The terms of the last few query texts are kept
 (:func:`analyze_query`), since one ``assemble`` analyzes its query for every scope.
 
@@ -45,6 +32,7 @@ per namespace behind its store lock).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -60,7 +48,7 @@ from sidecar.memory.core.analyzer import (
     analyze,
     analyze_query,
 )
-from sidecar.memory.core.bm25_arrays import DocTerms, Postings, by_term
+from sidecar.memory.core.bm25_arrays import DocTerms, Postings, TermGroups, by_term, zero_padded
 from sidecar.memory.core.bm25_topk import (
     TermBound,
     TermPostings,
@@ -85,6 +73,7 @@ PRUNE_MIN_SLOTS = 500_000
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
 I16 = npt.NDArray[np.int16]
+I64 = npt.NDArray[np.int64]
 
 _Arrays = tuple[F32, I16]  # per slot: BM25 score, distinct query terms contained
 
@@ -119,12 +108,15 @@ class BM25Index:
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []  # slot -> id (None once removed)
         self._docs = DocTerms()  # slot -> analyzed term counts (compact, bm25_arrays)
+        # a term's postings: made from ``_base`` (the postings of the first bulk load, CSR
+        # by term: bm25_arrays.TermGroups) when first needed, else by the adds
         self._postings: dict[str, Postings] = {}
+        self._base: TermGroups | None = None
         self._wgen = 0  # bumped when the normalising avgdl moves: every weight is redone
         # per term: largest cached weight (MaxScore bound) and champion list (bm25_topk),
         # extended as postings are appended
         self._bounds: dict[str, TermBound] = {}
-        self._df: Counter[str] = Counter()
+        self._df = np.zeros(64, dtype=np.int64)  # documents holding each term id
         self._dl = np.zeros(64, dtype=np.float32)
         self._alive = np.zeros(64, dtype=bool)
         self._total_len = 0
@@ -173,10 +165,6 @@ class BM25Index:
         """Index ``text`` under ``doc_id``, replacing an earlier version of the id."""
         self.add_terms(doc_id, self.analyze(text))
 
-    def add_many(self, docs: Iterable[tuple[str, str]]) -> None:
-        for doc_id, text in docs:
-            self.add(doc_id, text)
-
     def analyzes_like(self, other: BM25Index) -> bool:
         """Whether both indexes turn a text into the same terms."""
         return self.stem == other.stem and self.stopwords == other.stopwords
@@ -204,6 +192,15 @@ class BM25Index:
         """The internal slot of a document (for :meth:`add_bulk` of a twin index)."""
         return self._slot_of.get(doc_id)
 
+    def slots_of(self, ids: Sequence[str]) -> I64:
+        """:meth:`slot` of each id (-1: not indexed)."""
+        return np.fromiter(map(self._slot_of.get, ids, itertools.repeat(-1)), np.int64, len(ids))
+
+    def term_ids(self, terms: Sequence[str]) -> I32:
+        """The ids of analyzed terms (repeats allowed) for :meth:`add_arrays`; new terms
+        join the vocabulary."""
+        return self._docs.ids_of(terms)
+
     def add_bulk(
         self,
         docs: Iterable[tuple[str, Mapping[str, int] | int]],
@@ -221,48 +218,90 @@ class BM25Index:
             for doc_id, counts in docs:
                 self.add_bulk([(doc_id, counts)], twin)
             return
-        for doc_id in ids:
-            if doc_id in self._slot_of:
-                self.remove(doc_id)
-        if not docs:
-            return
-        first, n = len(self._ids), len(docs)
-        if first + n > self._dl.shape[0]:
-            cap = max(64, 2 * self._dl.shape[0], first + n)
-            self._dl = np.concatenate([self._dl, np.zeros(cap - self._dl.shape[0], np.float32)])
-            self._alive = np.concatenate([self._alive, np.zeros(cap - self._alive.shape[0], bool)])
-        self._memo = None
+        self._remove_all(ids)  # first: a removal may compact, which renumbers the terms
         source = twin._docs if isinstance(twin, BM25Index) else twin
-        tids, tfs, nterms = self._docs.extend([counts for _, counts in docs], source)
+        nterms, tids, tfs = self._docs.flatten([counts for _, counts in docs], source)
+        self._append(ids, nterms, tids, tfs)
+
+    def add_arrays(self, ids: Sequence[str], nterms: I64, tids: I32, tfs: I32) -> None:
+        """:meth:`add_bulk` of documents given as flat arrays: document ``i`` holds the
+        next ``nterms[i]`` distinct terms of ``tids`` (ids from :meth:`term_ids`, of this
+        index's vocabulary) with their frequencies ``tfs``."""
+        src = self._docs  # a removal may compact: then the ids are of another vocabulary
+        if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
+            ends = np.cumsum(nterms).tolist()
+            for i, doc_id in enumerate(ids):
+                a, b = ends[i] - int(nterms[i]), ends[i]
+                self._remove_all([doc_id])
+                one = tids[a:b] if self._docs is src else self._docs.translate(src, tids[a:b])
+                self._append([doc_id], nterms[i : i + 1], one, tfs[a:b])
+            return
+        self._remove_all(ids)
+        self._append(
+            ids, nterms, tids if self._docs is src else self._docs.translate(src, tids), tfs
+        )
+
+    def _remove_all(self, ids: Sequence[str]) -> None:
+        if self._slot_of:
+            for doc_id in [d for d in ids if d in self._slot_of]:
+                self.remove(doc_id)
+
+    def _append(self, ids: Sequence[str], nterms: I64, tids: I32, tfs: I32) -> None:
+        """Add new ids (none of them indexed) with their flat terms (:meth:`add_arrays`)."""
+        if not ids:
+            return
+        first, n = len(self._ids), len(ids)
+        self._dl = zero_padded(self._dl, first + n)
+        self._alive = zero_padded(self._alive, first + n)
+        self._memo = None
+        held = self._docs.postings
+        self._docs.append(nterms, tids, tfs)
         slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
-        lengths = np.bincount(slots - first, weights=tfs, minlength=n).astype(np.int64)
+        sums = np.zeros(tfs.shape[0] + 1, dtype=np.int64)
+        np.cumsum(tfs, out=sums[1:])  # each document's length from the sums at its bounds
+        ends = np.cumsum(nterms)
+        lengths = sums[ends] - sums[ends - nterms]
         self._slot_of.update(zip(ids, range(first, first + n), strict=True))
         self._ids.extend(ids)
         self._dl[first : first + n] = lengths
         self._alive[first : first + n] = True
         self._total_len += int(lengths.sum())
-        terms, postings, df = self._docs.terms, self._postings, self._df
+        nvocab = len(self._docs.terms)
+        self._df = zero_padded(self._df, nvocab)
+        self._df[:nvocab] += np.bincount(tids, minlength=nvocab)
+        if not held and self._base is None and not self._postings:
+            self._base = TermGroups(tids, slots, tfs, nvocab)
+            return
+        terms, postings = self._docs.terms, self._postings
         for tid, tslots, ttfs in by_term(tids, slots, tfs):
             term = terms[tid]
-            plist = postings.get(term)
+            plist = postings.get(term) or self._plist(term, tid)
             if plist is None:
                 plist = postings[term] = Postings()
             plist.extend(tslots, ttfs)
-            df[term] += int(tslots.shape[0])
+
+    def _plist(self, term: str, tid: int | None = None) -> Postings | None:
+        """The postings of a term (None: none), made from the base on first use."""
+        plist = self._postings.get(term)
+        if plist is not None or self._base is None:
+            return plist
+        if tid is None:
+            tid = self._docs.term_id.get(term)
+        plist = self._base.postings(tid) if tid is not None else None
+        if plist is not None:
+            self._postings[term] = plist
+        return plist
 
     def remove(self, doc_id: str) -> bool:
         slot = self._slot_of.pop(doc_id, None)
         if slot is None:
             return False
         self._memo = None
-        counts = self._docs.get(slot)
+        tids, tfs = self._docs.row(slot)
         self._ids[slot] = None
         self._alive[slot] = False
-        self._total_len -= sum(counts.values())
-        for term in counts:
-            self._df[term] -= 1
-            if self._df[term] <= 0:
-                del self._df[term]
+        self._total_len -= int(tfs.sum())
+        self._df[tids] -= 1  # a document lists each of its terms once
         self._dead += 1
         if self._dead > max(1024, len(self._slot_of)):
             self._compact()
@@ -272,13 +311,10 @@ class BM25Index:
         self.__init__(k1=self.k1, b=self.b, stem=self.stem, stopwords=self.stopwords)  # type: ignore[misc]
 
     def _compact(self) -> None:
-        live = [
-            (doc_id, self._docs.get(slot))
-            for slot, doc_id in enumerate(self._ids)
-            if doc_id is not None
-        ]
+        old = self._docs
+        live = [(doc_id, slot) for slot, doc_id in enumerate(self._ids) if doc_id is not None]
         self.clear()
-        self.add_bulk(live)
+        self.add_bulk(live, old)
 
     # ------------------------------------------------------------------ queries
     def _norm_avgdl(self) -> float:
@@ -300,13 +336,18 @@ class BM25Index:
         document's length never changes: a re-added document takes a new slot), so an add
         costs the next query nothing for the rest of a common term's postings."""
         avgdl = self._norm_avgdl()
-        plist = self._postings.get(term)
+        plist = self._plist(term)
         if plist is None:
             return None
         return plist.weighed(self._wgen, self._dl, avgdl, self.k1, self.b)
 
+    def df(self, term: str) -> int:
+        """How many documents hold ``term``."""
+        tid = self._docs.term_id.get(term)
+        return int(self._df[tid]) if tid is not None and tid < self._df.shape[0] else 0
+
     def idf(self, term: str) -> float:
-        df = self._df.get(term, 0)
+        df = self.df(term)
         n = len(self._slot_of)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
 
@@ -341,11 +382,21 @@ class BM25Index:
         if not self._pruned():
             return 0
         warmed = 0
-        for term, plist in self._postings.items():
-            if plist.n > bm25_topk.CHAMPIONS and self._df.get(term, 0) > 0:
+        for term in self.posting_counts(bm25_topk.CHAMPIONS):
+            if self.df(term) > 0:
                 self._term_postings([term])
                 warmed += 1
         return warmed
+
+    def posting_counts(self, more_than: int = 0) -> dict[str, int]:
+        """How many postings each term has (removed documents' too), for the terms with
+        more than ``more_than``."""
+        out = {t: p.n for t, p in self._postings.items() if p.n > more_than}
+        if self._base is not None:
+            terms, base = self._docs.terms, self._base
+            for tid in base.common(more_than):
+                out.setdefault(terms[tid], base.count(tid))
+        return out
 
     def _pruned(self) -> bool:
         return len(self._ids) >= PRUNE_MIN_SLOTS
