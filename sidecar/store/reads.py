@@ -16,7 +16,9 @@ from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
 from sidecar.store.rows import (
+    NO_COLUMNS,
     BadRecord,
+    Columns,
     Undecodable,
     chunks,
     record_meta,
@@ -189,6 +191,44 @@ def list_records(store: SqliteState, collection: str, query: ListQuery) -> list[
         args.append(limit)
     rows = _read(store, sql, args)
     return matching(_records(store, info.name, rows, include_vectors), post, limit)
+
+
+COLUMNS = (
+    "SELECT id, text, metadata, version, created_ms, updated_ms, coalesce(ts_ms, created_ms), "
+    "seq, vector FROM records WHERE cid = ?"
+)
+
+
+def columns(store: SqliteState, collection: str, after_id: str | None, limit: int) -> Columns:
+    """The records after ``after_id`` (``limit`` at most) as columns (``StoreCore.columns``);
+    a damaged one is skipped and reported, as :func:`list_records` does."""
+    info = store._collections.get(collection)
+    if info is None:
+        return NO_COLUMNS
+    sql = COLUMNS
+    args: list[Any] = [info.cid]
+    if after_id is not None:
+        sql += " AND id > ?"
+        args.append(after_id)
+    rows = _read(store, sql + " ORDER BY id LIMIT ?", [*args, limit])
+    if not rows:
+        return NO_COLUMNS
+    cols = list(zip(*rows, strict=True))
+    # text_factory marks a value that is not UTF-8 with its own type: a set of the types
+    # finds one at C speed
+    if any(set(map(type, cols[k])) != {str} for k in range(3)):
+        good = []
+        for r in rows:
+            if isinstance(r[0], Undecodable) or isinstance(r[1], Undecodable):
+                _report_bad(store, info.name, str(r[0]), "text is not UTF-8")
+            elif isinstance(r[2], Undecodable):
+                _report_bad(store, info.name, str(r[0]), "metadata is not UTF-8")
+            else:
+                good.append(r)
+        if not good:
+            return NO_COLUMNS
+        cols = list(zip(*good, strict=True))
+    return Columns(*cols)
 
 
 def changed_since(
