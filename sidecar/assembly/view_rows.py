@@ -277,25 +277,32 @@ class ViewRows:
         _scope, base = scope_of(name)
         base_code = KINDS.index(base)
         own_session = C.session_id_of(name) or ""
-        roles, sessions = self.roles.of, self.sessions.of
+        role_code, session_code = self.roles.code, self.sessions.code
         kind, role, session = bytearray(), array("I"), array("I")
         turn_seq, ts, texts = array("q"), array("q"), []
-        # row_fields, inlined: a call per row cost as much as the rest of the page
+        # row_fields inlined, and as_int in it (a JSON value's type is exactly int or
+        # float, a bool is neither): a call per row and value cost as much as the rest
         for m, text, ts_ms in zip(metas, cols.texts, cols.ts, strict=True):
             summary = base_code == SUMMARY or m.type == C.TYPE_SUMMARY
             kind.append(SUMMARY if summary else base_code)
-            t = as_int(m.source_ts_max) if summary else None
+            v = m.source_ts_max if summary else None
+            t = v if type(v) is int else int(v) if type(v) is float else None
             if t is None:
-                t = as_int(m.ts)
+                v = m.ts
+                t = v if type(v) is int else int(v) if type(v) is float else None
             if t is None:
                 t = ts_ms or None
             ts.append(NONE if t is None else t)
-            seq = as_int(m.seq)
-            turn_seq.append(NONE if seq is None else seq)
-            sid = m.sessionId
-            session.append(sessions(sid if isinstance(sid, str) and sid else own_session))
-            role.append(roles(m.role if isinstance(m.role, str) else ""))
-            texts.append(text or (m.text if isinstance(m.text, str) else ""))
+            v = m.seq
+            turn_seq.append(v if type(v) is int else int(v) if type(v) is float else NONE)
+            v = m.sessionId
+            v = v if type(v) is str and v else own_session
+            c = session_code.get(v)
+            session.append(self.sessions.of(v) if c is None else c)
+            v = m.role if type(m.role) is str else ""
+            c = role_code.get(v)
+            role.append(self.roles.of(v) if c is None else c)
+            texts.append(text or (m.text if type(m.text) is str else ""))
         raw = [m.encode() for m in cols.metas]
         self.chars += sum(map(len, cols.ids)) + sum(map(len, texts)) + sum(map(len, raw))
         self.ids.extend(cols.ids)
