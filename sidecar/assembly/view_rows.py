@@ -516,7 +516,7 @@ def read_rows(store: StoreBackend, name: str, count: int, dims: int) -> tuple[Vi
             after = page[-1].id
             continue
         a = len(rows)
-        mat = _room(mat, a + len(cols.ids))
+        mat = _room(mat, a, a + len(cols.ids))
         vectors_into(mat[a : a + len(cols.ids)], cols.vectors, dims)
         nonzero: list[bool] = np.any(mat[a : a + len(cols.ids)], axis=1).tolist()
         rows.extend_columns(name, cols, metas, nonzero)
@@ -524,12 +524,14 @@ def read_rows(store: StoreBackend, name: str, count: int, dims: int) -> tuple[Vi
     return rows, mat
 
 
-def _room(mat: F32, rows: int) -> F32:
-    """``mat`` with room for ``rows`` (more were written since the state was read)."""
+def _room(mat: F32, live: int, rows: int) -> F32:
+    """``mat`` (``live`` rows filled) with room for ``rows``: more were written since the
+    state was read. Only the live rows are copied: the spare ones stay untouched, so not
+    resident."""
     if rows <= mat.shape[0]:
         return mat
     bigger = np.zeros((capacity(rows), mat.shape[1]), dtype=np.float32)
-    bigger[: mat.shape[0]] = mat
+    bigger[:live] = mat[:live]
     return bigger
 
 
@@ -537,7 +539,7 @@ def _records_into(rows: ViewRows, mat: F32, name: str, page: list[Record], dims:
     """A page of records appended to ``rows`` and ``mat`` (returned, grown if need be)."""
     a = len(rows)
     b = a + len(page)
-    mat = _room(mat, b)
+    mat = _room(mat, a, b)
     units_into(mat[a:b], [r.vector for r in page], dims)
     for r in page:
         r.vector = None  # the matrix holds it

@@ -58,13 +58,15 @@ def _seed(store: StoreBackend, n: int = 60) -> None:
         store.put_many(puts)
 
 
-def _old(store: StoreBackend, name: str, page: int) -> tuple[VR.ViewRows, VR.F32]:
+def _old(
+    store: StoreBackend, name: str, page: int, count: int | None = None
+) -> tuple[VR.ViewRows, VR.F32]:
     pages = []
     after = None
     while recs := store.list_records(name, after_id=after, limit=page, include_vectors=True):
         pages.append(recs)
         after = recs[-1].id
-    return VR.load_rows(name, pages, store.count(name), DIMS)
+    return VR.load_rows(name, pages, store.count(name) if count is None else count, DIMS)
 
 
 def _same(a: tuple[VR.ViewRows, VR.F32], b: tuple[VR.ViewRows, VR.F32]) -> None:
@@ -87,6 +89,10 @@ def test_a_load_from_columns_has_the_rows_and_matrix_of_a_load_from_records(
         new = VR.read_rows(store, name, store.count(name), DIMS)
         _same(new, _old(store, name, page))
         assert len(new[0]) == 61
+        # more rows than the state said (written since): the matrix grows as it did
+        grown = VR.read_rows(store, name, 3, DIMS)
+        _same(grown, _old(store, name, page, 3))
+        assert not grown[1][61:].any()
     assert len(VR.read_rows(store, "turns:nobody", 0, DIMS)[0]) == 0
 
 
