@@ -39,7 +39,6 @@ from sidecar.assembly.view_graph import GraphParams, ViewGraph
 from sidecar.assembly.view_rows import (
     KINDS,
     NONE,
-    READ_PAGE,
     SUMMARY,
     TURN,
     CandidateRows,
@@ -49,7 +48,7 @@ from sidecar.assembly.view_rows import (
     capacity,
     lineage,
     load_rows,
-    pages,
+    read_rows,
     row_fields,
     unit,
 )
@@ -245,9 +244,8 @@ class CollectionView:
         if got is not None:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
-        elif recs is None:  # paged: one page of records at a time, straight into the rows
-            read = store.iter_records(self.name, include_vectors=True, batch=READ_PAGE)
-            rows, mat = load_rows(self.name, pages(read), state.count, dims)
+        elif recs is None:  # paged: one page of columns at a time, straight into the rows
+            rows, mat = read_rows(store, self.name, state.count, dims)
         else:
             rows, mat = load_rows(self.name, [recs], len(recs), dims)
         before = self.rows

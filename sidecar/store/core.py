@@ -24,6 +24,7 @@ from typing import Any, Protocol, Self
 from sidecar.store import by_time, ndjson
 from sidecar.store.common import check_changed_since, iter_pages, merge_searches
 from sidecar.store.errors import InvalidInput, StoreClosed
+from sidecar.store.rows import Columns
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
@@ -301,6 +302,21 @@ class StoreCore(Closable, abc.ABC):
             )
 
         return iter_pages(page, batch)
+
+    def columns(self, collection: str, after_id: str | None, limit: int) -> Columns:
+        """The next ``limit`` records (at most) after ``after_id`` in id order, with their
+        vectors, as columns (:class:`~sidecar.store.rows.Columns`): a view's load reads a
+        collection by these pages and fills its arrays from them, where a
+        :class:`Record` per record and its decoded metadata cost more than the read.
+        The records ``list_records(after_id=, limit=, include_vectors=True)`` returns."""
+        self._guard()
+        if limit <= 0:
+            raise InvalidInput("limit must be positive")
+        return self._columns(collection, after_id, limit)
+
+    @abc.abstractmethod
+    def _columns(self, collection: str, after_id: str | None, limit: int) -> Columns:
+        """``columns`` (the backend's SQL)."""
 
     def changed_since(
         self, collection: str, seq: int, *, include_vectors: bool = True, limit: int | None = None

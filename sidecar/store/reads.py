@@ -16,9 +16,12 @@ from sidecar.store.errors import StoreClosed
 from sidecar.store.exact import F32
 from sidecar.store.index import Row
 from sidecar.store.rows import (
+    NO_COLUMNS,
     BadRecord,
+    Columns,
     Undecodable,
     chunks,
+    lenient_text,
     record_meta,
     where_sql,
 )
@@ -55,6 +58,22 @@ def _read(store: SqliteState, sql: str, params: Sequence[Any] = ()) -> list[Any]
         return _rconn(store).execute(sql, params).fetchall()
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, "read") from exc
+
+
+def _read_utf8(store: SqliteState, sql: str, params: Sequence[Any]) -> list[Any] | None:
+    """:func:`_read` with sqlite3's own UTF-8 decoding, a C call per value where the
+    connection's ``lenient_text`` is a Python one (a tenth of a view's page read); None
+    when the query fails, as it does on a value that is not UTF-8."""
+    conn = _rconn(store)
+    conn.text_factory = str
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:
+        return None
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, "read") from exc
+    finally:
+        conn.text_factory = lenient_text
 
 
 def _fetch_rows(
@@ -189,6 +208,48 @@ def list_records(store: SqliteState, collection: str, query: ListQuery) -> list[
         args.append(limit)
     rows = _read(store, sql, args)
     return matching(_records(store, info.name, rows, include_vectors), post, limit)
+
+
+COLUMNS = (
+    "SELECT id, text, metadata, version, created_ms, updated_ms, coalesce(ts_ms, created_ms), "
+    "seq, vector FROM records WHERE cid = ?"
+)
+
+
+def columns(store: SqliteState, collection: str, after_id: str | None, limit: int) -> Columns:
+    """The records after ``after_id`` (``limit`` at most) as columns (``StoreCore.columns``);
+    a damaged one is skipped and reported, as :func:`list_records` does."""
+    info = store._collections.get(collection)
+    if info is None:
+        return NO_COLUMNS
+    sql = COLUMNS
+    args: list[Any] = [info.cid]
+    if after_id is not None:
+        sql += " AND id > ?"
+        args.append(after_id)
+    sql += " ORDER BY id LIMIT ?"
+    args.append(limit)
+    rows = _read_utf8(store, sql, args)
+    if rows is None:  # a value is not UTF-8: read with the connection's lenient decoding
+        rows = _read(store, sql, args)
+    if not rows:
+        return NO_COLUMNS
+    cols = list(zip(*rows, strict=True))
+    # text_factory marks a value that is not UTF-8 with its own type: a set of the types
+    # finds one at C speed
+    if any(set(map(type, cols[k])) != {str} for k in range(3)):
+        good = []
+        for r in rows:
+            if isinstance(r[0], Undecodable) or isinstance(r[1], Undecodable):
+                _report_bad(store, info.name, str(r[0]), "text is not UTF-8")
+            elif isinstance(r[2], Undecodable):
+                _report_bad(store, info.name, str(r[0]), "metadata is not UTF-8")
+            else:
+                good.append(r)
+        if not good:
+            return NO_COLUMNS
+        cols = list(zip(*good, strict=True))
+    return Columns(*cols)
 
 
 def changed_since(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -38,6 +38,27 @@ def lenient_text(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return Undecodable(raw.decode("utf-8", "replace"))
+
+
+class Columns(NamedTuple):
+    """A page of a collection's records as columns, in id order (``StoreCore.columns``):
+    what a view's load reads, without a :class:`~sidecar.store.types.Record` per record
+    or its metadata decoded (the caller decodes what it needs). ``metas``: the metadata's
+    JSON as stored; ``ts``: the record's ``ts_ms`` (``created`` when it has none);
+    ``vectors``: each vector's float32 values in native byte order, or None."""
+
+    ids: Sequence[str]
+    texts: Sequence[str]
+    metas: Sequence[str]
+    versions: Sequence[int]
+    created: Sequence[int]
+    updated: Sequence[int]
+    ts: Sequence[int]
+    seqs: Sequence[int]
+    vectors: Sequence[bytes | None]
+
+
+NO_COLUMNS = Columns((), (), (), (), (), (), (), (), ())
 
 
 class BadRecord(Exception):

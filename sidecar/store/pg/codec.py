@@ -123,7 +123,8 @@ def where_sql(
 # ---- rows coming back ---------------------------------------------------------------------------
 
 
-def _text(text: str, raw: bytes | None) -> str:
+def text_of(text: str, raw: bytes | None) -> str:
+    """A record's text from its columns (:func:`split_text`)."""
     return text if raw is None else bytes(raw).decode("utf-8")
 
 
@@ -141,7 +142,7 @@ def record(collection: str, row: Sequence[Any], with_vector: bool) -> Record:
     return Record(
         collection=collection,
         id=rec_id,
-        text=_text(text, raw),
+        text=text_of(text, raw),
         metadata=_meta(meta),
         version=version,
         created_ms=created,
@@ -155,4 +156,4 @@ def record(collection: str, row: Sequence[Any], with_vector: bool) -> Record:
 def hit(collection: str, row: Sequence[Any], score: float) -> Hit:
     """A :class:`Hit` from a row of :data:`COLS`."""
     _rid, rec_id, text, raw, meta, version, created, _updated, ts = row[:9]
-    return Hit(collection, rec_id, _text(text, raw), _meta(meta), version, score, created, ts)
+    return Hit(collection, rec_id, text_of(text, raw), _meta(meta), version, score, created, ts)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
 from sidecar.store.common import matching
-from sidecar.store.pg.codec import COLS, record, where_sql
+from sidecar.store.pg.codec import COLS, record, text_of, where_sql
+from sidecar.store.rows import NO_COLUMNS, Columns
 from sidecar.store.types import CollectionInfo, CollectionState, ListQuery, Record
 
 if TYPE_CHECKING:
@@ -177,6 +178,28 @@ def list_records(store: PgState, collection: str, query: ListQuery) -> list[Reco
         args.append(limit)
     rows = store.db.read(sql, args, binary=True)
     return matching([record(collection, row, include_vectors) for row in rows], post, limit)
+
+
+def columns(store: PgState, collection: str, after_id: str | None, limit: int) -> Columns:
+    """The records after ``after_id`` (``limit`` at most) as columns (``StoreCore.columns``)."""
+    if nul(collection):
+        return NO_COLUMNS
+    sql = (
+        "SELECT r.id, r.text, r.metadata, r.version, r.created_ms, r.updated_ms, r.ts_ms, "
+        f"r.seq, r.embedding, r.text_raw FROM records r WHERE {BY_NAME}"
+    )
+    args: list[Any] = [collection]
+    if after_id is not None:
+        sql += " AND r.id > %s"
+        args.append(after_id.split("\x00", 1)[0])  # as list_records
+    rows = store.db.read(sql + " ORDER BY r.id LIMIT %s", [*args, limit], binary=True)
+    if not rows:
+        return NO_COLUMNS
+    ids, texts, metas, versions, created, updated, ts, seqs, vecs, raws = zip(*rows, strict=True)
+    if any(raw is not None for raw in raws):  # texts holding NUL (codec.split_text)
+        texts = tuple(text_of(t, raw) for t, raw in zip(texts, raws, strict=True))
+    vectors = tuple(None if v is None else v.tobytes() for v in vecs)
+    return Columns(ids, texts, metas, versions, created, updated, ts, seqs, vectors)
 
 
 def changed_since(
