@@ -248,22 +248,19 @@ class CollectionView:
             rows, mat = read_rows(store, self.name, state.count, dims)
         else:
             rows, mat = load_rows(self.name, [recs], len(recs), dims)
-        before = self.rows
-        old = {rid: before.record_text(i) for i, rid in enumerate(before.ids)}
-        new = {rid: rows.record_text(i) for i, rid in enumerate(rows.ids)}
-        for rid, text in old.items():
-            if new.get(rid) != text:
-                self.bm25.remove(rid)
+        gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index
+        for rid in gone:
+            self.bm25.remove(rid)
         saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
         self.analyzed = self._unsaved = view_terms.index_texts(
             self.bm25,
-            (item for item in new.items() if old.get(item[0]) != item[1]),
+            docs,
             saved,
             twin.bm25 if twin is not None else None,
             _twin_text(twin),
             BM25_PART,
         )
-        del old, new, saved
+        del docs, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.rows = rows
         self.by_id = {rid: i for i, rid in enumerate(rows.ids)}

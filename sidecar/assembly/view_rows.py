@@ -344,6 +344,20 @@ class ViewRows:
         """The stored record's own text (empty when the candidate took ``metadata.text``)."""
         return self.texts[i] if self.own_text[i] else ""
 
+    def record_texts(self) -> list[str]:
+        """Every row's :meth:`record_text`, in row order (one pass, for a view's load)."""
+        return [t if own else "" for t, own in zip(self.texts, self.own_text, strict=True)]
+
+    def texts_not_in(self, before: ViewRows) -> tuple[list[str], list[tuple[str, str]]]:
+        """The ids of ``before`` whose record text changed or went, and the ``(id, text)``
+        of these rows ``before`` does not hold as they are (every row when it is empty)."""
+        if not len(before):
+            return [], list(zip(self.ids, self.record_texts(), strict=True))
+        old = dict(zip(before.ids, before.record_texts(), strict=True))
+        new = dict(zip(self.ids, self.record_texts(), strict=True))
+        gone = [rid for rid, text in old.items() if new.get(rid) != text]
+        return gone, [item for item in new.items() if old.get(item[0]) != item[1]]
+
     def metadata(self, i: int) -> dict[str, Any]:
         """A new dict of row ``i``'s metadata."""
         meta: dict[str, Any] = _decode(self.metas[i])

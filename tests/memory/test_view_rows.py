@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from sidecar.assembly.view_rows import unit, units_into
+from sidecar.assembly.view_rows import ViewRows, load_rows, unit, units_into
+from sidecar.store.types import Record
 
 
 def test_a_page_of_unit_rows_has_the_bits_of_unit_row_by_row() -> None:
@@ -23,3 +24,23 @@ def test_a_page_of_unit_rows_has_the_bits_of_unit_row_by_row() -> None:
     want = np.stack([unit(v, dims) for v in vectors])
     assert out[1 : 1 + len(vectors)].tobytes() == want.tobytes()
     assert not out[0].any() and not out[-2:].any()
+
+
+def _rows(items: list[tuple[str, str]]) -> ViewRows:
+    recs = [
+        Record("user:u", rid, text, {}, version=1, created_ms=1, updated_ms=1, ts_ms=1, seq=i)
+        for i, (rid, text) in enumerate(items)
+    ]
+    rows, _mat = load_rows("user:u", [recs], len(recs), 4)
+    return rows
+
+
+def test_texts_not_in_gives_what_a_reload_hands_the_index() -> None:
+    first = [("a", "one"), ("b", "two"), ("c", ""), ("d", "four")]
+    empty = ViewRows()
+    assert _rows(first).texts_not_in(empty) == ([], first)  # a first load: every row
+    now = _rows([("b", "two"), ("c", "three"), ("d", "FOUR"), ("e", "five")])
+    gone, docs = now.texts_not_in(_rows(first))
+    assert gone == ["a", "c", "d"]  # removed, or its text changed
+    assert docs == [("c", "three"), ("d", "FOUR"), ("e", "five")]
+    assert now.record_texts() == ["two", "three", "FOUR", "five"]
