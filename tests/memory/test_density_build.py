@@ -36,15 +36,11 @@ class Before(Density):
         label = np.fromiter(
             (index.get(speaker_of(i), none) for i in rows.tolist()), dtype=np.int64, count=rows.size
         )
-        coef = np.zeros(rows.size, dtype=np.float32)
-        norm = np.zeros(rows.size, dtype=np.float32)
-        for lo in range(0, rows.size, D.CHUNK):
-            at = slice(lo, lo + D.CHUNK)
-            x = matrix[rows[at]]
-            c = np.einsum("ij,ij->i", x, self.label_mat[label[at]]).astype(np.float32)
-            sq = np.einsum("ij,ij->i", x, x) - c * c
-            coef[at] = c
-            norm[at] = np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
+        # every row at once (the build works in chunks; a row's products do not depend on it)
+        x = matrix[rows]
+        coef = np.einsum("ij,ij->i", x, self.label_mat[label]).astype(np.float32)
+        sq = np.einsum("ij,ij->i", x, x) - coef * coef
+        norm = np.sqrt(np.maximum(sq, 0.0)).astype(np.float32)
         ok = np.fromiter((eligible_of(i) for i in rows.tolist()), dtype=bool, count=rows.size)
         return label, coef, norm, ok & (norm >= MIN_NORM)
 
