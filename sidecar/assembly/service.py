@@ -211,7 +211,6 @@ class Retrieval:
         shared = is_shared(store)
         states = store.collection_states(names)  # one read for every collection
         out: dict[str, CollectionView] = {}
-        loaded = 0  # rows (re)loaded, for the heap freeze
         with paused():  # no collections while the caches grow (heap.py)
             for name in names:
                 coll = self._colls.get(name)
@@ -227,14 +226,16 @@ class Retrieval:
                     or not (state.unchanged_since(old) or state.appended_since(old) or shared)
                 )
                 t0 = time.perf_counter()
+                loaded = 0  # rows (re)loaded: the heap is settled after each view
                 if full or old is None:  # never loaded, marked, or records were removed
-                    loaded += coll.reload(store, state, twin=self._twin(name))
+                    loaded = coll.reload(store, state, twin=self._twin(name))
                 elif state.unchanged_since(old):
                     pass
                 elif state.appended_since(old):  # puts and patches only: O(changes)
-                    loaded += coll.catch_up(store, state)
+                    loaded = coll.catch_up(store, state)
                 else:  # removals, other daemons write too: compared record by record
-                    loaded += coll.refresh(store, state)
+                    loaded = coll.refresh(store, state)
+                self.heap.loaded(loaded)
                 fig = self.figures
                 if full:
                     fig.loads += 1
@@ -242,7 +243,6 @@ class Retrieval:
                 else:
                     fig.hits += 1
                 out[name] = coll
-        self.heap.loaded(loaded)
         self._evict(out)
         return out
 
