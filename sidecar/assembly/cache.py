@@ -29,28 +29,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from sidecar.assembly import view_snapshot, view_terms
 from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.density import SavedDensity
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
+from sidecar.assembly.view_matrix import dtype_for, full, positive_rows, row_vector, settled
 from sidecar.assembly.view_rows import (
+    FULL,
     KINDS,
     NONE,
     SUMMARY,
     TURN,
     CandidateRows,
+    Matrix,
     RecordRows,
     ViewRows,
     candidate_of,
-    capacity,
     lineage,
     load_rows,
     read_rows,
     row_fields,
     unit,
+    with_room,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 
@@ -116,7 +118,7 @@ class CollectionView:
     stamp: int = -1
     touched: list[str] = field(default_factory=list)
     analyzed: int = 0  # texts the last full load analyzed (not saved, not a twin's copy)
-    _mat: F32 | None = None  # capacity rows; the first len(rows) are live
+    _mat: Matrix | None = None  # capacity rows; the first len(rows) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _made: dict[int, Candidate] = field(default_factory=dict)  # candidates built, by row
     # summaries' covered turns with their parents' (resolved transitively), by row
@@ -165,7 +167,8 @@ class CollectionView:
     def _make(self, i: int, resolved: bool = True) -> Candidate:
         assert self._mat is not None  # rows exist only in a loaded view
         rec = self.rows.record(self.name, i)
-        c = candidate_of(self.name, rec, self._mat[i], bool(self.rows.has_vector[i]))
+        vec = row_vector(self._mat, i)
+        c = candidate_of(self.name, rec, vec, bool(self.rows.has_vector[i]))
         covered = self._covered.get(i) if resolved else None
         return c if covered is None else replace(c, turn_ids=covered)
 
@@ -214,9 +217,14 @@ class CollectionView:
             self._file.close(SAVE_WAIT_S)
 
     @property
-    def matrix(self) -> F32 | None:
-        """Unit rows, one per record (zero rows for vectorless records)."""
+    def matrix(self) -> Matrix | None:
+        """Unit rows, one per record (zero rows for vectorless records): float32, or
+        float16 in a view the store's index ranks (view_matrix.py)."""
         return None if self._mat is None else self._mat[: len(self.rows)]
+
+    def _settle_dtype(self) -> None:
+        if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
+            self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
 
     # ---- loading -----------------------------------------------------------------------
 
@@ -240,14 +248,17 @@ class CollectionView:
         got, since = None, 0
         if recs is None and terms_dir is not None and self.state is None:
             got = view_snapshot.load(terms_dir, self.name, state, dims)
+            if got is not None and got.matrix.dtype != FULL and len(got.rows) < self.ann_min_rows:
+                got = None  # rounded rows where the exact scan needs the store's: read again
+        want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
         self.restored, self.saved_density = 0, None
         if got is not None:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
-            rows, mat = read_rows(store, self.name, state.count, dims)
+            rows, mat = read_rows(store, self.name, state.count, dims, want)
         else:
-            rows, mat = load_rows(self.name, [recs], len(recs), dims)
+            rows, mat = load_rows(self.name, [recs], len(recs), dims, want)
         gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index
         for rid in gone:
             self.bm25.remove(rid)
@@ -266,6 +277,7 @@ class CollectionView:
         self.by_id = {rid: i for i, rid in enumerate(rows.ids)}
         self._made = {}
         self._mat = mat
+        self._settle_dtype()
         n = len(rows)
         self._ann = store if n >= self.ann_min_rows else None
         self._restart_graph(dims)
@@ -394,6 +406,7 @@ class CollectionView:
             self._resolve_summaries()
         if self._ann is None and len(rows) >= self.ann_min_rows:
             self._ann = store
+            self._settle_dtype()
             self._restart_graph(dims)
         elif self._graph is not None:
             self._graph.note(itertools.chain(replaced, range(n, len(rows))))
@@ -448,10 +461,7 @@ class CollectionView:
         """A larger matrix; the candidates built over the old one are dropped (no stale
         views)."""
         assert self._mat is not None
-        n = len(self.rows)
-        mat = np.zeros((capacity(rows), dims), dtype=np.float32)
-        mat[:n] = self._mat[:n]
-        self._mat = mat
+        self._mat = with_room(self._mat, len(self.rows), rows)
         self._made = {}
 
     def _resolve_summaries(self) -> None:
@@ -491,10 +501,10 @@ class CollectionView:
         """Bring the int8 shadow in step after rows ``first_new..`` were appended and
         ``replaced`` rewritten; create it when the collection reaches
         :data:`~sidecar.engines.int8scan.MIN_ROWS` rows."""
-        mat, n = self._mat, len(self.rows)
-        if mat is None or n < int8scan.MIN_ROWS or self._ann is not None:  # no scan
-            self._shadow = None
+        if self._mat is None or len(self.rows) < int8scan.MIN_ROWS or self._ann is not None:
+            self._shadow = None  # no scan
             return
+        mat, n = full(self._mat), len(self.rows)  # an exact scan's view: float32
         if self._shadow is None:
             self._shadow = Int8Rows(mat.shape[1])
             self._shadow.assign(mat[:n])
@@ -511,7 +521,7 @@ class CollectionView:
         mat = self.matrix
         if qvec is None or mat is None or not len(self.rows) or self._ann is not None:
             return None
-        return Scan(mat, qvec, self._shadow)
+        return Scan(full(mat), qvec, self._shadow)
 
     def dense_top(self, qvec: F32 | None, k: int, scan: Scan | None = None) -> list[int]:
         """Rows of the dense top ``k``, best first: exact (``scan``: this collection's
@@ -622,13 +632,6 @@ def _twin_text(twin: CollectionView | None) -> Callable[[str], str | None]:
 
 
 _STAMPS = itertools.count()
-
-
-def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> list[int]:
-    """``rows`` (ranked) without those of cosine <= 0, unless ``keep_all``."""
-    if keep_all:
-        return [int(i) for i in rows.tolist()]
-    return [int(i) for i, s in zip(rows.tolist(), sims.tolist(), strict=True) if s > 0.0]
 
 
 #: How long closing a view waits for a save of its terms to finish (a file cut short is

@@ -52,7 +52,7 @@ import numpy.typing as npt
 
 from sidecar.assembly.candidates import text_label
 from sidecar.assembly.duplicates import text_key
-from sidecar.assembly.view_rows import TURN, ViewRows, unit
+from sidecar.assembly.view_rows import TURN, Matrix, ViewRows, unit
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -119,7 +119,7 @@ class View(Protocol):
     def rows(self) -> ViewRows: ...
 
     @property
-    def matrix(self) -> F32 | None: ...
+    def matrix(self) -> Matrix | None: ...
 
 
 def text_keys(roles: Sequence[str], texts: Sequence[str]) -> list[str]:
@@ -256,7 +256,7 @@ class Density:
     def update(  # noqa: PLR0913 - the per-row readers and their many-row forms
         self,
         stamp: object,
-        matrix: F32,
+        matrix: Matrix,
         speaker_of: Callable[[int], str],
         eligible_of: Callable[[int], bool],
         label_vecs: Mapping[str, F32],
@@ -311,7 +311,7 @@ class Density:
 
     def _rows_of(
         self,
-        matrix: F32,
+        matrix: Matrix,
         rows: I64,
         speaker_of: Callable[[int], str],
         eligible_of: Callable[[int], bool],
@@ -359,7 +359,7 @@ class Density:
         # the code of a key seen first is how many keys were seen before it
         return np.asarray([texts.setdefault(k, len(texts)) for k in keys(rows)], dtype=np.int64)
 
-    def free(self, matrix: F32, rows: I64) -> F32:
+    def free(self, matrix: Matrix, rows: I64) -> F32:
         """The label-free unit vectors of computed ``rows`` (zero where nothing is left)."""
         x = matrix[rows] - self.coef[rows, None] * self.label_mat[self.label[rows]]
         norm = self.norm[rows]
@@ -369,7 +369,7 @@ class Density:
 
     def _append(
         self,
-        matrix: F32,
+        matrix: Matrix,
         lo: int,
         hi: int,
         speaker_of: Callable[[int], str],
@@ -404,7 +404,7 @@ class Density:
 
     def _redo(
         self,
-        matrix: F32,
+        matrix: Matrix,
         rows: I64,
         speaker_of: Callable[[int], str],
         eligible_of: Callable[[int], bool],
@@ -423,7 +423,7 @@ class Density:
         self._merge(rows, matrix, self.ref, self.ref_rows)
 
     def _merge(
-        self, rows: I64, matrix: F32, ref: F32, ref_rows: I64, free: F32 | None = None
+        self, rows: I64, matrix: Matrix, ref: F32, ref_rows: I64, free: F32 | None = None
     ) -> None:
         """``top[rows]`` updated with the rows' cosines to ``ref`` (a row is not its own
         neighbour); ``free``: the rows' :meth:`free` vectors, when the caller has them."""

@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.density import Density
+from sidecar.assembly.view_rows import Matrix
 from sidecar.engines.int8scan import Scan
 
 F32 = npt.NDArray[np.float32]
@@ -122,7 +123,7 @@ def top_rows(
     *,
     scan: Scan | None = None,
     rows: I64 | None = None,
-    matrix: F32 | None = None,
+    matrix: Matrix | None = None,
 ) -> tuple[I64, F32, float]:
     """``(rows, scores, standout)``: the ``k`` eligible rows (the user's turns) with the
     best corrected score (label-free cosine minus density), best first, and the best of

@@ -57,12 +57,7 @@ import structlog
 
 from sidecar.assembly.access_bumps import AccessBumps
 from sidecar.assembly.budget import BudgetConfig
-from sidecar.assembly.cache import (
-    ANN_MIN_ROWS,
-    CollectionView,
-    SharedLexical,
-    positive_rows,
-)
+from sidecar.assembly.cache import ANN_MIN_ROWS, CollectionView, SharedLexical
 from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.heap import HeapSettler, paused
 from sidecar.assembly.implicit_source import Densities, implicit_inputs
@@ -81,6 +76,7 @@ from sidecar.assembly.speaker_focus import LabelVectors, named_in
 from sidecar.assembly.view_budget import DEFAULT_MAX_BYTES, CacheFigures, evict
 from sidecar.assembly.view_graph import GraphParams
 from sidecar.assembly.view_inputs import Twins, authored_nodes, message_turns
+from sidecar.assembly.view_matrix import full, positive_rows
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
@@ -278,7 +274,7 @@ class Retrieval:
             mat = user.matrix
             assert mat is not None
             if tw.rest.size < int8scan.MIN_ROWS:  # a few rows: a product over them alone
-                pos, s = Scan(mat[tw.rest], qvec, None).top(k)
+                pos, s = Scan(full(mat[tw.rest]), qvec, None).top(k)
             else:  # many: the collection's own (prefiltered) scan
                 own = user.scan(qvec)
                 assert own is not None

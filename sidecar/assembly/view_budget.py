@@ -42,7 +42,8 @@ def view_bytes(view: CollectionView) -> int:
     n = len(view.rows)
     mat = view.matrix
     dims = 0 if mat is None else int(mat.shape[1])
-    vectors = n * dims * 4  # the float32 rows (the spare capacity is never touched)
+    # the rows, float32 or float16 (the spare capacity is never touched)
+    vectors = 0 if mat is None else n * dims * mat.itemsize
     shadow = n * (dims + 8) if view.scan_shadow else 0  # the int8 copy, scale and offset
     made = view.made * CANDIDATE_BYTES
     return vectors + shadow + view.bm25.nbytes + view.rows.nbytes + made

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from sidecar.assembly.view_rows import Matrix
 from sidecar.store.index import scaled_ef
 
 log = structlog.get_logger(__name__)
@@ -79,13 +80,13 @@ class ViewGraph:
 
     # ---- building ------------------------------------------------------------------------
 
-    def start(self, mat: F32, rows: int) -> None:
+    def start(self, mat: Matrix, rows: int) -> None:
         """Build over ``mat[:rows]`` in the background. The caller keeps writing its own
         matrix and reports every row it appends or rewrites through :meth:`note`."""
         self.total_rows = rows
         _BUILDS.submit(self._build, mat, rows)
 
-    def _build(self, mat: F32, rows: int) -> None:
+    def _build(self, mat: Matrix, rows: int) -> None:
         try:
             self._build_index(mat, rows)
         finally:
@@ -96,7 +97,7 @@ class ViewGraph:
         self._done.wait(timeout)
         return self.ready
 
-    def _build_index(self, mat: F32, rows: int) -> None:
+    def _build_index(self, mat: Matrix, rows: int) -> None:
         if self._cancel.is_set():
             return
         need = graph_bytes(rows, self.dims, self.params.m)
@@ -127,7 +128,7 @@ class ViewGraph:
                     return
                 stop = min(rows, start + BUILD_CHUNK)
                 index.add_items(
-                    np.ascontiguousarray(mat[start:stop]),
+                    np.ascontiguousarray(mat[start:stop], dtype=np.float32),
                     np.arange(start, stop),
                     num_threads=self.params.threads,
                 )
@@ -168,7 +169,7 @@ class ViewGraph:
     def ready(self) -> bool:
         return self.state == "ready"
 
-    def search(self, mat: F32, q: F32, k: int) -> tuple[npt.NDArray[np.int64], F32] | None:
+    def search(self, mat: Matrix, q: F32, k: int) -> tuple[npt.NDArray[np.int64], F32] | None:
         """Rows and cosines of the approximate top ``k`` (best first), after inserting the
         pending rows from ``mat`` (the view's current matrix); None when not ready."""
         with self._lock:
@@ -194,14 +195,14 @@ class ViewGraph:
                 return None
         return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
 
-    def _insert(self, index: hnswlib.Index, mat: F32) -> None:
+    def _insert(self, index: hnswlib.Index, mat: Matrix) -> None:
         rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
         rows = rows[rows < len(mat)]
         top = int(rows.max()) + 1 if rows.size else 0
         if top > index.get_max_elements():
             index.resize_index(_capacity(top))
         if rows.size:
-            index.add_items(np.ascontiguousarray(mat[rows]), rows, num_threads=1)
+            index.add_items(np.ascontiguousarray(mat[rows], dtype=np.float32), rows, num_threads=1)
         self._pending.clear()
 
 

@@ -62,7 +62,11 @@ class Twins:
                 r, c = redo[lo : lo + 4096], cand[lo : lo + 4096]
                 ok = c >= 0
                 r, c = r[ok], c[ok]
-                same = np.all(umat[r] == tmat[c], axis=1)
+                u, t = umat[r], tmat[c]
+                if u.dtype != t.dtype:  # one view float16 (view_rows.Matrix): compare rounded
+                    half = np.float16
+                    u, t = u.astype(half, copy=False), t.astype(half, copy=False)
+                same = np.all(u == t, axis=1)
                 self.rows[r[same]] = c[same]
         if redo.size or self.have.size + self.rest.size != n:
             mask = self.rows >= 0

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from sidecar.store.interface import StoreBackend
 
 F32 = npt.NDArray[np.float32]
+#: A view's matrix: float32 rows, or float16 for a view the store's index ranks
+#: (``CollectionView.ann``; half the bytes, docs/store.md "Half-precision matrices").
+Matrix = npt.NDArray[np.float32] | npt.NDArray[np.float16]
+FULL = np.dtype(np.float32)
+HALF = np.dtype(np.float16)
 T = TypeVar("T")
 
 _SCOPE_OF_PREFIX: tuple[tuple[str, str, str], ...] = (
@@ -498,25 +503,32 @@ READ_PAGE = 2048
 
 
 def load_rows(
-    name: str, pages: Iterable[list[Record]], count: int, dims: int
-) -> tuple[ViewRows, F32]:
+    name: str,
+    pages: Iterable[list[Record]],
+    count: int,
+    dims: int,
+    dtype: np.dtype[Any] = FULL,
+) -> tuple[ViewRows, Matrix]:
     """The rows of ``name``'s records (in the order given, ``count`` expected) and the
-    matrix of their unit vectors, one page at a time: a page's records (with their
+    matrix of their unit vectors (rows of ``dtype``: the float32 unit vector, rounded
+    once to float16 for :data:`HALF`), one page at a time: a page's records (with their
     vectors and decoded metadata) are dropped once their rows are kept."""
-    mat = np.zeros((capacity(count), dims), dtype=np.float32)
+    mat: Matrix = np.zeros((capacity(count), dims), dtype=dtype)
     rows = ViewRows()
     for page in pages:
         mat = _records_into(rows, mat, name, page, dims)
     return rows, mat
 
 
-def read_rows(store: StoreBackend, name: str, count: int, dims: int) -> tuple[ViewRows, F32]:
+def read_rows(
+    store: StoreBackend, name: str, count: int, dims: int, dtype: np.dtype[Any] = FULL
+) -> tuple[ViewRows, Matrix]:
     """:func:`load_rows` of every record of ``name`` (``count`` expected), read from the
     store as pages of columns (``StoreBackend.columns``): the same rows and matrix,
     without a record per row or the metadata's other keys decoded. A page whose metadata
     is not all JSON objects is read again as records, which say what such metadata is
     (``{}``, or a damaged record skipped)."""
-    mat = np.zeros((capacity(count), dims), dtype=np.float32)
+    mat: Matrix = np.zeros((capacity(count), dims), dtype=dtype)
     rows = ViewRows()
     after: str | None = None
     while (cols := store.columns(name, after, READ_PAGE)).ids:
@@ -530,7 +542,7 @@ def read_rows(store: StoreBackend, name: str, count: int, dims: int) -> tuple[Vi
             after = page[-1].id
             continue
         a = len(rows)
-        mat = _room(mat, a, a + len(cols.ids))
+        mat = with_room(mat, a, a + len(cols.ids))
         vectors_into(mat[a : a + len(cols.ids)], cols.vectors, dims)
         nonzero: list[bool] = np.any(mat[a : a + len(cols.ids)], axis=1).tolist()
         rows.extend_columns(name, cols, metas, nonzero)
@@ -538,22 +550,22 @@ def read_rows(store: StoreBackend, name: str, count: int, dims: int) -> tuple[Vi
     return rows, mat
 
 
-def _room(mat: F32, live: int, rows: int) -> F32:
+def with_room(mat: Matrix, live: int, rows: int) -> Matrix:
     """``mat`` (``live`` rows filled) with room for ``rows``: more were written since the
     state was read. Only the live rows are copied: the spare ones stay untouched, so not
     resident."""
     if rows <= mat.shape[0]:
         return mat
-    bigger = np.zeros((capacity(rows), mat.shape[1]), dtype=np.float32)
+    bigger: Matrix = np.zeros((capacity(rows), mat.shape[1]), dtype=mat.dtype)
     bigger[:live] = mat[:live]
     return bigger
 
 
-def _records_into(rows: ViewRows, mat: F32, name: str, page: list[Record], dims: int) -> F32:
+def _records_into(rows: ViewRows, mat: Matrix, name: str, page: list[Record], dims: int) -> Matrix:
     """A page of records appended to ``rows`` and ``mat`` (returned, grown if need be)."""
     a = len(rows)
     b = a + len(page)
-    mat = _room(mat, a, b)
+    mat = with_room(mat, a, b)
     units_into(mat[a:b], [r.vector for r in page], dims)
     for r in page:
         r.vector = None  # the matrix holds it
@@ -566,7 +578,7 @@ def capacity(rows: int) -> int:
     return max(16, rows + rows // 4)
 
 
-def units_into(out: F32, vectors: Sequence[Any], dims: int) -> None:
+def units_into(out: Matrix, vectors: Sequence[Any], dims: int) -> None:
     """``out[k] = unit(vectors[k], dims)`` for rows of zeros, with the same bits, a page
     at once (a call per row cost 1.5 s of a 100k-row load). The norm is still each
     vector's own dot product (``np.linalg.norm`` of a 1-D array is the square root of
@@ -585,7 +597,7 @@ def units_into(out: F32, vectors: Sequence[Any], dims: int) -> None:
         _scaled_into(out, at, np.stack(vs))
 
 
-def vectors_into(out: F32, vectors: Sequence[bytes | None], dims: int) -> None:
+def vectors_into(out: Matrix, vectors: Sequence[bytes | None], dims: int) -> None:
     """:func:`units_into` of vectors given as their float32 bytes (the store's
     :class:`~sidecar.store.rows.Columns`): one array of the page's bytes, no array per
     vector."""
@@ -596,11 +608,12 @@ def vectors_into(out: F32, vectors: Sequence[bytes | None], dims: int) -> None:
         _scaled_into(out, at, np.frombuffer(blob, dtype=np.float32).reshape(len(at), dims))
 
 
-def _scaled_into(out: F32, at: list[int], page: F32) -> None:
+def _scaled_into(out: Matrix, at: list[int], page: F32) -> None:
     """``out[at[k]] = page[k] / ||page[k]||`` for the rows long enough to scale. Each
     norm is the row's own dot product as ``v.dot(v)`` computes it: a batch of 1 x d by
     d x 1 products, which ``matmul`` hands to the same BLAS dot one by one (tested bit
-    for bit); 20x faster than a call per row."""
+    for bit); 20x faster than a call per row. A float16 ``out`` takes each float32
+    quotient rounded once."""
     n = np.sqrt(np.matmul(page[:, None, :], page[:, :, None]).reshape(-1))
     keep = n.astype(np.float64) > 1e-12  # the scalar test, on the float64 of the norm
     if len(at) == out.shape[0] and bool(keep.all()):

@@ -6,9 +6,11 @@ writes, the checksum, the scrub after a forget) holds the view's
 :class:`~sidecar.assembly.view_rows.ViewRows` as they were when it was saved, section by
 section: the ids, candidate texts and metadata JSON (each an offset array and a UTF-8
 blob), the role and session tables, the byte flags and codes, the record numbers
-(``seq``, version, times) and the unit-vector matrix (float32, row for row). Its header
-holds the collection's ``cid``, ``removals`` and ``max_seq`` of the state the view held
-when saved, the rows and the vectors' dimensions.
+(``seq``, version, times) and the unit-vector matrix (row for row, in the view's type:
+float32, or float16 for a view the store's index ranks). Its header holds the
+collection's ``cid``, ``removals`` and ``max_seq`` of the state the view held when saved,
+the rows, the vectors' dimensions and the matrix's type (``matrix``; a version 1 file,
+which has none, holds float32).
 
 A view's full load (``CollectionView.reload``) takes the file when it holds for the
 collection's current state (the same ``cid`` and ``removals``: nothing removed since, so
@@ -42,7 +44,7 @@ import numpy.typing as npt
 import structlog
 
 from sidecar.assembly.density import SAVED, Density, SavedDensity
-from sidecar.assembly.view_rows import F32, ViewRows, capacity
+from sidecar.assembly.view_rows import FULL, HALF, Matrix, ViewRows, capacity
 from sidecar.store import lexical_files, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
@@ -51,7 +53,11 @@ from sidecar.store.view_files import Section
 log = structlog.get_logger(__name__)
 I64 = npt.NDArray[np.int64]
 
-VERSION = 1
+VERSION = 2
+#: Versions a start reads: 1 is version 2 with float32 matrices only.
+READS = (1, 2)
+#: The matrix types a file may hold, by their header name.
+MATRIX_TYPES: dict[str, np.dtype[Any]] = {"float32": FULL, "float16": HALF}
 #: Views smaller than this load from the store quickly enough (10k rows: 0.3 s).
 MIN_ROWS = 20_000
 #: Rows changed since the file that make a new save worth it (besides a tenth).
@@ -75,7 +81,7 @@ class Snapshot:
     flags: tuple[bytes, ...]  # _FLAGS
     codes: tuple[bytes, bytes]  # role, session
     numbers: tuple[bytes, ...]  # _NUMBERS
-    matrix: F32  # the view's; its first len(ids) rows are written
+    matrix: Matrix  # the view's; its first len(ids) rows are written
     density: SavedDensity | None = None  # in step with the rows (copies)
 
 
@@ -83,7 +89,7 @@ def snapshot(
     collection: str,
     state: CollectionState,
     rows: ViewRows,
-    matrix: F32,
+    matrix: Matrix,
     density: SavedDensity | None = None,
 ) -> Snapshot:
     return Snapshot(
@@ -174,6 +180,7 @@ def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> b
         "max_seq": snap.state.max_seq,
         "rows": len(snap.ids),
         "dims": int(snap.matrix.shape[1]),
+        "matrix": snap.matrix.dtype.name,
         "roles": len(snap.roles),
         "sessions": len(snap.sessions),
         "density": None if snap.density is None else _density_header(snap.density),
@@ -206,10 +213,11 @@ class _Reader:
     def __init__(self, meta: dict[str, Any]) -> None:
         self.n = n = int(meta["rows"])
         self.dims = int(meta["dims"])
+        dtype = MATRIX_TYPES[str(meta.get("matrix", "float32"))]
         counts = [n, n, n, int(meta["roles"]), int(meta["sessions"])]
         # no buffer larger than the file's body (read_checked checked its sizes)
         body = sum(int(x) for x in meta["sections"])
-        if min(counts) < 0 or n * self.dims * 4 > body or 8 * max(counts) > body:
+        if min(counts) < 0 or n * self.dims * dtype.itemsize > body or 8 * max(counts) > body:
             raise ValueError("counts larger than the file")
         self.blobs: list[tuple[I64, bytearray | None]] = [
             (np.zeros(c + 1, np.int64), None) for c in counts
@@ -217,7 +225,7 @@ class _Reader:
         self.flags = [bytearray(n) for _ in _FLAGS]
         self.codes = [array("I", bytes(4 * n)) for _ in range(2)]
         self.numbers = [array("q", bytes(8 * n)) for _ in _NUMBERS]
-        self.matrix: F32 = np.zeros((capacity(n), self.dims), dtype=np.float32)
+        self.matrix: Matrix = np.zeros((capacity(n), self.dims), dtype=dtype)
         self.density: SavedDensity | None = None
         d = meta.get("density")
         if isinstance(d, dict):
@@ -290,7 +298,7 @@ class Loaded(NamedTuple):
     density it held (None: none)."""
 
     rows: ViewRows
-    matrix: F32
+    matrix: Matrix
     max_seq: int
     density: SavedDensity | None
 
@@ -303,8 +311,9 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
 
     def check(meta: dict[str, Any]) -> bool:
         ok = (
-            meta.get("version") == VERSION
+            meta.get("version") in READS
             and meta.get("dims") == dims
+            and meta.get("matrix", "float32") in MATRIX_TYPES
             and lexical_files.holds(meta, state)
             and all(isinstance(meta.get(k), int) for k in ("rows", "roles", "sessions", "max_seq"))
             # a store put back from an older copy (a restore) has the same collection and
@@ -342,7 +351,7 @@ class SavedView(Protocol):
     touched: list[str]
 
     @property
-    def matrix(self) -> F32 | None: ...
+    def matrix(self) -> Matrix | None: ...
 
 
 class RowsFile:
