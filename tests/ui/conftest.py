@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,17 @@ class RunningUi:
             if line.startswith("{"):
                 out.append(json.loads(line))
         return out
+
+    def request_paths(self, *expected: str, timeout: float = 10.0) -> list[str]:
+        """The paths of the ``ui_request`` events logged, once every ``expected`` one is
+        there (a request is logged after its response is sent: a test that reads the log
+        right after its request may be ahead of the line)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            paths = [e["path"] for e in self.events() if e.get("event") == "ui_request"]
+            if all(p in paths for p in expected) or time.monotonic() > deadline:
+                return paths
+            time.sleep(0.05)
 
 
 def ui_env(home: Path, opened: Path) -> dict[str, str]:
