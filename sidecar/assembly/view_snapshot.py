@@ -266,22 +266,30 @@ class _Reader:
         return self.density.arrays[SAVED[i]].data.cast("B")
 
     def rows(self) -> ViewRows:
-        strs = [_split(off, buf) for off, buf in self.blobs]
+        """The rows the sections hold; each blob is let go once its strings are made (a
+        large view's blobs and strings are not all held at once)."""
         rows = ViewRows()
-        rows.ids, rows.texts = strs[0], strs[1]
-        off, buf = self.blobs[2]
+        rows.ids, rows.texts = self._strings(0), self._strings(1)
+        off, buf = self.blobs[2]  # the metadata JSON: bytes, at byte offsets
         bounds, mv = off.tolist(), memoryview(buf if buf is not None else b"")
         rows.metas = [bytes(mv[a:b]) for a, b in itertools.pairwise(bounds)]
+        del mv
+        self.blobs[2] = (off, None)
         for name in (3, 4):
             codes = rows.roles if name == 3 else rows.sessions
-            codes.names = strs[name]
-            codes.code = {s: j for j, s in enumerate(strs[name])}
+            codes.names = self._strings(name)
+            codes.code = {s: j for j, s in enumerate(codes.names)}
         rows.own_text, rows.has_vector, rows.kind = self.flags
         rows.role, rows.session = self.codes
         for f, a in zip(_NUMBERS, self.numbers, strict=True):
             setattr(rows, f, a)
         rows.chars = int(self.blobs[0][0][-1] + self.blobs[1][0][-1] + off[-1])
         return rows
+
+    def _strings(self, k: int) -> list[str]:
+        off, buf = self.blobs[k]
+        self.blobs[k] = (off, None)
+        return _split(off, buf)
 
 
 def _split(off: I64, buf: bytearray | None) -> list[str]:

@@ -341,3 +341,32 @@ def test_a_file_from_a_later_state_than_the_store_is_not_used(tmp_path: Path) ->
             view.close()
     finally:
         store.close()
+
+
+def test_a_start_takes_saved_rows_whose_metadata_is_not_ascii(tmp_path: Path) -> None:
+    """Regression: the metadata blob (byte offsets) was also split as characters, which
+    fails on any non-ASCII metadata, so such a view's file was dropped at every start."""
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        rng = np.random.default_rng(3)
+        store.put_many(
+            [
+                Put(
+                    COLL,
+                    f"r{i:05d}",
+                    f"note {i}",
+                    {**_meta(i), "place": "Zürich café 東京"},
+                    rng.standard_normal(8),
+                )
+                for i in range(N)
+            ]
+        )
+        first = _load(store)
+        first.close()  # waits for the save
+        second = _load(store)
+        assert second.restored == N
+        assert _content(second) == _content(first)
+        assert second.records[5].metadata["place"] == "Zürich café 東京"
+        second.close()
+    finally:
+        store.close()
