@@ -321,7 +321,7 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
         ok = (
             meta.get("version") in READS
             and meta.get("dims") == dims
-            and meta.get("matrix", "float32") in MATRIX_TYPES
+            and str(meta.get("matrix", "float32")) in MATRIX_TYPES
             and lexical_files.holds(meta, state)
             and all(isinstance(meta.get(k), int) for k in ("rows", "roles", "sessions", "max_seq"))
             # a store put back from an older copy (a restore) has the same collection and

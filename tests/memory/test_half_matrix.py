@@ -156,3 +156,31 @@ def test_twins_are_found_between_a_float32_and_a_float16_view(tmp_path: Path) ->
         user.close()
     finally:
         store.close()
+
+
+def test_a_file_naming_another_matrix_type_is_dropped(tmp_path: Path) -> None:
+    store = _seed(tmp_path)
+    try:
+        view = _view(store, LARGE, snapshot_min_rows=10**9)
+        state = store.collection_states([COLL])[COLL]
+        assert view.matrix is not None
+        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
+        for kind in ("bfloat16", ["float16"]):
+            header = {
+                "version": view_snapshot.VERSION,
+                "cid": state.cid,
+                "removals": state.removals,
+                "max_seq": state.max_seq,
+                "rows": N,
+                "dims": 8,
+                "matrix": kind,
+                "roles": len(snap.roles),
+                "sessions": len(snap.sessions),
+                "density": None,
+            }
+            assert view_files.write(tmp_path, COLL, header, view_snapshot.sections(snap))
+            assert view_snapshot.load(tmp_path, COLL, state, 8) is None
+            assert not view_files.path_of(tmp_path, COLL).exists()
+        view.close()
+    finally:
+        store.close()
