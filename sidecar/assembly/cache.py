@@ -57,8 +57,6 @@ from sidecar.assembly.view_rows import (
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from sidecar.assembly.density import Density
     from sidecar.assembly.selection import HitFilter
 from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
@@ -224,9 +222,9 @@ class CollectionView:
         float16 in a view the store's index ranks (view_matrix.py)."""
         return None if self._mat is None else self._mat[: len(self.rows)]
 
-    def _settle_dtype(self) -> None:  # the built candidates hold rows of the old matrix
+    def _settle_dtype(self) -> None:
         if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
-            self._mat, self._made = mat, {}
+            self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
 
     # ---- loading -----------------------------------------------------------------------
 
@@ -237,21 +235,19 @@ class CollectionView:
         recs: list[Record] | None = None,
         *,
         twin: CollectionView | None = None,
-        ahead: Future[view_snapshot.Loaded | None] | None = None,
     ) -> int:
         """Load every record anew (or take ``recs``, with vectors) at ``state`` (read before
         the records); returns how many. ``twin``: a loaded view whose records share ids and
         texts with many of these (the history beside the durable memories): a record with
-        its twin's text takes the twin's analyzed terms instead of analyzing them again.
-        ``ahead``: this view's saved file, being read for ``state`` (view_reads.py)."""
+        its twin's text takes the twin's analyzed terms instead of analyzing them again."""
         dims = store.embed_dims
         if state.count >= self.ann_min_rows:  # ranked by the store's index: it loads meanwhile
             store.prefetch_index(self.name)
-        terms_dir = saved_dir(store)
+        terms_dir = _terms_dir(store)
         # a start: the rows saved beside the store, if they hold (view_snapshot.py)
         got, since = None, 0
         if recs is None and terms_dir is not None and self.state is None:
-            got = ahead.result() if ahead else view_snapshot.load(terms_dir, self.name, state, dims)
+            got = view_snapshot.load(terms_dir, self.name, state, dims)
             if got is not None and got.matrix.dtype != FULL and len(got.rows) < self.ann_min_rows:
                 got = None  # rounded rows where the exact scan needs the store's: read again
         want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
@@ -331,7 +327,7 @@ class CollectionView:
     def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
         """Save the BM25 terms beside the store (view_terms.py) when enough texts were
         analyzed since the last save and no save of this view is running."""
-        terms_dir = saved_dir(store)
+        terms_dir = _terms_dir(store)
         if terms_dir is None or self._unsaved < max(SAVE_MIN_ANALYZED, len(self.rows) // 10):
             return
         if self._saving is not None and self._saving.is_alive():
@@ -359,7 +355,7 @@ class CollectionView:
         self.state, self.stale = state, False
         self.file.changed += len(recs)
         self._save_terms(store, state)
-        self.file.save(saved_dir(store), self, state)
+        self.file.save(_terms_dir(store), self, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
@@ -638,13 +634,15 @@ def _twin_text(twin: CollectionView | None) -> Callable[[str], str | None]:
 _STAMPS = itertools.count()
 
 
-#: How long closing a view waits for its saves (one cut short leaves a temporary file).
+#: How long closing a view waits for a save of its terms to finish (a file cut short is
+#: a temporary file, never a damaged one).
 SAVE_WAIT_S = 30.0
 
-#: Documents a load hands the BM25 index at once (their flat terms held while sorted).
+#: Documents a load hands the BM25 index at once: their term counts (a ``Counter`` each)
+#: and flat postings are held together while it sorts them.
 BM25_PART = 16_384
 
 
-def saved_dir(store: StoreBackend) -> Path | None:
+def _terms_dir(store: StoreBackend) -> Path | None:
     """Where the view's files are saved (a local store no other daemon writes), or None."""
     return None if is_shared(store) else lexical_files.local_dir(store)

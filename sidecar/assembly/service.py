@@ -77,7 +77,6 @@ from sidecar.assembly.view_budget import DEFAULT_MAX_BYTES, CacheFigures, evict
 from sidecar.assembly.view_graph import GraphParams
 from sidecar.assembly.view_inputs import Twins, authored_nodes, message_turns
 from sidecar.assembly.view_matrix import full, positive_rows
-from sidecar.assembly.view_reads import read_ahead
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
@@ -207,7 +206,6 @@ class Retrieval:
         store = self.memory.store.store
         shared = is_shared(store)
         states = store.collection_states(names)  # one read for every collection
-        ahead = read_ahead(store, names, states, self._colls)
         out: dict[str, CollectionView] = {}
         with paused():  # no collections while the caches grow (heap.py)
             for name in names:
@@ -226,7 +224,7 @@ class Retrieval:
                 t0 = time.perf_counter()
                 loaded = 0  # rows (re)loaded: the heap is settled after each view
                 if full or old is None:  # never loaded, marked, or records were removed
-                    loaded = coll.reload(store, state, twin=self._twin(name), ahead=ahead.get(name))
+                    loaded = coll.reload(store, state, twin=self._twin(name))
                 elif state.unchanged_since(old):
                     pass
                 elif state.appended_since(old):  # puts and patches only: O(changes)
