@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.density import Density
@@ -162,9 +163,9 @@ CHILD = textwrap.dedent(
     from sidecar.assembly.cache import CollectionView
     from sidecar.store.backend import open_store
 
-    data_dir, coll = sys.argv[1], sys.argv[2]
+    data_dir, coll, ann_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = open_store(data_dir, embed_dims=8, fingerprint="fp")
-    view = CollectionView(coll, snapshot_min_rows=10**9)  # no save of its own
+    view = CollectionView(coll, ann_rows, snapshot_min_rows=10**9)  # no save of its own
     state = store.collection_states([coll])[coll]
     view.reload(store, state)
     snap = view_snapshot.snapshot(coll, state, view.rows, view.matrix)
@@ -175,24 +176,27 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("ann_rows", [100_000, 1000], ids=["float32", "float16"])
 def test_kill_9_during_saves_leaves_a_store_that_opens_and_answers_the_same(
-    tmp_path: Path,
+    tmp_path: Path, ann_rows: int
 ) -> None:
+    # a view past ann_rows keeps (and saves) a float16 matrix (test_half_matrix.py)
     _seed(tmp_path, 20_000)
     store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
-        view = CollectionView(COLL, snapshot_min_rows=10**9)
+        view = CollectionView(COLL, ann_rows, snapshot_min_rows=10**9)
         view.reload(store, store.collection_states([COLL])[COLL])
         expected = _content(view)
     finally:
         store.close()
     path = view_files.path_of(tmp_path, COLL)
     for delay in (0.0, 0.03, 0.07, 0.15, 0.3):
-        kill_9_while_saving(CHILD, str(tmp_path), COLL, delay=delay)
+        kill_9_while_saving(CHILD, str(tmp_path), COLL, str(ann_rows), delay=delay)
         store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
         try:
             had = path.exists()
-            view = _load(store)
+            view = CollectionView(COLL, ann_rows, snapshot_min_rows=MIN_ROWS)
+            view.reload(store, store.collection_states([COLL])[COLL])
             assert view.restored == (20_001 if had else 0)
             assert _content(view) == expected
             view.close()
