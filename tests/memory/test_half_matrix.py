@@ -15,10 +15,11 @@ from sidecar.assembly import view_snapshot
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.view_budget import view_bytes
 from sidecar.assembly.view_inputs import Twins
+from sidecar.assembly.view_snapshot import Snapshot
 from sidecar.store import view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
-from sidecar.store.types import Put
+from sidecar.store.types import CollectionState, Put
 
 COLL, USER = "turns:u1", "user:u1"
 N = 1500
@@ -110,6 +111,22 @@ def test_a_start_takes_saved_half_rows_only_where_half_rows_are_wanted(tmp_path:
         store.close()
 
 
+def _write(data_dir: Path, state: CollectionState, snap: Snapshot, **header: Any) -> None:
+    """``snap``'s file with a header of its own (``header`` replaces or adds keys)."""
+    base: dict[str, Any] = {
+        "version": view_snapshot.VERSION,
+        "cid": state.cid,
+        "removals": state.removals,
+        "max_seq": state.max_seq,
+        "rows": len(snap.ids),
+        "dims": 8,
+        "roles": len(snap.roles),
+        "sessions": len(snap.sessions),
+        "density": None,
+    }
+    assert view_files.write(data_dir, COLL, base | header, view_snapshot.sections(snap))
+
+
 def test_a_version_1_file_of_float32_rows_is_still_taken(tmp_path: Path) -> None:
     store = _seed(tmp_path)
     try:
@@ -117,18 +134,7 @@ def test_a_version_1_file_of_float32_rows_is_still_taken(tmp_path: Path) -> None
         state = store.collection_states([COLL])[COLL]
         assert exact.matrix is not None
         snap = view_snapshot.snapshot(COLL, state, exact.rows, exact.matrix)
-        header = {  # as version 1 wrote it: no "matrix", float32 rows
-            "version": 1,
-            "cid": state.cid,
-            "removals": state.removals,
-            "max_seq": state.max_seq,
-            "rows": N,
-            "dims": 8,
-            "roles": len(snap.roles),
-            "sessions": len(snap.sessions),
-            "density": None,
-        }
-        assert view_files.write(tmp_path, COLL, header, view_snapshot.sections(snap))
+        _write(tmp_path, state, snap, version=1)  # as version 1 wrote it: no "matrix"
         again = _view(store, EXACT, snapshot_min_rows=10**9)
         assert again.restored == N and again.matrix is not None
         assert again.matrix.tobytes() == exact.matrix.tobytes()
@@ -166,19 +172,7 @@ def test_a_file_naming_another_matrix_type_is_dropped(tmp_path: Path) -> None:
         assert view.matrix is not None
         snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
         for kind in ("bfloat16", ["float16"]):
-            header = {
-                "version": view_snapshot.VERSION,
-                "cid": state.cid,
-                "removals": state.removals,
-                "max_seq": state.max_seq,
-                "rows": N,
-                "dims": 8,
-                "matrix": kind,
-                "roles": len(snap.roles),
-                "sessions": len(snap.sessions),
-                "density": None,
-            }
-            assert view_files.write(tmp_path, COLL, header, view_snapshot.sections(snap))
+            _write(tmp_path, state, snap, matrix=kind)
             assert view_snapshot.load(tmp_path, COLL, state, 8) is None
             assert not view_files.path_of(tmp_path, COLL).exists()
         view.close()
