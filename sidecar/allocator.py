@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 
 import structlog
@@ -48,7 +49,14 @@ def tuning_enabled() -> bool:
 
 def _glibc() -> ctypes.CDLL | None:
     """The C library when it is glibc and tuning is on; None otherwise."""
-    if not tuning_enabled() or not hasattr(os, "confstr"):
+    return _glibc_handle() if tuning_enabled() else None
+
+
+@functools.cache
+def _glibc_handle() -> ctypes.CDLL | None:
+    """The process's C library when it is glibc, looked up once (``find_library`` runs
+    ``ldconfig`` in a subprocess: 2 ms, and a release runs after every large load)."""
+    if not hasattr(os, "confstr"):
         return None
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):
