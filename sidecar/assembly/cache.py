@@ -35,7 +35,7 @@ from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.density import SavedDensity
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
-from sidecar.assembly.view_matrix import dtype_for, full, positive_rows, row_vector, settled
+from sidecar.assembly.view_matrix import dtype_for, full, positive_rows, settled
 from sidecar.assembly.view_rows import (
     FULL,
     KINDS,
@@ -167,8 +167,7 @@ class CollectionView:
     def _make(self, i: int, resolved: bool = True) -> Candidate:
         assert self._mat is not None  # rows exist only in a loaded view
         rec = self.rows.record(self.name, i)
-        vec = row_vector(self._mat, i)
-        c = candidate_of(self.name, rec, vec, bool(self.rows.has_vector[i]))
+        c = candidate_of(self.name, rec, full(self._mat[i]), bool(self.rows.has_vector[i]))
         covered = self._covered.get(i) if resolved else None
         return c if covered is None else replace(c, turn_ids=covered)
 
@@ -368,7 +367,7 @@ class CollectionView:
         rows = self.rows
         n = len(rows)
         if n + added > self._mat.shape[0]:
-            self._grow(n + added, dims)
+            self._grow(n + added)
         summaries = False
         replaced: list[int] = []
         for r in recs:
@@ -457,7 +456,7 @@ class CollectionView:
             self._graph = ViewGraph(self.name, dims, self.graph_params)
             self._graph.start(self._mat, len(self.rows))
 
-    def _grow(self, rows: int, dims: int) -> None:
+    def _grow(self, rows: int) -> None:
         """A larger matrix; the candidates built over the old one are dropped (no stale
         views)."""
         assert self._mat is not None

@@ -33,13 +33,9 @@ def settled(mat: Matrix | None, rows: int, ann_min_rows: int) -> Matrix | None:
 
 
 def full(mat: Matrix) -> F32:
-    """``mat`` as float32 rows: itself when it is (the exact scan's views), else a copy."""
+    """``mat`` (rows, or one row) as float32: itself when it is (the exact scan's views),
+    else a copy (a candidate's vector, a few rows of a float16 view)."""
     return np.asarray(mat, dtype=np.float32)
-
-
-def row_vector(mat: Matrix, i: int) -> F32:
-    """Row ``i`` as a candidate holds it: float32 (a view of the row when it is)."""
-    return np.asarray(mat[i], dtype=np.float32)
 
 
 def positive_rows(rows: npt.NDArray[np.int64], sims: F32, keep_all: bool) -> list[int]:
