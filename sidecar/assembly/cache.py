@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,10 +35,12 @@ from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.density import SavedDensity
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
+from sidecar.assembly.view_load import load_rows, read_rows, unit, with_room
 from sidecar.assembly.view_matrix import dtype_for, full, positive_rows, settled
+from sidecar.assembly.view_metas import LeanMetas
 from sidecar.assembly.view_rows import (
     FULL,
-    KINDS,
+    HALF,
     NONE,
     SUMMARY,
     TURN,
@@ -48,17 +50,12 @@ from sidecar.assembly.view_rows import (
     ViewRows,
     candidate_of,
     lineage,
-    load_rows,
-    read_rows,
     row_fields,
-    unit,
-    with_room,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
 
 if TYPE_CHECKING:
     from sidecar.assembly.density import Density
-    from sidecar.assembly.selection import HitFilter
 from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
@@ -121,6 +118,7 @@ class CollectionView:
     _mat: Matrix | None = None  # capacity rows; the first len(rows) are live
     _shadow: Int8Rows | None = None  # int8 copy of the live rows (large collections)
     _made: dict[int, Candidate] = field(default_factory=dict)  # candidates built, by row
+    _metas: LeanMetas = field(default_factory=LeanMetas)  # lean rows' metadata (the store)
     # summaries' covered turns with their parents' (resolved transitively), by row
     _covered: dict[int, tuple[str, ...]] = field(default_factory=dict)
     _turns: list[Candidate] | None = None  # chronological turns, cached
@@ -164,9 +162,25 @@ class CollectionView:
             c = self._made[i] = self._make(i)
         return c
 
+    def candidates(self, rows: Iterable[int]) -> list[Candidate]:
+        """The candidates of ``rows``; lean rows read the metadata of those not built yet
+        with one query (view_metas.py)."""
+        rows = list(rows)
+        if self.rows.lean:
+            self._metas.prefetch(self.name, self.rows, (i for i in rows if i not in self._made))
+        out = [self.candidate(i) for i in rows]
+        self._metas.clear()
+        return out
+
+    def record(self, i: int) -> Record:
+        """Row ``i``'s record, without its vector (lean rows: metadata from the store)."""
+        rows = self.rows
+        meta = self._metas.take(self.name, rows, i) if rows.lean else None
+        return rows.record(self.name, i, meta)
+
     def _make(self, i: int, resolved: bool = True) -> Candidate:
         assert self._mat is not None  # rows exist only in a loaded view
-        rec = self.rows.record(self.name, i)
+        rec = self.record(i)
         c = candidate_of(self.name, rec, full(self._mat[i]), bool(self.rows.has_vector[i]))
         covered = self._covered.get(i) if resolved else None
         return c if covered is None else replace(c, turn_ids=covered)
@@ -222,8 +236,11 @@ class CollectionView:
         return None if self._mat is None else self._mat[: len(self.rows)]
 
     def _settle_dtype(self) -> None:
+        """The matrix in the type the rows' count calls for; float16 rows are lean."""
         if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
             self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
+        if self._mat is not None and self._mat.dtype == HALF:
+            self.rows.drop_metas()
 
     # ---- loading -----------------------------------------------------------------------
 
@@ -251,13 +268,15 @@ class CollectionView:
                 got = None  # rounded rows where the exact scan needs the store's: read again
         want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
         self.restored, self.saved_density = 0, None
+        self._metas.store = store
+        self._metas.clear()
         if got is not None:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
-            rows, mat = read_rows(store, self.name, state.count, dims, want)
+            rows, mat = read_rows(store, self.name, state.count, dims, want, want == HALF)
         else:
-            rows, mat = load_rows(self.name, [recs], len(recs), dims, want)
+            rows, mat = load_rows(self.name, [recs], len(recs), dims, want, want == HALF)
         gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index
         for rid in gone:
             self.bm25.remove(rid)
@@ -439,11 +458,9 @@ class CollectionView:
         redo = set(changed)
         recs: list[Record] = []
         for r in listed:
-            if r.id not in redo:  # its vector is the cached row (the rows keep none)
-                j = self.by_id[r.id]
-                rec = rows.record(self.name, j)
-                rec.vector = self._mat[j].copy()
-                recs.append(rec)
+            if r.id not in redo:  # the record of the cached row, whose vector is the row's
+                r.vector = self._mat[self.by_id[r.id]].copy()
+                recs.append(r)
             elif r.id in fresh:  # else deleted since it was listed
                 recs.append(fresh[r.id])
         return self.reload(store, state, recs)
@@ -469,6 +486,7 @@ class CollectionView:
         summaries = self.rows.rows_of_kind(SUMMARY)
         if not summaries:
             return
+        self._metas.prefetch(self.name, self.rows, summaries)
         base: dict[int, Candidate] = {}
         memo: dict[str, tuple[str, ...]] = {}
 
@@ -495,6 +513,7 @@ class CollectionView:
             if t != own(i).turn_ids:
                 self._covered[i] = t
             self._made.pop(i, None)
+        self._metas.clear()
 
     def _sync_shadow(self, first_new: int, replaced: Sequence[int] = ()) -> None:
         """Bring the int8 shadow in step after rows ``first_new..`` were appended and
@@ -551,15 +570,15 @@ class CollectionView:
     def neighbours(self, turns: Sequence[Candidate]) -> list[Candidate]:
         """The turns just before and after each of ``turns`` in their session (the
         question before an answer, the answer after a question)."""
-        out: list[Candidate] = []
+        out: list[int] = []
         for c in turns:
             if c.seq is None:
                 continue
             for d in (-1, 1):
                 j = self.by_pos.get((c.session_id, c.seq + d))
                 if j is not None:
-                    out.append(self.candidate(j))
-        return out
+                    out.append(j)
+        return self.candidates(out)
 
     def speakers(self, limit: int) -> list[str]:
         """The ``limit`` most frequent speakers whose label starts a record's text
@@ -578,31 +597,6 @@ class CollectionView:
             del self._speakers[s]
         self._top_speakers = None
 
-    def rows_where(self, filters: HitFilter) -> list[int]:
-        """The rows whose candidates pass ``search``'s filters (:meth:`HitFilter.passes`:
-        role and kind equal, time within ``since..until``, inclusive; a candidate without
-        a time fails a time filter), read from the arrays without building candidates."""
-        role, kind, since, until = filters.role, filters.kind, filters.since, filters.until
-        rows = self.rows
-        keep = np.ones(len(rows), dtype=bool)
-        if role is not None:
-            code = rows.roles.code.get(role)
-            if code is None:
-                return []
-            keep &= np.frombuffer(rows.role, dtype=np.uint32) == code
-        if kind is not None:
-            if kind not in KINDS:
-                return []
-            keep &= np.frombuffer(bytes(rows.kind), dtype=np.uint8) == KINDS.index(kind)
-        if since is not None or until is not None:
-            ts = np.frombuffer(rows.ts, dtype=np.int64)
-            keep &= ts != NONE
-            if since is not None:
-                keep &= ts >= since
-            if until is not None:
-                keep &= ts <= until
-        return [int(i) for i in np.flatnonzero(keep).tolist()]
-
     def session_turns(self) -> list[Candidate]:
         """The collection's turns in session order (cached until it changes)."""
         if self._turns is None:
@@ -613,7 +607,7 @@ class CollectionView:
                 seq, ts = seqs[i], times[i]
                 return (0 if seq == NONE else seq, 0 if ts == NONE else ts)
 
-            self._turns = [self.candidate(i) for i in sorted(rows.rows_of_kind(TURN), key=order)]
+            self._turns = self.candidates(sorted(rows.rows_of_kind(TURN), key=order))
         return self._turns
 
 

@@ -52,7 +52,8 @@ import numpy.typing as npt
 
 from sidecar.assembly.candidates import text_label
 from sidecar.assembly.duplicates import text_key
-from sidecar.assembly.view_rows import TURN, Matrix, ViewRows, unit
+from sidecar.assembly.view_load import unit
+from sidecar.assembly.view_rows import TURN, Matrix, ViewRows
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]

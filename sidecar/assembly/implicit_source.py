@@ -82,7 +82,7 @@ class Densities:
             )
             rows, scores, standout = top_rows(dens, raw, icfg.candidates, rows=mine, matrix=mat)
         return ImplicitPool(
-            tuple(view.cands[i] for i in rows.tolist()),
+            tuple(view.candidates(rows.tolist())),
             tuple(scores.tolist()),
             standout,
             names_speaker,

@@ -18,6 +18,7 @@ from sidecar.assembly.candidates import Candidate
 from sidecar.assembly.plan import SearchHit, plan_search
 from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AssemblyConfig, HitFilter
+from sidecar.assembly.view_where import rows_where
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.temporal import plan_temporal
 
@@ -94,7 +95,7 @@ def _rows(
     if not filters.active:
         return list(dict.fromkeys(coll.dense_top(qvec, depth) + coll.lexical_top(lex_query, depth)))
     # filters can empty a top-k: take the whole collection's matches
-    idx = coll.rows_where(filters)  # filters.passes, read from the arrays
+    idx = rows_where(coll.rows, filters)  # filters.passes, read from the arrays
     if len(idx) > 4 * depth and qvec is not None and coll.matrix is not None:
         sims = coll.matrix[idx] @ qvec
         top = np.argsort(-sims, kind="stable")[:depth].tolist()
@@ -119,7 +120,7 @@ def run_search(
     depth = max(DENSE_K, 4 * req.k)
     for name, coll in colls.items():
         lexical.attach(name, coll.bm25)
-        cands += [coll.cands[i] for i in _rows(coll, req, qvec, lex_query, depth)]
+        cands += coll.candidates(_rows(coll, req, qvec, lex_query, depth))
     if req.session_id and "session" in wanted and "history" not in wanted:
         cands = [c for c in cands if c.session_id == req.session_id or c.kind != "turn"]
     history = colls.get(C.turns(req.namespace))

@@ -483,8 +483,7 @@ class Retrieval:
             coll = colls[name]
             if dense is None:
                 dense = coll.dense_top(qvec, dk)
-            idx = dict.fromkeys(dense + p.lex[name])
-            return [coll.cands[i] for i in idx]
+            return coll.candidates(dict.fromkeys(dense + p.lex[name]))
 
         # two large collections: their ANN searches (store round trips on PostgreSQL) run
         # side by side
@@ -503,13 +502,16 @@ class Retrieval:
         if uann is not None:
             udense = uann.result()
         seen = {c.key for c in cands}
-        for c in pick(C.user(ns), SIDE_K, udense):
-            j = (
-                turns_coll.by_id.get(C.namespace_turn_id(c.session_id, c.turn_ids[0]))
-                if c.turn_ids
-                else None
-            )
-            d = turns_coll.cands[j] if j is not None else c
+        durable = pick(C.user(ns), SIDE_K, udense)
+        twins = [
+            turns_coll.by_id.get(C.namespace_turn_id(c.session_id, c.turn_ids[0]))
+            if c.turn_ids
+            else None
+            for c in durable
+        ]
+        twin_cands = iter(turns_coll.candidates(j for j in twins if j is not None))
+        for c, j in zip(durable, twins, strict=True):
+            d = next(twin_cands) if j is not None else c
             if d.key not in seen:
                 seen.add(d.key)
                 cands.append(d)
@@ -535,7 +537,7 @@ class Retrieval:
         gathered_ms = (time.perf_counter() - t0) * 1000
 
         def hops(ids: Sequence[str]) -> list[Candidate]:
-            return [variant.cands[variant.by_id[i]] for i in ids if i in variant.by_id]
+            return variant.candidates(variant.by_id[i] for i in ids if i in variant.by_id)
 
         def expand(summary_id: str) -> list[Candidate]:
             summ = p.colls[C.session_summary(session_id)]
@@ -543,11 +545,8 @@ class Retrieval:
             if j is None:
                 return []
             s = summ.cands[j]
-            out = []
-            for tid in s.turn_ids:
-                k = turns_coll.by_id.get(C.namespace_turn_id(s.session_id, tid))
-                if k is not None:
-                    out.append(turns_coll.cands[k])
+            ks = [turns_coll.by_id.get(C.namespace_turn_id(s.session_id, t)) for t in s.turn_ids]
+            out = turns_coll.candidates(k for k in ks if k is not None)
             return sorted(out, key=lambda c: c.seq or 0)
 
         def recover() -> list[Candidate]:
@@ -555,7 +554,7 @@ class Retrieval:
                 turns_coll.dense_top(qvec, RECOVER_K, tscan)
                 + turns_coll.lexical_top(p.lex_query, RECOVER_K)
             )
-            return [turns_coll.cands[i] for i in idx]
+            return turns_coll.candidates(idx)
 
         plan = plan_assembly(
             query=p.query,
@@ -629,11 +628,11 @@ class Retrieval:
         rows = view.dense_top(qvec, k)
         graph = view.graph
         return DenseProbe(
-            ids=[view.records[i].id for i in rows],
+            ids=[view.ids[i] for i in rows],
             mode=view.dense_mode,
             graph_state=graph.state if graph is not None else "none",
             graph_rows=graph.built_rows if graph is not None else 0,
-            rows=len(view.records),
+            rows=len(view.rows),
         )
 
 

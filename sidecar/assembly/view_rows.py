@@ -13,6 +13,10 @@ row's record or candidate only when it is asked for:
   session as codes into small tables, ``metadata.seq``, its time) in typed arrays,
   8 bytes or less a value.
 
+Lean rows (a view the store's index ranks) keep no metadata at all: the few rows a
+request makes candidates of read theirs from the store (``CollectionView.candidates``),
+and every walk over the rows reads only the arrays and strings above.
+
 :func:`candidate_of` is the one place a record becomes a candidate: the load computes a
 row's fields from it (:func:`row_fields`), and :meth:`ViewRows.record` rebuilds the
 record they were computed from, so a candidate made later is the one the load would have
@@ -23,8 +27,8 @@ included).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 import msgspec
 import numpy as np
@@ -35,9 +39,6 @@ from sidecar.memory.core import layout as C
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.store.rows import Columns
 from sidecar.store.types import Record
-
-if TYPE_CHECKING:
-    from sidecar.store.interface import StoreBackend
 
 F32 = npt.NDArray[np.float32]
 #: A view's matrix: float32 rows, or float16 for a view the store's index ranks
@@ -149,6 +150,8 @@ def candidate_of(name: str, r: Record, vec: F32, has_vector: bool | None = None)
     )
 
 
+#: A lean row's metadata (no JSON is empty: ``{}`` at least).
+NO_META = b""
 #: Stands for None in the arrays of optional numbers.
 NONE = -(1 << 63)
 KINDS: tuple[str, ...] = ("turn", "summary", "memory", "authored", "guidance", "dream")
@@ -186,6 +189,7 @@ class ViewRows:
         "has_vector",
         "ids",
         "kind",
+        "lean",
         "metas",
         "own_text",
         "role",
@@ -201,9 +205,11 @@ class ViewRows:
         "version",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, lean: bool = False) -> None:
         self.ids: list[str] = []
         self.texts: list[str] = []  # the candidate's text
+        # lean: no metadata kept (each b""), the store has it (CollectionView.candidates)
+        self.lean = lean
         self.metas: list[bytes] = []  # metadata, compact JSON
         self.own_text = bytearray()  # 1: the record's text is texts[i], 0: it was ""
         self.has_vector = bytearray()
@@ -226,7 +232,7 @@ class ViewRows:
     def append(self, r: Record, c: RowFields, has_vector: bool) -> None:
         """A new last row: record ``r`` (its metadata as read), its candidate's fields
         ``c`` (:func:`row_fields`) and whether its vector is not all zeros."""
-        meta = _encode(r.metadata)
+        meta = NO_META if self.lean else _encode(r.metadata)
         self.chars += len(r.id) + len(c.text) + len(meta)
         self.ids.append(r.id)
         self.texts.append(c.text)
@@ -249,7 +255,7 @@ class ViewRows:
         each typed array extended once (a load's page: a method call per value cost a
         third of the load)."""
         fields = [row_fields(name, r) for r in recs]
-        metas = [_encode(r.metadata) for r in recs]
+        metas = [NO_META] * len(recs) if self.lean else [_encode(r.metadata) for r in recs]
         self.chars += sum(
             len(r.id) + len(c.text) + len(m) for r, c, m in zip(recs, fields, metas, strict=True)
         )
@@ -308,7 +314,7 @@ class ViewRows:
             c = role_code.get(v)
             role.append(self.roles.of(v) if c is None else c)
             texts.append(text or (m.text if type(m.text) is str else ""))
-        raw = [m.encode() for m in cols.metas]
+        raw = [NO_META] * len(cols.metas) if self.lean else [m.encode() for m in cols.metas]
         self.chars += sum(map(len, cols.ids)) + sum(map(len, texts)) + sum(map(len, raw))
         self.ids.extend(cols.ids)
         self.texts.extend(texts)
@@ -328,7 +334,7 @@ class ViewRows:
 
     def rewrite(self, i: int, r: Record, c: RowFields, has_vector: bool) -> None:
         """Row ``i`` replaced by record ``r`` (same id), as :meth:`append`."""
-        meta = _encode(r.metadata)
+        meta = NO_META if self.lean else _encode(r.metadata)
         self.chars += len(c.text) + len(meta) - len(self.texts[i]) - len(self.metas[i])
         self.texts[i] = c.text
         self.metas[i] = meta
@@ -364,18 +370,27 @@ class ViewRows:
         return gone, [item for item in new.items() if old.get(item[0]) != item[1]]
 
     def metadata(self, i: int) -> dict[str, Any]:
-        """A new dict of row ``i``'s metadata."""
+        """A new dict of row ``i``'s metadata (LookupError: lean rows keep none)."""
+        if self.lean:
+            raise LookupError("lean rows keep no metadata: the store has it")
         meta: dict[str, Any] = _decode(self.metas[i])
         return meta
 
-    def record(self, name: str, i: int) -> Record:
+    def drop_metas(self) -> None:
+        """Keep no metadata from now on (a view grown large enough to be lean)."""
+        if not self.lean:
+            self.chars -= sum(map(len, self.metas))
+            self.metas = [NO_META] * len(self.metas)
+            self.lean = True
+
+    def record(self, name: str, i: int, metadata: dict[str, Any] | None = None) -> Record:
         """The record row ``i`` was loaded from (without its vector: the view's matrix
-        holds it)."""
+        holds it); ``metadata``: its metadata read from the store (lean rows)."""
         return Record(
             collection=name,
             id=self.ids[i],
             text=self.record_text(i),
-            metadata=self.metadata(i),
+            metadata=self.metadata(i) if metadata is None else metadata,
             version=self.version[i],
             created_ms=self.created[i],
             updated_ms=self.updated[i],
@@ -401,13 +416,15 @@ class ViewRows:
     def nbytes(self) -> int:
         """An estimate of what the rows hold: the strings' characters, their objects, the
         arrays and the view's maps over them (:data:`ROW_OVERHEAD` a row); O(1)."""
-        return self.chars + len(self.ids) * ROW_OVERHEAD
+        return self.chars + len(self.ids) * (ROW_OVERHEAD - (STRING if self.lean else 0))
 
 
-#: Bytes per row beside the strings' characters: three string objects (about 50 bytes
-#: each), their list slots, 7 typed-array values and 3 byte flags, and the view's
-#: ``by_id`` and ``by_pos`` entries (about 100 bytes each).
-ROW_OVERHEAD = 3 * 58 + 7 * 8 + 3 + 2 * 100
+#: A string object's bytes beside its characters, and its list slot.
+STRING = 58
+#: Bytes per row beside the strings' characters: three string objects (two in lean rows,
+#: whose metadata slots all hold the one empty bytes), 7 typed-array values and 3 byte
+#: flags, and the view's ``by_id`` and ``by_pos`` entries (about 100 bytes each).
+ROW_OVERHEAD = 3 * STRING + 7 * 8 + 3 + 2 * 100
 
 
 # msgspec, as the store decodes it: 10x faster than the json module both ways, and what
@@ -429,7 +446,7 @@ class MetaFields(msgspec.Struct):
     seq: Any = None
 
 
-_decode_fields = msgspec.json.Decoder(MetaFields).decode
+decode_fields = msgspec.json.Decoder(MetaFields).decode
 
 
 class RowsView(Protocol):
@@ -440,6 +457,8 @@ class RowsView(Protocol):
     rows: ViewRows
 
     def candidate(self, i: int) -> Candidate: ...
+
+    def record(self, i: int) -> Record: ...
 
 
 class _BuiltRows(Sequence[T]):
@@ -476,7 +495,7 @@ class RecordRows(_BuiltRows[Record]):
     __slots__ = ()
 
     def _item(self, j: int) -> Record:
-        return self._view.rows.record(self._view.name, j)
+        return self._view.record(j)
 
 
 class CandidateRows(_BuiltRows[Candidate]):
@@ -494,140 +513,3 @@ def _index(i: int, n: int) -> int:
     if not 0 <= j < n:
         raise IndexError(i)
     return j
-
-
-#: Records read per page when a view is loaded: their vectors go into the matrix page by
-#: page, so a load never holds every record's vector twice (the store's rows and the
-#: matrix; 300 MB more peak memory at 100k records before it was paged).
-READ_PAGE = 2048
-
-
-def load_rows(
-    name: str,
-    pages: Iterable[list[Record]],
-    count: int,
-    dims: int,
-    dtype: np.dtype[Any] = FULL,
-) -> tuple[ViewRows, Matrix]:
-    """The rows of ``name``'s records (in the order given, ``count`` expected) and the
-    matrix of their unit vectors (rows of ``dtype``: the float32 unit vector, rounded
-    once to float16 for :data:`HALF`), one page at a time: a page's records (with their
-    vectors and decoded metadata) are dropped once their rows are kept."""
-    mat: Matrix = np.zeros((capacity(count), dims), dtype=dtype)
-    rows = ViewRows()
-    for page in pages:
-        mat = _records_into(rows, mat, name, page, dims)
-    return rows, mat
-
-
-def read_rows(
-    store: StoreBackend, name: str, count: int, dims: int, dtype: np.dtype[Any] = FULL
-) -> tuple[ViewRows, Matrix]:
-    """:func:`load_rows` of every record of ``name`` (``count`` expected), read from the
-    store as pages of columns (``StoreBackend.columns``): the same rows and matrix,
-    without a record per row or the metadata's other keys decoded. A page whose metadata
-    is not all JSON objects is read again as records, which say what such metadata is
-    (``{}``, or a damaged record skipped)."""
-    mat: Matrix = np.zeros((capacity(count), dims), dtype=dtype)
-    rows = ViewRows()
-    after: str | None = None
-    while (cols := store.columns(name, after, READ_PAGE)).ids:
-        try:
-            metas = [_decode_fields(m) for m in cols.metas]
-        except msgspec.DecodeError:
-            page = store.list_records(name, after_id=after, limit=READ_PAGE, include_vectors=True)
-            if not page:
-                break
-            mat = _records_into(rows, mat, name, page, dims)
-            after = page[-1].id
-            continue
-        a = len(rows)
-        mat = with_room(mat, a, a + len(cols.ids))
-        vectors_into(mat[a : a + len(cols.ids)], cols.vectors, dims)
-        nonzero: list[bool] = np.any(mat[a : a + len(cols.ids)], axis=1).tolist()
-        rows.extend_columns(name, cols, metas, nonzero)
-        after = cols.ids[-1]
-    return rows, mat
-
-
-def with_room(mat: Matrix, live: int, rows: int) -> Matrix:
-    """``mat`` (``live`` rows filled) with room for ``rows``: more were written since the
-    state was read. Only the live rows are copied: the spare ones stay untouched, so not
-    resident."""
-    if rows <= mat.shape[0]:
-        return mat
-    bigger: Matrix = np.zeros((capacity(rows), mat.shape[1]), dtype=mat.dtype)
-    bigger[:live] = mat[:live]
-    return bigger
-
-
-def _records_into(rows: ViewRows, mat: Matrix, name: str, page: list[Record], dims: int) -> Matrix:
-    """A page of records appended to ``rows`` and ``mat`` (returned, grown if need be)."""
-    a = len(rows)
-    b = a + len(page)
-    mat = with_room(mat, a, b)
-    units_into(mat[a:b], [r.vector for r in page], dims)
-    for r in page:
-        r.vector = None  # the matrix holds it
-    nonzero: list[bool] = np.any(mat[a:b], axis=1).tolist()
-    rows.extend(name, page, nonzero)
-    return mat
-
-
-def capacity(rows: int) -> int:
-    return max(16, rows + rows // 4)
-
-
-def units_into(out: Matrix, vectors: Sequence[Any], dims: int) -> None:
-    """``out[k] = unit(vectors[k], dims)`` for rows of zeros, with the same bits, a page
-    at once (a call per row cost 1.5 s of a 100k-row load). The norm is still each
-    vector's own dot product (``np.linalg.norm`` of a 1-D array is the square root of
-    that BLAS call); the square root and the division are elementwise in float32, which
-    rounds as the scalar ones do (a float32 quotient computed in float64 rounds to the
-    same float32)."""
-    at: list[int] = []
-    vs: list[F32] = []
-    for k, vector in enumerate(vectors):
-        if vector is not None:
-            v = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if v.shape[0] == dims:
-                at.append(k)
-                vs.append(v)
-    if vs:
-        _scaled_into(out, at, np.stack(vs))
-
-
-def vectors_into(out: Matrix, vectors: Sequence[bytes | None], dims: int) -> None:
-    """:func:`units_into` of vectors given as their float32 bytes (the store's
-    :class:`~sidecar.store.rows.Columns`): one array of the page's bytes, no array per
-    vector."""
-    size = 4 * dims
-    at = [k for k, v in enumerate(vectors) if v is not None and len(v) == size]
-    if at:
-        blob = b"".join([v for v in vectors if v is not None and len(v) == size])
-        _scaled_into(out, at, np.frombuffer(blob, dtype=np.float32).reshape(len(at), dims))
-
-
-def _scaled_into(out: Matrix, at: list[int], page: F32) -> None:
-    """``out[at[k]] = page[k] / ||page[k]||`` for the rows long enough to scale. Each
-    norm is the row's own dot product as ``v.dot(v)`` computes it: a batch of 1 x d by
-    d x 1 products, which ``matmul`` hands to the same BLAS dot one by one (tested bit
-    for bit); 20x faster than a call per row. A float16 ``out`` takes each float32
-    quotient rounded once."""
-    n = np.sqrt(np.matmul(page[:, None, :], page[:, :, None]).reshape(-1))
-    keep = n.astype(np.float64) > 1e-12  # the scalar test, on the float64 of the norm
-    if len(at) == out.shape[0] and bool(keep.all()):
-        np.divide(page, n[:, None], out=out)
-    else:
-        out[np.asarray(at, dtype=np.int64)[keep]] = page[keep] / n[keep, None]
-
-
-def unit(vector: Any, dims: int) -> F32:
-    out = np.zeros(dims, dtype=np.float32)
-    if vector is not None:
-        v = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if v.shape[0] == dims:
-            n = float(np.linalg.norm(v))
-            if n > 1e-12:
-                out[:] = v / n
-    return out

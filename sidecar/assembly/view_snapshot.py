@@ -10,7 +10,8 @@ blob), the role and session tables, the byte flags and codes, the record numbers
 float32, or float16 for a view the store's index ranks). Its header holds the
 collection's ``cid``, ``removals`` and ``max_seq`` of the state the view held when saved,
 the rows, the vectors' dimensions and the matrix's type (``matrix``; a version 1 file,
-which has none, holds float32).
+which has none, holds float32). A lean view's rows (float16) keep no metadata: its
+metadata section is empty, and a float16 file's metadata, if any, is not read.
 
 A view's full load (``CollectionView.reload``) takes the file when it holds for the
 collection's current state (the same ``cid`` and ``removals``: nothing removed since, so
@@ -44,7 +45,8 @@ import numpy.typing as npt
 import structlog
 
 from sidecar.assembly.density import SAVED, Density, SavedDensity
-from sidecar.assembly.view_rows import FULL, HALF, Matrix, ViewRows, capacity
+from sidecar.assembly.view_load import capacity
+from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
 from sidecar.store import lexical_files, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
@@ -268,12 +270,16 @@ class _Reader:
     def rows(self) -> ViewRows:
         """The rows the sections hold; each blob is let go once its strings are made (a
         large view's blobs and strings are not all held at once)."""
-        rows = ViewRows()
-        rows.ids, rows.texts = self._strings(0), self._strings(1)
         off, buf = self.blobs[2]  # the metadata JSON: bytes, at byte offsets
-        bounds, mv = off.tolist(), memoryview(buf if buf is not None else b"")
-        rows.metas = [bytes(mv[a:b]) for a, b in itertools.pairwise(bounds)]
-        del mv
+        # lean rows (float16 views; every JSON kept is "{}" at least): none kept or taken
+        rows = ViewRows(lean=self.matrix.dtype == HALF or (self.n > 0 and int(off[-1]) == 0))
+        rows.ids, rows.texts = self._strings(0), self._strings(1)
+        if rows.lean:
+            rows.metas = [NO_META] * self.n
+        else:
+            bounds, mv = off.tolist(), memoryview(buf if buf is not None else b"")
+            rows.metas = [bytes(mv[a:b]) for a, b in itertools.pairwise(bounds)]
+            del mv
         self.blobs[2] = (off, None)
         for name in (3, 4):
             codes = rows.roles if name == 3 else rows.sessions
@@ -283,7 +289,8 @@ class _Reader:
         rows.role, rows.session = self.codes
         for f, a in zip(_NUMBERS, self.numbers, strict=True):
             setattr(rows, f, a)
-        rows.chars = int(self.blobs[0][0][-1] + self.blobs[1][0][-1] + off[-1])
+        rows.chars = int(self.blobs[0][0][-1] + self.blobs[1][0][-1])
+        rows.chars += 0 if rows.lean else int(off[-1])
         return rows
 
     def _strings(self, k: int) -> list[str]:

@@ -270,6 +270,13 @@ class StoreCore(Closable, abc.ABC):
         self, collection: str, ids: Iterable[str], *, include_vectors: bool = False
     ) -> list[Record]: ...
 
+    @abc.abstractmethod
+    def metadata_many(self, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of the existing records among ``ids``, by id, as ``get_many``
+        decodes it (a damaged record left out, as there): a large view keeps no metadata
+        and reads it for the rows a request makes candidates of (docs/store.md, "Lean
+        rows")."""
+
     def list_records(
         self,
         collection: str,

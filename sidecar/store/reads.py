@@ -185,6 +185,30 @@ def get_many(
     return out
 
 
+def metadata_many(
+    store: SqliteState, collection: str, ids: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The metadata of the existing records among ``ids`` (``StoreCore.metadata_many``):
+    the id and metadata columns alone, a damaged record reported and left out as
+    :func:`get_many` does."""
+    store._guard()
+    info = store._collections.get(collection)
+    if info is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for part in chunks(list(dict.fromkeys(ids))):
+        marks = ",".join("?" * len(part))
+        sql = f"SELECT id, text, metadata FROM records WHERE cid = ? AND id IN ({marks})"
+        for rid, text, meta in _read(store, sql, (info.cid, *part)):
+            try:
+                if isinstance(rid, Undecodable) or isinstance(text, Undecodable):
+                    raise BadRecord("text is not UTF-8")
+                out[rid] = record_meta(meta)
+            except BadRecord as exc:
+                _report_bad(store, info.name, str(rid), str(exc))
+    return out
+
+
 def list_records(store: SqliteState, collection: str, query: ListQuery) -> list[Record]:
     """Records of a collection in id order (byte order of UTF-8, like Go's sort).
 

@@ -22,6 +22,7 @@ from sidecar.assembly.cache import CollectionView as _Coll
 from sidecar.assembly.scoring import access_count
 from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
 from sidecar.assembly.speaker_focus import without_labels
+from sidecar.assembly.view_where import rows_where
 from sidecar.config import load_settings
 from sidecar.memory.core import bm25_topk, lexical
 from sidecar.memory.core import layout as C
@@ -724,7 +725,7 @@ async def test_search_filters_read_the_rows_as_the_candidates_would(h: Harness) 
     ]:
         filters = HitFilter(role=role, since=since, until=until, kind=kind)
         want = [i for i, c in enumerate(view.cands) if filters.passes(c)]
-        assert view.rows_where(filters) == want
+        assert rows_where(view.rows, filters) == want
 
 
 async def test_a_view_builds_candidates_on_use_and_drops_them_past_its_bound(h: Harness) -> None:

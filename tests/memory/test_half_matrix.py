@@ -15,6 +15,7 @@ from sidecar.assembly import view_snapshot
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.view_budget import view_bytes
 from sidecar.assembly.view_inputs import Twins
+from sidecar.assembly.view_rows import STRING
 from sidecar.assembly.view_snapshot import Snapshot
 from sidecar.store import view_files
 from sidecar.store.backend import open_store
@@ -59,10 +60,13 @@ def test_a_view_the_store_ranks_holds_each_unit_row_rounded_once(tmp_path: Path)
         vec = half.candidate(7).vector
         assert isinstance(vec, np.ndarray) and vec.dtype == np.float32
         assert np.array_equal(vec, half.matrix[7].astype(np.float32))
-        # the budget counts two bytes a dimension (no candidates built on either side)
+        # the budget counts two bytes a dimension, and no metadata in the lean rows (no
+        # candidates built on either side)
         half.trim(0)
         assert half.made == exact.made == 0
-        assert view_bytes(exact) - view_bytes(half) == N * 8 * 2
+        metas = sum(map(len, exact.rows.metas)) + N * STRING
+        assert half.rows.lean and not exact.rows.lean
+        assert view_bytes(exact) - view_bytes(half) == N * 8 * 2 + metas
         exact.close()
         half.close()
     finally:

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from sidecar.assembly.view_rows import ViewRows, load_rows, unit, units_into
+from sidecar.assembly.view_load import load_rows, unit, units_into
+from sidecar.assembly.view_rows import ViewRows
 from sidecar.store.types import Record
 
 

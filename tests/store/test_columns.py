@@ -1,7 +1,7 @@
 """A view's load reads the store as pages of columns (``StoreBackend.columns``,
-``view_rows.read_rows``) instead of records: the same records in the same order, and the
+``view_load.read_rows``) instead of records: the same records in the same order, and the
 same rows and matrix, bit for bit, as the records read by ``list_records`` and loaded one
-page at a time (``view_rows.load_rows``). On both backends; damaged records (SQLite) are
+page at a time (``view_load.load_rows``). On both backends; damaged records (SQLite) are
 skipped and reported as ``list_records`` does."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sidecar.assembly import view_load as VL
 from sidecar.assembly import view_rows as VR
 from sidecar.memory.core import layout as C
 from sidecar.store import Store
@@ -66,7 +67,7 @@ def _old(
     while recs := store.list_records(name, after_id=after, limit=page, include_vectors=True):
         pages.append(recs)
         after = recs[-1].id
-    return VR.load_rows(name, pages, store.count(name) if count is None else count, DIMS)
+    return VL.load_rows(name, pages, store.count(name) if count is None else count, DIMS)
 
 
 def _same(a: tuple[VR.ViewRows, VR.F32], b: tuple[VR.ViewRows, VR.F32]) -> None:
@@ -84,16 +85,16 @@ def test_a_load_from_columns_has_the_rows_and_matrix_of_a_load_from_records(
     store: StoreBackend, page: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _seed(store)
-    monkeypatch.setattr(VR, "READ_PAGE", page)
+    monkeypatch.setattr(VL, "READ_PAGE", page)
     for name in NAMES:
-        new = VR.read_rows(store, name, store.count(name), DIMS)
+        new = VL.read_rows(store, name, store.count(name), DIMS)
         _same(new, _old(store, name, page))
         assert len(new[0]) == 61
         # more rows than the state said (written since): the matrix grows as it did
-        grown = VR.read_rows(store, name, 3, DIMS)
+        grown = VL.read_rows(store, name, 3, DIMS)
         _same(grown, _old(store, name, page, 3))
         assert not grown[1][61:].any()
-    assert len(VR.read_rows(store, "turns:nobody", 0, DIMS)[0]) == 0
+    assert len(VL.read_rows(store, "turns:nobody", 0, DIMS)[0]) == 0
 
 
 def test_columns_are_the_records_of_list_records(store: StoreBackend) -> None:
@@ -138,9 +139,9 @@ def test_damaged_or_odd_metadata_loads_as_the_records_say(
             "UPDATE records SET metadata = CAST(? AS TEXT) WHERE id = 'r012'", (b'{"a": "\xff"}',)
         )
     conn.close()
-    monkeypatch.setattr(VR, "READ_PAGE", 4)
+    monkeypatch.setattr(VL, "READ_PAGE", 4)
     with Store.open(data_dir, embed_dims=DIMS) as store:
-        new = VR.read_rows(store, name, 21, DIMS)
+        new = VL.read_rows(store, name, 21, DIMS)
         bad = dict(store.bad_records)
         store.bad_records.clear()
         _same(new, _old(store, name, 4))
@@ -160,12 +161,12 @@ def test_vectors_from_bytes_have_the_bits_of_unit_row_by_row() -> None:
     order = rng.permutation(len(vectors))
     vectors = [vectors[i] for i in order]
     blobs = [None if v is None else v.tobytes() for v in vectors]
-    want = np.stack([VR.unit(v, dims) for v in vectors])
+    want = np.stack([VL.unit(v, dims) for v in vectors])
     out = np.zeros((len(vectors) + 2, dims), dtype=np.float32)
-    VR.vectors_into(out[1:-1], blobs, dims)
+    VL.vectors_into(out[1:-1], blobs, dims)
     assert out[1:-1].tobytes() == want.tobytes()
     assert not out[0].any() and not out[-1].any()
     full = np.zeros((300, dims), dtype=np.float32)  # every row present: one division
-    VR.vectors_into(full, blobs[:0] + [v.tobytes() for v in vectors if v is not None][:300], dims)
+    VL.vectors_into(full, blobs[:0] + [v.tobytes() for v in vectors if v is not None][:300], dims)
     kept = [v for v in vectors if v is not None][:300]
-    assert full.tobytes() == np.stack([VR.unit(v, dims) for v in kept]).tobytes()
+    assert full.tobytes() == np.stack([VL.unit(v, dims) for v in kept]).tobytes()

@@ -128,7 +128,7 @@ def text_of(text: str, raw: bytes | None) -> str:
     return text if raw is None else bytes(raw).decode("utf-8")
 
 
-def _meta(raw: str) -> dict[str, Any]:
+def metadata_of(raw: str) -> dict[str, Any]:
     value = json_decode(raw)
     return value if isinstance(value, dict) else {}
 
@@ -143,7 +143,7 @@ def record(collection: str, row: Sequence[Any], with_vector: bool) -> Record:
         collection=collection,
         id=rec_id,
         text=text_of(text, raw),
-        metadata=_meta(meta),
+        metadata=metadata_of(meta),
         version=version,
         created_ms=created,
         updated_ms=updated,
@@ -156,4 +156,6 @@ def record(collection: str, row: Sequence[Any], with_vector: bool) -> Record:
 def hit(collection: str, row: Sequence[Any], score: float) -> Hit:
     """A :class:`Hit` from a row of :data:`COLS`."""
     _rid, rec_id, text, raw, meta, version, created, _updated, ts = row[:9]
-    return Hit(collection, rec_id, text_of(text, raw), _meta(meta), version, score, created, ts)
+    return Hit(
+        collection, rec_id, text_of(text, raw), metadata_of(meta), version, score, created, ts
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sidecar.store import names as N
 from sidecar.store.common import matching
-from sidecar.store.pg.codec import COLS, record, text_of, where_sql
+from sidecar.store.pg.codec import COLS, metadata_of, record, text_of, where_sql
 from sidecar.store.rows import NO_COLUMNS, Columns
 from sidecar.store.types import CollectionInfo, CollectionState, ListQuery, Record
 
@@ -156,6 +156,20 @@ def get_many(
         binary=True,
     )
     return [record(collection, row, include_vectors) for row in rows]
+
+
+def metadata_many(store: PgState, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The metadata of the existing records among ``ids`` (``StoreCore.metadata_many``)."""
+    store._guard()
+    wanted = storable(ids)
+    if not wanted or nul(collection):
+        return {}
+    rows = store.db.read(
+        f"SELECT r.id, r.metadata FROM records r WHERE {BY_NAME} AND r.id = ANY(%s)",
+        (collection, wanted),
+        binary=True,
+    )
+    return {rid: metadata_of(meta) for rid, meta in rows}
 
 
 def list_records(store: PgState, collection: str, query: ListQuery) -> list[Record]:

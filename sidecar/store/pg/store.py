@@ -212,6 +212,7 @@ class PgStore(PgState, StoreCore):
 
     get = _reads.get
     get_many = _reads.get_many
+    metadata_many = _reads.metadata_many
     _list_records = _reads.list_records
     _columns = _reads.columns
     _changed_since = _reads.changed_since
