@@ -255,7 +255,8 @@ class CollectionView:
         """Load every record anew (or take ``recs``, with vectors) at ``state`` (read before
         the records); returns how many. ``twin``: a loaded view whose records share ids and
         texts with many of these (the history beside the durable memories): a record with
-        its twin's text takes the twin's analyzed terms instead of analyzing them again."""
+        its twin's text takes the twin's analyzed terms instead of analyzing them again, and
+        the twin's id and text strings (``ViewRows.share_strings``)."""
         dims = store.embed_dims
         if state.count >= self.ann_min_rows:  # ranked by the store's index: it loads meanwhile
             store.prefetch_index(self.name)
@@ -277,6 +278,8 @@ class CollectionView:
             rows, mat = read_rows(store, self.name, state.count, dims, want, want == HALF)
         else:
             rows, mat = load_rows(self.name, [recs], len(recs), dims, want, want == HALF)
+        if twin is not None:  # before anything keys by them: the copies are let go
+            rows.share_strings(twin.rows, twin.by_id)
         gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index
         for rid in gone:
             self.bm25.remove(rid)

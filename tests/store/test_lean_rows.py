@@ -179,3 +179,28 @@ def test_the_file_of_lean_rows_holds_no_metadata_and_loads_lean(
         got = store.metadata_many(COLL, ["r004", "r005"])
         assert got == {"r004": _meta(4)}
         assert (COLL, "r005") in store.bad_records
+
+
+def test_a_durable_view_keeps_its_history_twins_strings(store: StoreBackend) -> None:
+    _seed(store)
+    user = C.USER_PREFIX + "u1"
+    copies = store.get_many(COLL, [f"r{i:03d}" for i in range(0, N, 2)], include_vectors=True)
+    store.put_many(
+        [Put(user, r.id, r.text if r.id != "r004" else "changed", {}, r.vector) for r in copies]
+    )
+    turns = _view(store, LEAN)
+    durable = CollectionView(user, LEAN)
+    durable.reload(store, store.collection_states([user])[user], twin=turns)
+    alone = CollectionView(user, FULL)
+    alone.reload(store, store.collection_states([user])[user])
+    try:
+        for i, rid in enumerate(durable.ids):
+            j = turns.by_id[rid]
+            assert rid is turns.ids[j]
+            same = durable.rows.texts[i] is turns.rows.texts[j]
+            assert same == (rid != "r004")
+        assert durable.rows.texts[durable.by_id["r004"]] == "changed"
+        assert [_plain(c) for c in durable.cands] == [_plain(c) for c in alone.cands]
+    finally:
+        for v in (turns, durable, alone):
+            v.close()
