@@ -34,23 +34,23 @@ class LeanMetas:
 
     def prefetch(self, name: str, rows: ViewRows, want: Iterable[int]) -> None:
         """Read the metadata of rows ``want`` of collection ``name`` with one query."""
-        todo = [i for i in dict.fromkeys(want) if i not in self._ready]
-        if not todo or not rows.lean:
-            return
+        if rows.lean:
+            self._ready.update(self._read(name, rows, [i for i in want if i not in self._ready]))
+
+    def take(self, name: str, rows: ViewRows, i: int) -> dict[str, Any]:
+        """Row ``i``'s metadata: read ahead, else read now (not kept: another thread's
+        request may clear what was read ahead meanwhile)."""
+        meta = self._ready.pop(i, None)
+        return self._read(name, rows, [i])[i] if meta is None else meta
+
+    def _read(self, name: str, rows: ViewRows, todo: list[int]) -> dict[int, dict[str, Any]]:
+        if not todo:
+            return {}
         if self.store is None:
             raise RuntimeError("a lean view reads its metadata from its store: none is set")
         ids = rows.ids
-        got = self.store.metadata_many(name, [ids[i] for i in todo])
-        for i in todo:
-            self._ready[i] = got.get(ids[i], {})
-
-    def take(self, name: str, rows: ViewRows, i: int) -> dict[str, Any]:
-        """Row ``i``'s metadata: read ahead, else read now."""
-        meta = self._ready.pop(i, None)
-        if meta is None:
-            self.prefetch(name, rows, (i,))
-            meta = self._ready.pop(i)
-        return meta
+        got = self.store.metadata_many(name, [ids[i] for i in dict.fromkeys(todo)])
+        return {i: got.get(ids[i], {}) for i in todo}
 
     def clear(self) -> None:
         """Forget what was read ahead (rows rewritten, or a request's candidates built)."""
