@@ -485,9 +485,9 @@ class Retrieval:
                 dense = coll.dense_top(qvec, dk)
             return coll.candidates(dict.fromkeys(dense + p.lex[name]))
 
-        # two large collections: their ANN searches (store round trips on PostgreSQL) run
-        # side by side
-        uann = self._ann_pool.submit(user_coll.dense_top, qvec, SIDE_K) if user_coll.ann else None
+        # two large collections: their ANN searches (store round trips on PostgreSQL) and
+        # the reads of their candidates' metadata (lean rows: view_metas.py) run side by side
+        uann = self._ann_pool.submit(pick, C.user(ns), SIDE_K) if user_coll.ann else None
         cands: list[Candidate] = pick(
             C.turns(ns), DENSE_K, turns_coll.dense_top(qvec, DENSE_K, tscan)
         )
@@ -499,10 +499,8 @@ class Retrieval:
             if qvec is not None and tscan is not None and user_coll.records and uann is None
             else None  # ranked on its own: exactly, or by the store's ANN index when large
         )
-        if uann is not None:
-            udense = uann.result()
         seen = {c.key for c in cands}
-        durable = pick(C.user(ns), SIDE_K, udense)
+        durable = uann.result() if uann is not None else pick(C.user(ns), SIDE_K, udense)
         twins = [
             turns_coll.by_id.get(C.namespace_turn_id(c.session_id, c.turn_ids[0]))
             if c.turn_ids
