@@ -162,6 +162,10 @@ class CollectionView:
             c = self._made[i] = self._make(i)
         return c
 
+    def built(self, i: int) -> Candidate | None:
+        """Row ``i``'s candidate when it is built (nothing is read or built)."""
+        return self._made.get(i)
+
     def candidates(self, rows: Iterable[int]) -> list[Candidate]:
         """The candidates of ``rows``; lean rows read the metadata of those not built yet
         with one query (view_metas.py)."""
@@ -239,7 +243,7 @@ class CollectionView:
         """The matrix in the type the rows' count calls for; float16 rows are lean."""
         if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
             self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
-        if self._mat is not None and self._mat.dtype == HALF:
+        if self._mat is not None and self._mat.dtype == HALF and self._metas.local:
             self.rows.drop_metas()
 
     # ---- loading -----------------------------------------------------------------------
@@ -275,9 +279,11 @@ class CollectionView:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
-            rows, mat = read_rows(store, self.name, state.count, dims, want, want == HALF)
+            lean = want == HALF and self._metas.local
+            rows, mat = read_rows(store, self.name, state.count, dims, want, lean)
         else:
-            rows, mat = load_rows(self.name, [recs], len(recs), dims, want, want == HALF)
+            lean = want == HALF and self._metas.local
+            rows, mat = load_rows(self.name, [recs], len(recs), dims, want, lean)
         if twin is not None:  # before anything keys by them: the copies are let go
             rows.share_strings(twin.rows, twin.by_id)
         gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index

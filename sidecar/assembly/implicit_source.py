@@ -77,7 +77,7 @@ class Densities:
             rows, scores, standout = top_rows(dens, raw, icfg.candidates, scan=tscan)
         else:
             mine = np.asarray(
-                [i for c in pool if (i := view.by_id.get(c.id)) is not None and view.cands[i] is c],
+                [i for c in pool if (i := view.by_id.get(c.id)) is not None and view.built(i) is c],
                 dtype=np.int64,
             )
             rows, scores, standout = top_rows(dens, raw, icfg.candidates, rows=mine, matrix=mat)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.assembly.view_rows import ViewRows
+from sidecar.memory.core.shared_locks import is_shared
 
 if TYPE_CHECKING:
     from sidecar.store.interface import StoreBackend
@@ -31,6 +32,13 @@ class LeanMetas:
     def __init__(self) -> None:
         self.store: StoreBackend | None = None  # the view's store, set by its load
         self._ready: dict[int, dict[str, Any]] = {}
+
+    @property
+    def local(self) -> bool:
+        """Whether the store serves lean rows: a local one. A PostgreSQL store's views keep
+        their metadata: its reads are round trips to the server (docs/store.md, "Lean
+        rows")."""
+        return self.store is not None and not is_shared(self.store)
 
     def prefetch(self, name: str, rows: ViewRows, want: Iterable[int]) -> None:
         """Read the metadata of rows ``want`` of collection ``name`` with one query."""
