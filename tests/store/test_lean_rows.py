@@ -3,8 +3,8 @@ ranks keeps no metadata and reads it from the store (``StoreBackend.metadata_man
 query for the rows a request makes candidates of). Its candidates are those of a view that
 keeps its metadata, summaries' covered turns included; a record removed since the view's
 sync has none; the saved file of lean rows holds no metadata and loads lean. Only a local
-(SQLite) store serves lean rows: a PostgreSQL store's views keep their metadata (its reads
-are round trips), with the same candidates. ``metadata_many`` on both backends."""
+(SQLite) store serves lean rows: a PostgreSQL store's views keep their metadata (lean rows
+were slower there), with the same candidates. ``metadata_many`` on both backends."""
 
 from __future__ import annotations
 
