@@ -243,7 +243,7 @@ class CollectionView:
         """The matrix in the type the rows' count calls for; float16 rows are lean."""
         if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
             self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
-        if self._mat is not None and self._mat.dtype == HALF and self._metas.local:
+        if self._mat is not None and self._mat.dtype == HALF and self._metas.serves:
             self.rows.drop_metas()
 
     # ---- loading -----------------------------------------------------------------------
@@ -279,10 +279,10 @@ class CollectionView:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
-            lean = want == HALF and self._metas.local
+            lean = want == HALF and self._metas.serves
             rows, mat = read_rows(store, self.name, state.count, dims, want, lean)
         else:
-            lean = want == HALF and self._metas.local
+            lean = want == HALF and self._metas.serves
             rows, mat = load_rows(self.name, [recs], len(recs), dims, want, lean)
         if twin is not None:  # before anything keys by them: the copies are let go
             rows.share_strings(twin.rows, twin.by_id)

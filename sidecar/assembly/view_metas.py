@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sidecar.assembly.view_rows import ViewRows
-from sidecar.memory.core.shared_locks import is_shared
 
 if TYPE_CHECKING:
     from sidecar.store.interface import StoreBackend
@@ -34,11 +33,9 @@ class LeanMetas:
         self._ready: dict[int, dict[str, Any]] = {}
 
     @property
-    def local(self) -> bool:
-        """Whether the store serves lean rows: a local one. A PostgreSQL store's views keep
-        their metadata: lean rows made warm requests 2.6x slower there (docs/store.md,
-        "Lean rows")."""
-        return self.store is not None and not is_shared(self.store)
+    def serves(self) -> bool:
+        """Whether a store is set to serve lean rows (a view's load sets it)."""
+        return self.store is not None
 
     def prefetch(self, name: str, rows: ViewRows, want: Iterable[int]) -> None:
         """Read the metadata of rows ``want`` of collection ``name`` with one query."""

@@ -2,9 +2,8 @@
 ranks keeps no metadata and reads it from the store (``StoreBackend.metadata_many``, one
 query for the rows a request makes candidates of). Its candidates are those of a view that
 keeps its metadata, summaries' covered turns included; a record removed since the view's
-sync has none; the saved file of lean rows holds no metadata and loads lean. Only a local
-(SQLite) store serves lean rows: a PostgreSQL store's views keep their metadata (lean rows
-were slower there), with the same candidates. ``metadata_many`` on both backends."""
+sync has none; the saved file of lean rows holds no metadata and loads lean. On both
+backends where the store is all there is; the files beside the store are SQLite's."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from sidecar.assembly import view_snapshot
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.candidates import Candidate
 from sidecar.memory.core import layout as C
-from sidecar.memory.core.shared_locks import is_shared
 from sidecar.store import Store, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Put
@@ -55,11 +53,6 @@ def _view(store: StoreBackend, ann_min_rows: int, **kw: Any) -> CollectionView:
     return view
 
 
-def _leans(store: StoreBackend) -> bool:
-    """Whether ``store``'s large views are lean: a local store's."""
-    return not is_shared(store)
-
-
 def _plain(c: Candidate) -> Candidate:
     """A candidate without its vector (float16 rows in a lean view, float32 otherwise)."""
     return replace(c, vector=None)
@@ -81,11 +74,9 @@ def test_a_lean_view_makes_the_candidates_of_a_view_that_keeps_its_metadata(
     _seed(store)
     lean, kept = _view(store, LEAN), _view(store, FULL)
     try:
-        assert lean.rows.lean == _leans(store) and not kept.rows.lean
-        assert lean.ann and not kept.ann
-        if _leans(store):
-            assert set(lean.rows.metas) == {b""}
-            assert lean.rows.nbytes < kept.rows.nbytes
+        assert lean.rows.lean and not kept.rows.lean and lean.ann and not kept.ann
+        assert set(lean.rows.metas) == {b""}
+        assert lean.rows.nbytes < kept.rows.nbytes
         rows = list(range(N))
         assert [_plain(c) for c in lean.candidates(rows)] == [_plain(c) for c in kept.cands]
         # the summaries' covered turns, resolved through their parents' metadata
@@ -106,8 +97,7 @@ def test_a_record_removed_since_the_sync_has_no_metadata(store: StoreBackend) ->
     try:
         store.delete_many(COLL, ["r002"])
         c = view.candidates([2, 3])
-        gone = {} if _leans(store) else _meta(2)  # else the view's own, until its next sync
-        assert c[0].id == "r002" and c[0].metadata == gone and c[1].metadata == _meta(3)
+        assert c[0].id == "r002" and c[0].metadata == {} and c[1].metadata == _meta(3)
     finally:
         view.close()
 
@@ -123,8 +113,7 @@ def test_a_view_that_grows_lean_drops_its_metadata_and_stays_right(store: StoreB
         )
         store.patch(COLL, "r001", {"k": "patched"})  # a row rewritten as it turns lean
         view.catch_up(store, store.collection_states([COLL])[COLL])
-        assert view.ann and view.rows.lean == _leans(store)
-        assert set(view.rows.metas) == {b""} or not _leans(store)
+        assert view.ann and view.rows.lean and set(view.rows.metas) == {b""}
         fresh = _view(store, FULL)
         assert [_plain(c) for c in view.cands] == [_plain(c) for c in fresh.cands]
         fresh.close()
@@ -132,7 +121,7 @@ def test_a_view_that_grows_lean_drops_its_metadata_and_stays_right(store: StoreB
         store.delete_many(COLL, ["r000"])
         view.refresh(store, store.collection_states([COLL])[COLL])
         fresh = _view(store, FULL)
-        assert view.ids == fresh.ids and view.rows.lean == _leans(store)
+        assert view.ids == fresh.ids and view.rows.lean
         assert [_plain(c) for c in view.cands] == [_plain(c) for c in fresh.cands]
         fresh.close()
     finally:

@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 
 COLL = "SELECT cid, name, dims, kind, created_ms FROM collections"
 BY_NAME = "r.cid = (SELECT cid FROM collections WHERE name = %s)"
+# records of a collection by id (the ids' array, then the name): one lookup of the
+# (cid, id) index per id. "BY_NAME AND r.id = ANY(ids)" let the planner, which does not
+# know the cid, walk the collection's whole (cid, ts_ms, id) index instead: 18 ms for 150
+# ids of a 100k collection, against 1.7 ms so.
+BY_IDS = (
+    "(r.cid, r.id) IN (SELECT c.cid, w.id FROM collections c, unnest(%s::text[]) AS w(id) "
+    "WHERE c.name = %s)"
+)
 
 
 def nul(*values: str | None) -> bool:
@@ -150,9 +158,8 @@ def get_many(
     if not wanted or nul(collection):
         return []
     rows = store.db.read(
-        f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_NAME} AND r.id = ANY(%s) "
-        "ORDER BY r.id",
-        (collection, wanted),
+        f"SELECT {_cols(include_vectors)} FROM records r WHERE {BY_IDS} ORDER BY r.id",
+        (wanted, collection),
         binary=True,
     )
     return [record(collection, row, include_vectors) for row in rows]
@@ -165,8 +172,8 @@ def metadata_many(store: PgState, collection: str, ids: Iterable[str]) -> dict[s
     if not wanted or nul(collection):
         return {}
     rows = store.db.read(
-        f"SELECT r.id, r.metadata FROM records r WHERE {BY_NAME} AND r.id = ANY(%s)",
-        (collection, wanted),
+        f"SELECT r.id, r.metadata FROM records r WHERE {BY_IDS}",
+        (wanted, collection),
         binary=True,
     )
     return {rid: metadata_of(meta) for rid, meta in rows}
