@@ -170,8 +170,7 @@ class CollectionView:
         """The candidates of ``rows``; lean rows read the metadata of those not built yet
         with one query (view_metas.py)."""
         rows = list(rows)
-        if self.rows.lean:
-            self._metas.prefetch(self.name, self.rows, (i for i in rows if i not in self._made))
+        self._metas.prefetch(self.name, self.rows, (i for i in rows if i not in self._made))
         out = [self.candidate(i) for i in rows]
         self._metas.clear()
         return out
@@ -243,7 +242,7 @@ class CollectionView:
         """The matrix in the type the rows' count calls for; float16 rows are lean."""
         if (mat := settled(self._mat, len(self.rows), self.ann_min_rows)) is not self._mat:
             self._mat, self._made = mat, {}  # candidates hold rows of the old matrix
-        if self._mat is not None and self._mat.dtype == HALF and self._metas.serves:
+        if self._mat is not None and self._mat.dtype == HALF:
             self.rows.drop_metas()
 
     # ---- loading -----------------------------------------------------------------------
@@ -275,14 +274,13 @@ class CollectionView:
         self.restored, self.saved_density = 0, None
         self._metas.store = store
         self._metas.clear()
+        lean = want == HALF  # as the float16 matrix: metadata read from the store
         if got is not None:
             rows, mat, since, self.saved_density = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
-            lean = want == HALF and self._metas.serves
             rows, mat = read_rows(store, self.name, state.count, dims, want, lean)
         else:
-            lean = want == HALF and self._metas.serves
             rows, mat = load_rows(self.name, [recs], len(recs), dims, want, lean)
         if twin is not None:  # before anything keys by them: the copies are let go
             rows.share_strings(twin.rows, twin.by_id)

@@ -32,11 +32,6 @@ class LeanMetas:
         self.store: StoreBackend | None = None  # the view's store, set by its load
         self._ready: dict[int, dict[str, Any]] = {}
 
-    @property
-    def serves(self) -> bool:
-        """Whether a store is set to serve lean rows (a view's load sets it)."""
-        return self.store is not None
-
     def prefetch(self, name: str, rows: ViewRows, want: Iterable[int]) -> None:
         """Read the metadata of rows ``want`` of collection ``name`` with one query."""
         if rows.lean:

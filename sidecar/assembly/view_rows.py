@@ -351,21 +351,18 @@ class ViewRows:
         self.updated[i] = r.updated_ms
         self.ts_ms[i] = r.ts_ms
 
-    def share_strings(self, twin: ViewRows, twin_rows: Mapping[str, int]) -> int:
+    def share_strings(self, twin: ViewRows, twin_rows: Mapping[str, int]) -> None:
         """Take ``twin``'s string objects for the ids, and the texts equal to its own, of
         the rows it holds too (``twin_rows``: its row by id): a durable memory and its
         history turn have the same id and text, so a durable view keeps no copy of either
-        (about 330 bytes a row). Returns how many texts are shared."""
+        (about 330 bytes a row)."""
         ids, texts, tids, ttexts = self.ids, self.texts, twin.ids, twin.texts
-        shared = 0
         for i, rid in enumerate(ids):
             j = twin_rows.get(rid)
             if j is not None:
                 ids[i] = tids[j]
                 if (t := ttexts[j]) == texts[i]:
                     texts[i] = t
-                    shared += 1
-        return shared
 
     def record_text(self, i: int) -> str:
         """The stored record's own text (empty when the candidate took ``metadata.text``)."""

@@ -171,17 +171,20 @@ def get_many(
     info = store._collections.get(collection)
     if info is None:
         return []
-    wanted = list(dict.fromkeys(ids))
-    out: list[Record] = []
-    for part in chunks(wanted):
-        marks = ",".join("?" * len(part))
-        rows = _read(
-            store,
-            f"SELECT {COLS}, vector FROM records WHERE cid = ? AND id IN ({marks})",
-            (info.cid, *part),
-        )
-        out.extend(_records(store, info.name, rows, include_vectors))
+    rows = _rows_by_id(store, info.cid, f"{COLS}, vector", ids)
+    out = _records(store, info.name, rows, include_vectors)
     out.sort(key=lambda r: r.id)
+    return out
+
+
+def _rows_by_id(store: SqliteState, cid: int, columns: str, ids: Iterable[str]) -> list[Any]:
+    """``columns`` of the records of collection ``cid`` among ``ids`` (each id once),
+    read in chunks of ``IN`` lists."""
+    out: list[Any] = []
+    for part in chunks(list(dict.fromkeys(ids))):
+        marks = ",".join("?" * len(part))
+        sql = f"SELECT {columns} FROM records WHERE cid = ? AND id IN ({marks})"
+        out.extend(_read(store, sql, (cid, *part)))
     return out
 
 
@@ -189,23 +192,20 @@ def metadata_many(
     store: SqliteState, collection: str, ids: Iterable[str]
 ) -> dict[str, dict[str, Any]]:
     """The metadata of the existing records among ``ids`` (``StoreCore.metadata_many``):
-    the id and metadata columns alone, a damaged record reported and left out as
-    :func:`get_many` does."""
+    the id, text and metadata columns alone (no record built), a damaged record reported
+    and left out as :func:`get_many` does."""
     store._guard()
     info = store._collections.get(collection)
     if info is None:
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for part in chunks(list(dict.fromkeys(ids))):
-        marks = ",".join("?" * len(part))
-        sql = f"SELECT id, text, metadata FROM records WHERE cid = ? AND id IN ({marks})"
-        for rid, text, meta in _read(store, sql, (info.cid, *part)):
-            try:
-                if isinstance(rid, Undecodable) or isinstance(text, Undecodable):
-                    raise BadRecord("text is not UTF-8")
-                out[rid] = record_meta(meta)
-            except BadRecord as exc:
-                _report_bad(store, info.name, str(rid), str(exc))
+    for rid, text, meta in _rows_by_id(store, info.cid, "id, text, metadata", ids):
+        try:
+            if isinstance(rid, Undecodable) or isinstance(text, Undecodable):
+                raise BadRecord("text is not UTF-8")
+            out[rid] = record_meta(meta)
+        except BadRecord as exc:
+            _report_bad(store, info.name, str(rid), str(exc))
     return out
 
 
