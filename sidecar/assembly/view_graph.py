@@ -3,9 +3,15 @@
 Why: a :class:`~sidecar.assembly.cache.CollectionView` of a large collection already
 holds every unit vector in one matrix. On PostgreSQL the store's ANN search is a round
 trip that walks index and heap pages of a table far larger than the server's buffers
-(37 ms for the two searches of one ``assemble`` at 1M memories); an hnswlib graph over
-the matrix the daemon holds anyway answers the same question in under a millisecond,
-with a search breadth this process chooses (:func:`~sidecar.store.index.scaled_ef`).
+(37 ms for the two searches of one ``assemble`` at 1M memories); a graph over the matrix
+the daemon holds anyway answers the same question in under a millisecond, with a search
+breadth this process chooses (:func:`~sidecar.store.index.scaled_ef`).
+
+The graph is usearch's HNSW with its vectors in int8 (about 560 bytes a 384-dimension row
+against hnswlib's 1.8 KB in float32): it proposes :data:`OVERSAMPLE` times the rows asked
+for and the view's own rows rank them exactly, so the 8-bit rows cost no recall (on a
+100k store's real vectors, recall@10 0.998 against 0.995 for hnswlib in float32 at the
+same ``ef``).
 
 Labels are the view's row numbers (rows only grow at the end or are rewritten in place
 between full reloads; a reload starts a new graph). The graph is built in the background
@@ -14,12 +20,12 @@ present when it starts; rows appended or rewritten meanwhile are noted and inser
 the next search. Until the graph is ready, and if it fails, :meth:`ViewGraph.search`
 returns None and the view asks the store's index as before: the graph never makes an
 answer wrong, it only makes it cheaper. Nor does it risk the process: a build starts only
-when the system has the graph's memory (:func:`graph_bytes`, about 1.8 KB per 384-dimension
-row) plus :data:`MEMORY_RESERVE` available, else the view stays on the store's index
-(``skipped``).
+when the system has the graph's memory (:func:`graph_bytes`) plus :data:`MEMORY_RESERVE`
+available, else the view stays on the store's index (``skipped``).
 
-hnswlib does not allow a search while it inserts, so one lock covers both; the build
-thread inserts into a private index and publishes it under the lock when done.
+One lock covers searches and inserts (a rewritten row is removed and added again, which a
+concurrent search must not see half done); the build thread inserts into a private index
+and publishes it under the lock when done.
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import hnswlib
 import numpy as np
 import numpy.typing as npt
 import structlog
+from usearch.index import Index
 
 from sidecar.assembly.view_rows import Matrix
 from sidecar.store.index import scaled_ef
@@ -45,6 +51,9 @@ F32 = npt.NDArray[np.float32]
 #: Memory left to everything else when a graph is built (a daemon killed for memory loses
 #: every request in flight; a skipped graph only costs latency).
 MEMORY_RESERVE = 1 << 30
+#: Rows the graph proposes per row asked for, ranked exactly by the view's matrix (int8
+#: rows alone: recall@10 0.95; twice as many, re-ranked: 0.998).
+OVERSAMPLE = 2
 BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
 # One build at a time, process-wide: a daemon with two large views (history and durable
 # memories) keeps a core for the requests it serves meanwhile.
@@ -53,7 +62,7 @@ _BUILDS = ThreadPoolExecutor(1, thread_name_prefix="libravdb-view-graph")
 
 @dataclass(frozen=True, slots=True)
 class GraphParams:
-    """hnswlib parameters (the store's ``hnsw_*`` settings) and the insert threads."""
+    """HNSW parameters (the store's ``hnsw_*`` settings) and the insert threads."""
 
     m: int = 16
     ef_construction: int = 100
@@ -73,7 +82,7 @@ class ViewGraph:
         self.built_rows = 0  # rows the build has inserted (progress)
         self.total_rows = 0  # rows the build started from
         self._lock = threading.Lock()
-        self._index: hnswlib.Index | None = None
+        self._index: Index | None = None
         self._pending: set[int] = set()
         self._cancel = threading.Event()
         self._done = threading.Event()  # the build ended: ready, skipped, failed or cancelled
@@ -116,21 +125,16 @@ class ViewGraph:
             return
         t0 = time.perf_counter()
         try:
-            index = hnswlib.Index(space="ip", dim=self.dims)
-            index.init_index(
-                max_elements=_capacity(rows),
-                M=self.params.m,
-                ef_construction=self.params.ef_construction,
-            )
+            index = new_index(self.dims, self.params)
             last_log = t0
             for start in range(0, rows, BUILD_CHUNK):
                 if self._cancel.is_set():
                     return
                 stop = min(rows, start + BUILD_CHUNK)
-                index.add_items(
+                index.add(
+                    np.arange(start, stop, dtype=np.uint64),
                     np.ascontiguousarray(mat[start:stop], dtype=np.float32),
-                    np.arange(start, stop),
-                    num_threads=self.params.threads,
+                    threads=self.params.threads,
                 )
                 self.built_rows = stop
                 if time.perf_counter() - last_log > 10.0:  # progress of a long build
@@ -179,42 +183,60 @@ class ViewGraph:
             if self._pending:
                 try:
                     self._insert(index, mat)
-                except RuntimeError as exc:  # rows it lacks would be missing from answers
+                except (RuntimeError, ValueError) as exc:  # rows it lacks would be missing
                     self._index, self.state = None, "failed"
                     log.warning("view_graph.insert_failed", collection=self.name, error=str(exc))
                     return None
+            count = len(index)
+            if min(k, count) <= 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            wide = min(count, OVERSAMPLE * k)
             try:
-                count = index.get_current_count()
-                k = min(k, count)
-                if k <= 0:
-                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-                index.set_ef(scaled_ef(self.params.ef_search, count, k))
-                labels, dists = index.knn_query(q, k=k, num_threads=1)
-            except RuntimeError as exc:  # e.g. fewer than k reachable: ask the store
+                # a setter usearch defines after the getter, which mypy does not see
+                index.expansion_search = scaled_ef(  # type: ignore[misc]
+                    self.params.ef_search, count, wide
+                )
+                found = index.search(np.asarray(q, dtype=np.float32), wide, threads=1)
+            except (RuntimeError, ValueError) as exc:  # ask the store
                 log.warning("view_graph.search_failed", collection=self.name, error=str(exc))
                 return None
-        return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
+        rows = np.asarray(found.keys, dtype=np.int64)
+        rows = rows[rows < len(mat)]
+        sims = (mat[rows].astype(np.float32) @ q).astype(np.float32)
+        best = np.argsort(-sims, kind="stable")[:k]
+        return rows[best], sims[best]
 
-    def _insert(self, index: hnswlib.Index, mat: Matrix) -> None:
+    def _insert(self, index: Index, mat: Matrix) -> None:
         rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
         rows = rows[rows < len(mat)]
-        top = int(rows.max()) + 1 if rows.size else 0
-        if top > index.get_max_elements():
-            index.resize_index(_capacity(top))
         if rows.size:
-            index.add_items(np.ascontiguousarray(mat[rows], dtype=np.float32), rows, num_threads=1)
+            keys = rows.astype(np.uint64)
+            present = np.asarray(index.contains(keys), dtype=bool)
+            if present.any():  # rewritten in place: the old vector goes first
+                index.remove(keys[present])
+            index.add(keys, np.ascontiguousarray(mat[rows], dtype=np.float32), threads=1)
         self._pending.clear()
 
 
-def _capacity(rows: int) -> int:
-    return max(1024, rows + rows // 4)
+def new_index(dims: int, params: GraphParams) -> Index:
+    """An empty int8 graph (cosine: the view's rows are unit vectors, and usearch scales a
+    unit vector's components to int8 exactly for this metric)."""
+    return Index(
+        ndim=dims,
+        metric="cos",
+        dtype="i8",
+        connectivity=params.m,
+        expansion_add=params.ef_construction,
+        expansion_search=params.ef_search,
+    )
 
 
 def graph_bytes(rows: int, dims: int, m: int) -> int:
-    """What hnswlib holds for ``rows`` rows: per row the vector, the level-0 links (2M
-    of 4 bytes), and about 120 bytes of label, label map entry, lock, level and upper-level
-    links (about 1/M of the rows, M links each)."""
-    return rows * (4 * dims + 8 * m + 120)
+    """What the graph holds for ``rows`` rows: per row the int8 vector, the level-0 links
+    (2M of 4 bytes), and about 200 bytes of key, key map entry, level, upper-level links
+    (about 1/M of the rows, M links each) and the arena's slack (measured: 56 MB resident
+    for 100k rows of 384 dimensions at M 16, 85 MB reserved)."""
+    return rows * (dims + 8 * m + 200)
 
 
 def available_bytes() -> int | None:

@@ -4,9 +4,12 @@ growth past its capacity, closing and failing (the view then asks the store)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
+from usearch.index import Index
 
 from sidecar.assembly import view_graph as VG
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
@@ -98,7 +101,7 @@ def test_a_closed_graph_answers_nothing_and_a_cancelled_build_stops() -> None:
 
 def test_a_failed_build_leaves_the_store_to_answer() -> None:
     rng = np.random.default_rng(5)
-    wrong = _units(rng, 50)[:, :10]  # rows of the wrong width: hnswlib refuses them
+    wrong = _units(rng, 50)[:, :10]  # rows of the wrong width: the graph refuses them
     g = ViewGraph("turns:t", DIMS, GraphParams())
     g.start(np.ascontiguousarray(wrong), 50)
     assert not g.wait(60)
@@ -111,13 +114,13 @@ def test_a_long_build_reports_its_progress(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(VG, "BUILD_CHUNK", 64)
     seen: list[int] = []
     g = ViewGraph("turns:t", DIMS, GraphParams())
-    real_add = VG.hnswlib.Index.add_items
+    real_add = Index.add
 
-    def spy(index: object, data: object, labels: npt.NDArray[np.int64], **kw: object) -> None:
-        seen.append(len(labels))
-        real_add(index, data, labels, **kw)  # type: ignore[arg-type]
+    def spy(index: Index, keys: npt.NDArray[np.uint64], data: F32, **kw: Any) -> object:
+        seen.append(len(keys))
+        return real_add(index, keys, data, **kw)
 
-    monkeypatch.setattr(VG.hnswlib.Index, "add_items", spy)
+    monkeypatch.setattr(Index, "add", spy)
     g.start(mat, 300)
     assert g.wait(60)
     assert seen == [64, 64, 64, 64, 44] and g.built_rows == 300
@@ -136,7 +139,7 @@ def test_a_graph_the_memory_cannot_hold_is_skipped(monkeypatch: pytest.MonkeyPat
     rng = np.random.default_rng(7)
     mat = _units(rng, 200)
     need = VG.graph_bytes(200, DIMS, 16)
-    assert need >= 200 * (4 * DIMS + 8 * 16)
+    assert need >= 200 * (DIMS + 8 * 16)
     monkeypatch.setattr(VG, "available_bytes", lambda: need + VG.MEMORY_RESERVE - 1)
     g = ViewGraph("turns:t", DIMS, GraphParams())
     g.start(mat, 200)
@@ -166,8 +169,29 @@ def test_a_failed_insert_retires_the_graph(monkeypatch: pytest.MonkeyPatch) -> N
     def refuse(*_a: object, **_kw: object) -> None:
         raise RuntimeError("no room")
 
-    monkeypatch.setattr(VG.hnswlib.Index, "add_items", refuse)
+    monkeypatch.setattr(Index, "add", refuse)
     assert g.search(mat, mat[350], 5) is None
     assert g.state == "failed" and not g.ready
     monkeypatch.undo()
     assert g.search(mat, mat[350], 5) is None  # not ready again with rows it never took
+
+
+def test_int8_rows_reranked_by_the_matrix_keep_the_recall() -> None:
+    # the graph's 8-bit rows only propose; the view's rows rank, so the cosines are exact
+    # and the top 10 is the exact one for nearly every query
+    rng = np.random.default_rng(9)
+    centres = _units(rng, 40)
+    mat = centres[rng.integers(0, 40, 4000)] + 0.35 * _units(rng, 4000)
+    mat = (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float16)
+    g = ViewGraph("turns:t", DIMS, GraphParams())
+    g.start(mat, 4000)
+    assert g.wait(60)
+    hits = 0
+    for q in _units(rng, 50):
+        found = g.search(mat, q, 10)
+        assert found is not None
+        rows, sims = found
+        assert np.allclose(sims, mat[rows].astype(np.float32) @ q, atol=1e-6)
+        assert list(sims) == sorted(sims, reverse=True)
+        hits += len(set(rows.tolist()) & set(_exact(mat.astype(np.float32), 4000, q, 10)))
+    assert hits / 500 >= 0.97
