@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import itertools
 import threading
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.assembly import view_snapshot, view_terms
+from sidecar.assembly import graph_file, view_snapshot, view_terms
 from sidecar.assembly.candidates import Candidate, text_label
 from sidecar.assembly.density import SavedDensity
 from sidecar.assembly.scoring import F32
@@ -127,6 +128,7 @@ class CollectionView:
     # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
+    layout: str = ""  # the rows' layout token: which saved graph labels them (graph_file.py)
     _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
     _saving: threading.Thread | None = None  # the save of the terms running
     snapshot_min_rows: int = view_snapshot.MIN_ROWS  # rows saved from this many
@@ -261,9 +263,11 @@ class CollectionView:
         its twin's text takes the twin's analyzed terms instead of analyzing them again, and
         the twin's id and text strings (``ViewRows.share_strings``)."""
         dims = store.embed_dims
-        if state.count >= self.ann_min_rows:  # ranked by the store's index: it loads meanwhile
-            store.prefetch_index(self.name)
         terms_dir = _terms_dir(store)
+        if state.count >= self.ann_min_rows and not graph_file.resumable(
+            terms_dir, self.name, self.graph_params is not None
+        ):
+            store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
         # a start: the rows saved beside the store, if they hold (view_snapshot.py)
         got, since = None, 0
         if recs is None and terms_dir is not None and self.state is None:
@@ -275,8 +279,9 @@ class CollectionView:
         self._metas.store = store
         self._metas.clear()
         lean = want == HALF  # as the float16 matrix: metadata read from the store
+        self.layout = got.layout if got is not None and got.layout else graph_file.new_layout()
         if got is not None:
-            rows, mat, since, self.saved_density = got
+            rows, mat, since, self.saved_density, _ = got
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
             rows, mat = read_rows(store, self.name, state.count, dims, want, lean)
@@ -293,7 +298,7 @@ class CollectionView:
             docs,
             saved,
             twin.bm25 if twin is not None else None,
-            _twin_text(twin),
+            None if twin is None else view_terms.twin_text(twin.by_id, twin.rows.record_text),
             BM25_PART,
         )
         del docs, saved
@@ -305,7 +310,7 @@ class CollectionView:
         self._settle_dtype()
         n = len(rows)
         self._ann = store if n >= self.ann_min_rows else None
-        self._restart_graph(dims)
+        self._restart_graph(dims, state, since if got is not None else None)
         self._shadow = None
         self._sync_shadow(0)
         self.by_pos = {}
@@ -432,7 +437,7 @@ class CollectionView:
         if self._ann is None and len(rows) >= self.ann_min_rows:
             self._ann = store
             self._settle_dtype()
-            self._restart_graph(dims)
+            self._restart_graph(dims, self.state or CollectionState())
         elif self._graph is not None:
             self._graph.note(itertools.chain(replaced, range(n, len(rows))))
         self._sync_shadow(n, replaced)
@@ -472,13 +477,20 @@ class CollectionView:
                 recs.append(fresh[r.id])
         return self.reload(store, state, recs)
 
-    def _restart_graph(self, dims: int) -> None:
+    def _restart_graph(self, dims: int, state: CollectionState, seq: int | None = None) -> None:
         """A new in-process graph over the current rows (a large view with graph params),
-        built in the background; the old one, over another layout, is dropped."""
+        loaded from its file or built in the background (``seq``: the rows hold their
+        records as of it, graph_file.py); the old one, over another layout, is dropped."""
         self.close()
         if self._ann is not None and self.graph_params is not None and self._mat is not None:
+            n, seq = len(self.rows), state.max_seq if seq is None else seq
+            stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
+            seqs = array("q", self.rows.seq[:n])  # the build reads it while rows grow
+            hooks = graph_file.hooks(
+                _terms_dir(self._ann), self.name, self._ann, stamp, seqs, dims, self.graph_params
+            )
             self._graph = ViewGraph(self.name, dims, self.graph_params)
-            self._graph.start(self._mat, len(self.rows))
+            self._graph.start(self._mat, n, *hooks)
 
     def _grow(self, rows: int) -> None:
         """A larger matrix; the candidates built over the old one are dropped (no stale
@@ -616,19 +628,6 @@ class CollectionView:
 
             self._turns = self.candidates(sorted(rows.rows_of_kind(TURN), key=order))
         return self._turns
-
-
-def _twin_text(twin: CollectionView | None) -> Callable[[str], str | None]:
-    """The analyzed text of an id in ``twin`` (None: not there, or no twin)."""
-    if twin is None:
-        return lambda _rid: None
-    by_id, rows = twin.by_id, twin.rows
-
-    def text(rid: str) -> str | None:
-        j = by_id.get(rid)
-        return None if j is None else rows.record_text(j)
-
-    return text
 
 
 _STAMPS = itertools.count()

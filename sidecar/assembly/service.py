@@ -144,8 +144,8 @@ class Retrieval:
         self.memory = memory
         self.config = config
         self.ann_min_rows = ann_min_rows
-        # in-process graphs for large views: "on", "off", or "auto" (on when the store's
-        # own index is in another process: PostgreSQL)
+        # in-process graphs for large views: "on" (as "auto"), or "off" (the store's own
+        # index ranks them)
         self.graph = graph
         self.graph_params = graph_params or GraphParams()
         self.lock = asyncio.Lock()
@@ -211,7 +211,7 @@ class Retrieval:
             for name in names:
                 coll = self._colls.get(name)
                 if coll is None:
-                    coll = CollectionView(name, self.ann_min_rows, self._graph_params(shared))
+                    coll = CollectionView(name, self.ann_min_rows, self._graph_params())
                     self._colls[name] = coll
                 self._colls.move_to_end(name)
                 state = states.get(name, CollectionState())
@@ -248,9 +248,10 @@ class Retrieval:
             self._twins.pop(name, None)
             self._densities.drop(name)
 
-    def _graph_params(self, shared: bool) -> GraphParams | None:
-        on = self.graph == "on" or (self.graph == "auto" and shared)
-        return self.graph_params if on else None
+    def _graph_params(self) -> GraphParams | None:
+        # on both backends: int8 rows (view_graph.py) cost a third of the store's float32
+        # graph, and a saved one (graph_file.py, SQLite) spares a start loading the store's
+        return None if self.graph == "off" else self.graph_params
 
     def _durable_top(
         self, user: CollectionView, turns: CollectionView, qvec: F32, tscan: Scan, k: int

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -47,6 +47,10 @@ from sidecar.store.index import scaled_ef
 log = structlog.get_logger(__name__)
 
 F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+#: Loads a saved graph and names the rows to insert again (None: there is none that holds).
+Resume = Callable[[], "tuple[Index, I64] | None"]
+Saver = Callable[[Index], None]
 
 #: Memory left to everything else when a graph is built (a daemon killed for memory loses
 #: every request in flight; a skipped graph only costs latency).
@@ -54,6 +58,8 @@ MEMORY_RESERVE = 1 << 30
 #: Rows the graph proposes per row asked for, ranked exactly by the view's matrix (int8
 #: rows alone: recall@10 0.95; twice as many, re-ranked: 0.998).
 OVERSAMPLE = 2
+#: How long a search waits for a graph loading from its file (then the store answers).
+LOAD_WAIT_S = 30.0
 BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
 # One build at a time, process-wide: a daemon with two large views (history and durable
 # memories) keeps a core for the requests it serves meanwhile.
@@ -84,21 +90,30 @@ class ViewGraph:
         self._lock = threading.Lock()
         self._index: Index | None = None
         self._pending: set[int] = set()
+        self.loading = False  # resuming from a saved graph: ready in moments, worth a wait
+        self.origin = ""  # once ready: "built", or "loaded" from its file
         self._cancel = threading.Event()
         self._done = threading.Event()  # the build ended: ready, skipped, failed or cancelled
 
     # ---- building ------------------------------------------------------------------------
 
-    def start(self, mat: Matrix, rows: int) -> None:
+    def start(
+        self, mat: Matrix, rows: int, resume: Resume | None = None, save: Saver | None = None
+    ) -> None:
         """Build over ``mat[:rows]`` in the background. The caller keeps writing its own
-        matrix and reports every row it appends or rewrites through :meth:`note`."""
+        matrix and reports every row it appends or rewrites through :meth:`note`.
+        ``resume``: loads a saved graph and names the rows to insert again (None: build
+        from scratch); ``save``: writes a graph that was built (or largely redone) before it
+        answers (``graph_file.py``)."""
         self.total_rows = rows
-        _BUILDS.submit(self._build, mat, rows)
+        self.loading = resume is not None
+        _BUILDS.submit(self._build, mat, rows, resume, save)
 
-    def _build(self, mat: Matrix, rows: int) -> None:
+    def _build(self, mat: Matrix, rows: int, resume: Resume | None, save: Saver | None) -> None:
         try:
-            self._build_index(mat, rows)
+            self._build_index(mat, rows, resume, save)
         finally:
+            self.loading = False
             self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -106,7 +121,9 @@ class ViewGraph:
         self._done.wait(timeout)
         return self.ready
 
-    def _build_index(self, mat: Matrix, rows: int) -> None:
+    def _build_index(
+        self, mat: Matrix, rows: int, resume: Resume | None, save: Saver | None
+    ) -> None:
         if self._cancel.is_set():
             return
         need = graph_bytes(rows, self.dims, self.params.m)
@@ -125,34 +142,50 @@ class ViewGraph:
             return
         t0 = time.perf_counter()
         try:
-            index = new_index(self.dims, self.params)
-            last_log = t0
-            for start in range(0, rows, BUILD_CHUNK):
-                if self._cancel.is_set():
-                    return
-                stop = min(rows, start + BUILD_CHUNK)
-                index.add(
-                    np.arange(start, stop, dtype=np.uint64),
-                    np.ascontiguousarray(mat[start:stop], dtype=np.float32),
-                    threads=self.params.threads,
-                )
-                self.built_rows = stop
-                if time.perf_counter() - last_log > 10.0:  # progress of a long build
-                    last_log = time.perf_counter()
-                    log.info("view_graph.progress", collection=self.name, rows=stop, of=rows)
+            got = resume() if resume is not None else None
+            if got is None:
+                self.loading = False  # no saved graph after all: a build takes long
+                index, todo = new_index(self.dims, self.params), None
+            else:
+                index, todo = got
+            self._fill(index, mat, rows, todo)
         except Exception as exc:  # the store's index keeps answering
             with self._lock:
                 if not self._cancel.is_set():
                     self.state = "failed"
             log.warning("view_graph.failed", collection=self.name, error=str(exc))
             return
+        if self._cancel.is_set():
+            return
+        if save is not None and (todo is None or len(todo) >= max(1, rows // 10)):
+            save(index)  # before it answers: no search meanwhile (usearch reads it)
         with self._lock:
             if self._cancel.is_set():
                 return
             self._index = index
-            self.state = "ready"
+            self.state, self.origin = "ready", "built" if todo is None else "loaded"
         seconds = time.perf_counter() - t0
-        log.info("view_graph.ready", collection=self.name, rows=rows, seconds=seconds)
+        log.info(
+            "view_graph.ready", collection=self.name, rows=rows, how=self.origin, seconds=seconds
+        )
+
+    def _fill(self, index: Index, mat: Matrix, rows: int, todo: I64 | None) -> None:
+        """Insert ``mat[:rows]`` (``todo``: only those rows, some there already)."""
+        order = np.arange(rows, dtype=np.int64) if todo is None else todo[todo < rows]
+        last_log = time.perf_counter()
+        for start in range(0, len(order), BUILD_CHUNK):
+            if self._cancel.is_set():
+                return
+            part = order[start : start + BUILD_CHUNK]
+            if todo is None:
+                vecs = np.ascontiguousarray(mat[part[0] : part[-1] + 1], dtype=np.float32)
+                index.add(part.astype(np.uint64), vecs, threads=self.params.threads)
+            else:
+                _put(index, mat, part, self.params.threads)
+            self.built_rows = start + len(part)
+            if time.perf_counter() - last_log > 10.0:  # progress of a long build
+                last_log = time.perf_counter()
+                log.info("view_graph.progress", collection=self.name, rows=start, of=len(order))
 
     def note(self, rows: Iterable[int]) -> None:
         """Rows appended or rewritten since :meth:`start` (inserted by the next search)."""
@@ -175,7 +208,11 @@ class ViewGraph:
 
     def search(self, mat: Matrix, q: F32, k: int) -> tuple[npt.NDArray[np.int64], F32] | None:
         """Rows and cosines of the approximate top ``k`` (best first), after inserting the
-        pending rows from ``mat`` (the view's current matrix); None when not ready."""
+        pending rows from ``mat`` (the view's current matrix); None when not ready. A graph
+        loading from its file is waited for (moments, where the store's own graph would
+        load instead)."""
+        if self.loading:
+            self.wait(LOAD_WAIT_S)
         with self._lock:
             index = self._index
             if index is None or self.state != "ready":
@@ -208,14 +245,20 @@ class ViewGraph:
 
     def _insert(self, index: Index, mat: Matrix) -> None:
         rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
-        rows = rows[rows < len(mat)]
-        if rows.size:
-            keys = rows.astype(np.uint64)
-            present = np.asarray(index.contains(keys), dtype=bool)
-            if present.any():  # rewritten in place: the old vector goes first
-                index.remove(keys[present])
-            index.add(keys, np.ascontiguousarray(mat[rows], dtype=np.float32), threads=1)
+        _put(index, mat, rows[rows < len(mat)], 1)
         self._pending.clear()
+
+
+def _put(index: Index, mat: Matrix, rows: I64, threads: int) -> None:
+    """Insert ``mat[rows]`` under their row numbers; a row already there (rewritten in
+    place since) is removed first."""
+    if not rows.size:
+        return
+    keys = rows.astype(np.uint64)
+    present = np.asarray(index.contains(keys), dtype=bool)
+    if present.any():
+        index.remove(keys[present])
+    index.add(keys, np.ascontiguousarray(mat[rows], dtype=np.float32), threads=threads)
 
 
 def new_index(dims: int, params: GraphParams) -> Index:

@@ -85,6 +85,7 @@ class Snapshot:
     numbers: tuple[bytes, ...]  # _NUMBERS
     matrix: Matrix  # the view's; its first len(ids) rows are written
     density: SavedDensity | None = None  # in step with the rows (copies)
+    layout: str = ""  # the rows' layout token (graph_file.py)
 
 
 def snapshot(
@@ -93,6 +94,7 @@ def snapshot(
     rows: ViewRows,
     matrix: Matrix,
     density: SavedDensity | None = None,
+    layout: str = "",
 ) -> Snapshot:
     return Snapshot(
         collection,
@@ -107,6 +109,7 @@ def snapshot(
         tuple(getattr(rows, f).tobytes() for f in _NUMBERS),
         matrix,
         density,
+        layout,
     )
 
 
@@ -186,6 +189,7 @@ def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> b
         "roles": len(snap.roles),
         "sessions": len(snap.sessions),
         "density": None if snap.density is None else _density_header(snap.density),
+        "layout": snap.layout,
     }
     return view_files.write(
         data_dir, snap.collection, header, sections(snap), None if store is None else holds
@@ -309,13 +313,14 @@ def _split(off: I64, buf: bytearray | None) -> list[str]:
 
 
 class Loaded(NamedTuple):
-    """A file's rows and matrix, the ``max_seq`` to replay changes after, and the
-    density it held (None: none)."""
+    """A file's rows and matrix, the ``max_seq`` to replay changes after, the density it
+    held (None: none) and the rows' layout token ("": a file saved before tokens)."""
 
     rows: ViewRows
     matrix: Matrix
     max_seq: int
     density: SavedDensity | None
+    layout: str = ""
 
 
 def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> Loaded | None:
@@ -347,7 +352,9 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
     if meta is not None:
         try:
             r = reader[0]
-            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density)
+            layout = meta.get("layout")
+            layout = layout if isinstance(layout, str) else ""
+            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout)
         except (ValueError, UnicodeDecodeError):
             view_files.remove(data_dir, collection)
     if got is None and existed:
@@ -364,6 +371,7 @@ class SavedView(Protocol):
     gen: int
     stamp: int
     touched: list[str]
+    layout: str
 
     @property
     def matrix(self) -> Matrix | None: ...
@@ -426,7 +434,7 @@ class RowsFile:
         assert mat is not None
         d = self._in_step(view)
         density = None if d is None else d.saved()  # copied once, for the save only
-        snap = snapshot(view.name, state, view.rows, mat, density)
+        snap = snapshot(view.name, state, view.rows, mat, density, view.layout)
         self.thread = save_in_background(data_dir, snap, self.store)
         self.changed = 0
         self.gen, self.with_density = view.gen, density is not None

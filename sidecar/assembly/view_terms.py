@@ -52,6 +52,9 @@ from sidecar.memory.core.lexical import BM25Index
 from sidecar.store import lexical_files
 from sidecar.store.types import CollectionState
 
+#: The analyzed text of an id in a twin view (None: the twin has no such id).
+TwinText = Callable[[str], "str | None"]
+
 log = structlog.get_logger(__name__)
 
 VERSION = 1
@@ -265,7 +268,7 @@ def index_texts(
     docs: Iterable[tuple[str, str]],
     saved: SavedTerms | None,
     twin: BM25Index | None,
-    twin_text: Callable[[str], str | None],
+    twin_text: TwinText | None,
     part_size: int,
 ) -> int:
     """Add ``(id, text)`` pairs to ``index``: a text with saved terms takes them, else one
@@ -274,7 +277,7 @@ def index_texts(
     every document are gathered as flat arrays (a load's 100k documents hold a few MB)
     and handed to the index at once (``BM25Index.add_arrays``); texts are analyzed
     ``part_size`` at a time, each part's terms turned into ids before the next."""
-    if twin is not None and not twin.analyzes_like(index):
+    if twin_text is None or (twin is not None and not twin.analyzes_like(index)):
         twin = None
     pairs = list(docs)
     rids = list(map(operator.itemgetter(0), pairs))
@@ -285,7 +288,7 @@ def index_texts(
         return 0
     saved_at = saved.slots_of(rids, texts) if saved is not None else np.full(n, -1)
     twin_at = np.full(n, -1, dtype=np.int64)
-    if twin is not None:
+    if twin is not None and twin_text is not None:
         rest = np.flatnonzero(saved_at < 0)
         at = twin.slots_of([rids[i] for i in rest.tolist()])
         rest, at = rest[at >= 0], at[at >= 0]
@@ -331,3 +334,13 @@ def index_texts(
             flat_f[at] = tfs
     index.add_arrays(rids, nterms, flat_t, flat_f)
     return int(todo.shape[0])
+
+
+def twin_text(by_id: Mapping[str, int], record_text: Callable[[int], str]) -> TwinText:
+    """The analyzed text of an id in a twin view (None: not there)."""
+
+    def text(rid: str) -> str | None:
+        j = by_id.get(rid)
+        return None if j is None else record_text(j)
+
+    return text

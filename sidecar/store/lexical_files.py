@@ -36,7 +36,8 @@ class FileKind(NamedTuple):
 
 TERMS = FileKind("lexical", ".terms", b"LIBRAVDB-TERMS\n")
 VIEWS = FileKind("views", ".view", b"LIBRAVDB-VIEW\n")
-KINDS = (TERMS, VIEWS)
+GRAPHS = FileKind("views", ".graph", b"LIBRAVDB-GRAPH\n")  # sidecar/assembly/graph_file.py
+KINDS = (TERMS, VIEWS, GRAPHS)
 MAGIC, SUFFIX = TERMS.magic, TERMS.suffix
 LEN = struct.Struct("<I")
 lock = threading.Lock()  # one writer or scrubber at a time in this process

@@ -1,4 +1,5 @@
-"""Files of saved views beside the store (``<data dir>/views/``): how one is written
+"""Files of saved views beside the store (``<data dir>/views/``; the views' graphs beside
+them, ``kind`` :data:`~sidecar.store.lexical_files.GRAPHS`): how one is written
 (atomically, streamed) and read (checked, streamed into the caller's buffers). What they
 hold is the assembly's business (``sidecar/assembly/view_snapshot.py``, whose module doc
 describes the sections); where they live, the lock and :func:`lexical_files.scrub` (which
@@ -42,8 +43,8 @@ class _Crc:
         return self.value.to_bytes(4, "little")
 
 
-def path_of(data_dir: Path, collection: str) -> Path:
-    return LF.path_of(data_dir, collection, KIND)
+def path_of(data_dir: Path, collection: str, kind: LF.FileKind = KIND) -> Path:
+    return LF.path_of(data_dir, collection, kind)
 
 
 class Section(NamedTuple):
@@ -65,6 +66,7 @@ def write(
     header: Mapping[str, Any],
     sections: Sequence[Section],
     holds: Callable[[], bool] | None = None,
+    kind: LF.FileKind = KIND,
 ) -> bool:
     """Write ``collection``'s file atomically (as ``lexical_files.write``: a temporary
     file fsync'ed, renamed, the directory fsync'ed). Each piece is checksummed, then
@@ -76,17 +78,17 @@ def write(
     must not put their texts back on disk); returns whether the file was written."""
     meta = {**header, "collection": collection, "sections": [s.size for s in sections]}
     head = json.dumps(meta, sort_keys=True).encode()
-    folder = LF.directory(data_dir, KIND)
+    folder = LF.directory(data_dir, kind)
     with LF.lock:
         folder.mkdir(mode=0o700, exist_ok=True)
-        final = path_of(data_dir, collection)
+        final = path_of(data_dir, collection, kind)
         for left in folder.glob(f"{final.name}.*.tmp"):  # a writer killed (one per store)
             LF.unlink(left)
         tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             digest = _Crc()
-            for part in (KIND.magic, LF.LEN.pack(len(head)), head):
+            for part in (kind.magic, LF.LEN.pack(len(head)), head):
                 digest.update(part)
                 LF.write_all(fd, memoryview(part))
             for section in sections:
@@ -118,13 +120,17 @@ Target = Callable[[int, int], memoryview | None]
 
 
 def read(
-    data_dir: Path, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
+    data_dir: Path,
+    collection: str,
+    check: Callable[[dict[str, Any]], bool],
+    target: Target,
+    kind: LF.FileKind = KIND,
 ) -> dict[str, Any] | None:
     """Read ``collection``'s file: its header, when it names the collection and
     ``check(header)`` holds, then each section into ``target(i, size)``; the header when
     the whole file checks (the checksum matches, nothing left over), else None. A damaged
     file or one that does not check is removed; a missing one is None."""
-    path = path_of(data_dir, collection)
+    path = path_of(data_dir, collection, kind)
     try:
         f = path.open("rb")
     except OSError:
@@ -132,28 +138,32 @@ def read(
     ok = False
     try:
         with f:
-            meta = _read_checked(f, collection, check, target)
+            meta = _read_checked(f, collection, check, target, kind.magic)
             ok = meta is not None
     except (OSError, ValueError):
         meta = None
     if not ok:
-        remove(data_dir, collection)
+        remove(data_dir, collection, kind)
     return meta
 
 
-def remove(data_dir: Path, collection: str) -> None:
+def remove(data_dir: Path, collection: str, kind: LF.FileKind = KIND) -> None:
     with LF.lock:
-        LF.unlink(path_of(data_dir, collection))
+        LF.unlink(path_of(data_dir, collection, kind))
 
 
 def _read_checked(
-    f: io.BufferedReader, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
+    f: io.BufferedReader,
+    collection: str,
+    check: Callable[[dict[str, Any]], bool],
+    target: Target,
+    magic: bytes,
 ) -> dict[str, Any] | None:
     digest = _Crc()
-    lead = f.read(len(KIND.magic) + LF.LEN.size)
-    if not lead.startswith(KIND.magic) or len(lead) != len(KIND.magic) + LF.LEN.size:
+    lead = f.read(len(magic) + LF.LEN.size)
+    if not lead.startswith(magic) or len(lead) != len(magic) + LF.LEN.size:
         return None
-    (n,) = LF.LEN.unpack_from(lead, len(KIND.magic))
+    (n,) = LF.LEN.unpack_from(lead, len(magic))
     head = f.read(n)
     meta = json.loads(head)
     sizes = meta.get("sections") if isinstance(meta, dict) else None

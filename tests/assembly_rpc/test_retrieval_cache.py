@@ -657,24 +657,23 @@ async def test_a_large_view_loads_the_store_graph_ahead_at_a_restart(
             assert {s.collection: s.mode for s in store.index_status()}[C.turns(NS)] == "hnsw"
 
 
-async def test_the_in_process_graph_is_on_by_default_only_for_a_shared_store(
-    tmp_path: Path,
-) -> None:
-    # "auto": the SQLite store's own index is an in-process hnswlib graph already; the
-    # PostgreSQL index is a round trip away, so the daemon builds its own
+async def test_the_in_process_graph_is_on_by_default_and_off_on_request(tmp_path: Path) -> None:
+    # "auto": every backend (int8 rows cost a third of the store's graph, and on SQLite
+    # a saved graph spares a start the store's); "off": the store's index ranks
     flags = {"store.assemble_ann_rows": 20, "store.exact_threshold": 8}
-    async for h in _harness(tmp_path, **flags):
-        await h.ingest("s1", NOTES[:25])
-        await h.ask("volcano trip")
-        turns = h.coll(C.turns(NS))
-        assert turns.ann
-        if current_store().backend == "sqlite":
-            assert turns.graph is None and turns.dense_mode == "store"
-        else:
-            assert turns.graph is not None and turns.graph.wait(60)
-            assert turns.dense_mode == "graph"
-        q = _unit((await hash_embed(["Porto"], "query"))[0])
-        assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
+    for mode in ("auto", "off"):
+        async for h in _harness(tmp_path / mode, **flags, **{"store.assemble_graph": mode}):
+            await h.ingest("s1", NOTES[:25])
+            await h.ask("volcano trip")
+            turns = h.coll(C.turns(NS))
+            assert turns.ann
+            if mode == "off":
+                assert turns.graph is None and turns.dense_mode == "store"
+            else:
+                assert turns.graph is not None and turns.graph.wait(60)
+                assert turns.dense_mode == "graph"
+            q = _unit((await hash_embed(["Porto"], "query"))[0])
+            assert turns.dense_top(q, 5) == _exact_top(turns, q, 5)
 
 
 async def test_debug_dense_top_reports_the_views_ranking(tmp_path: Path) -> None:

@@ -195,3 +195,15 @@ def test_int8_rows_reranked_by_the_matrix_keep_the_recall() -> None:
         assert list(sims) == sorted(sims, reverse=True)
         hits += len(set(rows.tolist()) & set(_exact(mat.astype(np.float32), 4000, q, 10)))
     assert hits / 500 >= 0.97
+
+
+def test_the_graph_library_loads_beside_the_model_runtime_in_either_order() -> None:
+    # usearch 2.26 crashed the process when onnxruntime was imported after it (pinned
+    # below it in pyproject.toml): each order in a fresh interpreter
+    import subprocess
+    import sys
+
+    for first, second in (("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")):
+        code = f"import {first}; import {second}; print('ok')"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip() == b"ok", (first, done.returncode)
