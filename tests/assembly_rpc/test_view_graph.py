@@ -207,3 +207,27 @@ def test_the_graph_library_loads_beside_the_model_runtime_in_either_order() -> N
         code = f"import {first}; import {second}; print('ok')"
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
         assert done.returncode == 0 and done.stdout.strip() == b"ok", (first, done.returncode)
+
+
+def test_a_row_rewritten_with_the_same_vector_is_not_inserted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a record patched without a new vector (an access count) costs no graph update; one
+    # with a new vector is removed and inserted again
+    rng = np.random.default_rng(10)
+    mat = _units(rng, 200)
+    g = _built(mat, 200)
+    removed: list[int] = []
+    real_remove = Index.remove
+
+    def spy(index: Index, keys: npt.NDArray[np.uint64], **kw: Any) -> object:
+        removed.extend(int(k) for k in keys)
+        return real_remove(index, keys, **kw)
+
+    monkeypatch.setattr(Index, "remove", spy)
+    mat[5] = _units(rng, 1)[0]
+    g.note([3, 5, 9])  # 3 and 9 rewritten with the vectors they had
+    for q in (mat[5], mat[3], *_units(rng, 5)):
+        found = g.search(mat, q, 5)
+        assert found is not None and found[0].tolist() == _exact(mat, 200, q, 5)
+    assert removed == [5]
