@@ -24,6 +24,7 @@ directory (PostgreSQL: each daemon's graph is its own).
 
 from __future__ import annotations
 
+import os
 import secrets
 from array import array
 from dataclasses import asdict, dataclass
@@ -45,6 +46,7 @@ log = structlog.get_logger(__name__)
 
 VERSION = 1
 KIND = lexical_files.GRAPHS
+CHUNK = 1 << 20
 I64 = npt.NDArray[np.int64]
 
 
@@ -100,16 +102,26 @@ def save(
         assert store is not None
         return lexical_files.holds(header, store.collection_states([collection])[collection])
 
-    body = index.save()
-    assert body is not None  # to a buffer
-    return view_files.write(
-        data_dir,
-        collection,
-        header,
-        [Section(len(body), [memoryview(body)])],
-        None if store is None else holds,
-        KIND,
-    )
+    # usearch writes its file itself (no copy of the graph in memory: 530 MB at 1M rows),
+    # which is then streamed into the checked file and removed
+    folder = lexical_files.directory(data_dir, KIND)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    final = view_files.path_of(data_dir, collection, KIND)
+    raw = final.with_name(f"{final.stem}-usearch.{os.getpid()}.tmp")
+    try:
+        index.save(str(raw))
+        with raw.open("rb") as f:
+            pieces = iter(lambda: f.read(CHUNK), b"")
+            return view_files.write(
+                data_dir,
+                collection,
+                header,
+                [Section(raw.stat().st_size, pieces)],
+                None if store is None else holds,
+                KIND,
+            )
+    finally:
+        lexical_files.unlink(raw)
 
 
 def load(
