@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import zlib
 from array import array
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,12 +41,12 @@ from sidecar.assembly.view_graph import GraphParams, Resume, Saver, new_index
 from sidecar.store import lexical_files, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
-from sidecar.store.view_files import Section
 
 log = structlog.get_logger(__name__)
 
 VERSION = 1
 KIND = lexical_files.GRAPHS
+companion = lexical_files.companion  # the graph's body beside its header file
 CHUNK = 1 << 20
 I64 = npt.NDArray[np.int64]
 
@@ -89,37 +90,35 @@ def save(
     index: Index,
     store: StoreBackend | None = None,
 ) -> bool:
-    """Write ``index``'s file; with ``store``, only while nothing was removed from the
+    """Write ``index``'s files; with ``store``, only while nothing was removed from the
     collection since ``stamp`` (a forget's records must not go back on disk)."""
-    header: dict[str, Any] = {
-        "version": VERSION,
-        **asdict(stamp),
-        "dims": int(index.ndim),
-        "m": params.m,
-    }
-
-    def holds() -> bool:
-        assert store is not None
-        return lexical_files.holds(header, store.collection_states([collection])[collection])
-
-    # usearch writes its file itself (no copy of the graph in memory: 530 MB at 1M rows),
-    # which is then streamed into the checked file and removed
     folder = lexical_files.directory(data_dir, KIND)
     folder.mkdir(mode=0o700, exist_ok=True)
-    final = view_files.path_of(data_dir, collection, KIND)
-    raw = final.with_name(f"{final.stem}-usearch.{os.getpid()}.tmp")
+    body = companion(view_files.path_of(data_dir, collection, KIND))
+    raw = body.with_name(f"{body.stem}-usearch.{os.getpid()}.tmp")
     try:
-        index.save(str(raw))
-        with raw.open("rb") as f:
-            pieces = iter(lambda: f.read(CHUNK), b"")
-            return view_files.write(
-                data_dir,
-                collection,
-                header,
-                [Section(raw.stat().st_size, pieces)],
-                None if store is None else holds,
-                KIND,
-            )
+        index.save(str(raw))  # usearch writes it: no copy of the graph in memory
+        size, crc = _size_and_crc(raw)
+        header: dict[str, Any] = {
+            "version": VERSION,
+            **asdict(stamp),
+            "dims": int(index.ndim),
+            "m": params.m,
+            "size": size,
+            "crc": crc,
+        }
+
+        def holds() -> bool:
+            # under the files' lock, as the scrub after a forget: the body is renamed into
+            # place only when the header follows it
+            if store is not None and not lexical_files.holds(
+                header, store.collection_states([collection])[collection]
+            ):
+                return False
+            os.replace(raw, body)
+            return True
+
+        return view_files.write(data_dir, collection, header, [], holds, KIND)
     finally:
         lexical_files.unlink(raw)
 
@@ -133,8 +132,7 @@ def load(
     params: GraphParams,
 ) -> tuple[Index, GraphStamp] | None:
     """The saved graph when it was built over ``layout`` at ``state``'s ``cid`` and
-    ``removals`` with these parameters; a file that does not hold is removed."""
-    body: list[bytearray] = []
+    ``removals`` with these parameters; files that do not hold are removed."""
 
     def check(meta: dict[str, Any]) -> bool:
         return (
@@ -142,29 +140,47 @@ def load(
             and meta.get("layout") == layout
             and lexical_files.holds(meta, state)
             and (meta.get("dims"), meta.get("m")) == (dims, params.m)
-            and all(isinstance(meta.get(k), int) and meta[k] >= 0 for k in ("seq", "rows"))
-            and len(meta.get("sections", ())) == 1
+            and all(
+                isinstance(meta.get(k), int) and meta[k] >= 0
+                for k in ("seq", "rows", "size", "crc")
+            )
+            and meta.get("sections") == []
         )
 
-    def target(_i: int, size: int) -> memoryview:
-        body.append(bytearray(size))
-        return memoryview(body[0])
-
-    meta = view_files.read(data_dir, collection, check, target, KIND)
-    if meta is None:
-        return None
-    index = new_index(dims, params)
+    meta = view_files.read(data_dir, collection, check, lambda _i, _n: None, KIND)
+    body = companion(view_files.path_of(data_dir, collection, KIND))
+    index = None
     try:
-        index.load(body.pop())
-    except (RuntimeError, ValueError) as exc:  # checked, yet not a graph usearch reads
+        if meta is not None and _size_and_crc(body) == (meta["size"], meta["crc"]):
+            index = new_index(dims, params)
+            index.load(str(body))  # read by usearch into its own memory: no copy
+    except (OSError, RuntimeError, ValueError) as exc:  # checked, yet not a graph it reads
         log.warning("view_graph.file_unreadable", collection=collection[:200], error=str(exc))
-        view_files.remove(data_dir, collection, KIND)
+        index = None
+    if meta is None or index is None:
+        remove(data_dir, collection)
         return None
     if index.ndim != dims or index.connectivity != params.m or len(index) > int(meta["rows"]):
-        view_files.remove(data_dir, collection, KIND)
+        remove(data_dir, collection)
         return None
     stamp = GraphStamp(layout, state.cid, state.removals, int(meta["seq"]), int(meta["rows"]))
     return index, stamp
+
+
+def remove(data_dir: Path, collection: str) -> None:
+    """Both files of ``collection``'s graph."""
+    path = view_files.path_of(data_dir, collection, KIND)
+    with lexical_files.lock:
+        lexical_files.unlink(path)
+        lexical_files.unlink(companion(path))
+
+
+def _size_and_crc(path: Path) -> tuple[int, int]:
+    crc, size = 0, 0
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    return size, crc
 
 
 def redo(seqs: array[int], rows: int, stamp: GraphStamp) -> I64:

@@ -243,8 +243,12 @@ class Retrieval:
         return out
 
     def _evict(self, keep: Mapping[str, CollectionView]) -> None:
-        """Views past :data:`MAX_COLLECTIONS` or the byte budget dropped (view_budget.py)."""
-        for name in evict(self._colls, keep, self.figures, MAX_COLLECTIONS):
+        """Views past :data:`MAX_COLLECTIONS` or the byte budget dropped (view_budget.py),
+        never those of a namespace the request reads: a request for one of them (a search,
+        ``debug.denseTop``) would drop the others, and alternate ones reload each other."""
+        spaces = {C.namespace_of(name) for name in keep} - {None}
+        held = {*keep, *(n for n in self._colls if C.namespace_of(n) in spaces)}
+        for name in evict(self._colls, held, self.figures, MAX_COLLECTIONS):
             self._twins.pop(name, None)
             self._densities.drop(name)
 

@@ -42,7 +42,7 @@ STORE_ENTRIES = (
     PROFILE_FILE,
     WATCH_STATE_NAME,
     # what the daemon saved beside the store (BM25 terms, views) describes that store
-    *(kind.folder for kind in lexical_files.KINDS),
+    *dict.fromkeys(kind.folder for kind in lexical_files.KINDS),  # two kinds share one
 )
 
 

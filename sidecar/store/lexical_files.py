@@ -27,20 +27,29 @@ from sidecar.store.types import CollectionState
 
 
 class FileKind(NamedTuple):
-    """A kind of file saved beside the store: its directory, suffix and first bytes."""
+    """A kind of file saved beside the store: its directory, suffix and first bytes; with
+    a ``body`` suffix, the file is a header and its body the file of that suffix beside
+    it (removed with it)."""
 
     folder: str
     suffix: str
     magic: bytes
+    body: str = ""
 
 
 TERMS = FileKind("lexical", ".terms", b"LIBRAVDB-TERMS\n")
 VIEWS = FileKind("views", ".view", b"LIBRAVDB-VIEW\n")
-GRAPHS = FileKind("views", ".graph", b"LIBRAVDB-GRAPH\n")  # sidecar/assembly/graph_file.py
+# sidecar/assembly/graph_file.py: the header, and usearch's own file beside it
+GRAPHS = FileKind("views", ".graph", b"LIBRAVDB-GRAPH\n", ".usearch")
 KINDS = (TERMS, VIEWS, GRAPHS)
 MAGIC, SUFFIX = TERMS.magic, TERMS.suffix
 LEN = struct.Struct("<I")
 lock = threading.Lock()  # one writer or scrubber at a time in this process
+
+
+def companion(path: Path, kind: FileKind | None = None) -> Path:
+    """The body file beside the header file ``path`` (``GRAPHS``' by default)."""
+    return path.with_suffix((kind or GRAPHS).body)
 
 
 def directory(data_dir: Path, kind: FileKind = TERMS) -> Path:
@@ -129,6 +138,13 @@ def scrub(data_dir: Path, states: Mapping[str, CollectionState]) -> int:
                 ):
                     unlink(path)
                     removed += 1
+                    if kind.body:
+                        unlink(companion(path, kind))
+            if kind.body:  # a body whose header is gone (a save cut short, a kill)
+                for body in directory(data_dir, kind).glob("*" + kind.body):
+                    if not body.with_suffix(kind.suffix).exists():
+                        unlink(body)
+                        removed += 1
             for tmp in directory(data_dir, kind).glob("*.tmp"):
                 unlink(tmp)
                 removed += 1

@@ -85,6 +85,37 @@ async def test_least_recently_used_views_are_dropped_past_the_budget(small: Harn
     assert [i["id"] for i in again["selected"]] == [i["id"] for i in got_a["selected"]]
 
 
+async def test_a_request_for_one_collection_keeps_its_namespace_views(tmp_path: Path) -> None:
+    # a request for one collection over the budget drops other namespaces' views, never
+    # its own namespace's: alternating requests for a namespace's collections would
+    # otherwise drop and reload each other (and restart their graphs) for ever
+    flags = {"cache.max_bytes": 40_000, "server.debug_methods": True}
+    async for h in _harness(tmp_path, **flags):
+        for ns in ("a", "b"):
+            await _ingest(h, ns)
+        await _ask(h, "b", "Where does Biscuit play?")
+        await _ask(h, "a", "Where does Biscuit play?")
+        colls = h.retrieval._colls
+        assert C.turns("a") in colls and C.user("a") in colls
+        loads = h.retrieval.figures.loads
+        for coll in (C.turns("a"), C.user("a"), C.turns("a")):
+            got = await h.call("debug.denseTop", {"collection": coll, "query": "tennis", "k": 3})
+            assert got["ids"]
+        assert C.turns("a") in colls and C.user("a") in colls
+        assert h.retrieval.figures.loads == loads  # nothing read again
+        assert C.turns("b") not in colls
+
+
+@pytest.mark.sqlite_only("names only: no store opened")
+def test_a_collection_names_its_namespace() -> None:
+    assert C.namespace_of(C.turns("ns:x")) == "ns:x"
+    assert C.namespace_of(C.user("u")) == "u"
+    assert C.namespace_of(C.elevated_user("u")) == "u"
+    assert C.namespace_of(C.dream("u")) == "u"
+    assert C.namespace_of(C.session_raw("s")) is None
+    assert C.namespace_of("global") is None
+
+
 async def test_a_request_never_drops_its_own_views(tmp_path: Path) -> None:
     # a budget smaller than one namespace: its views stay while it is asked
     async for h in _harness(tmp_path, **{"cache.max_bytes": 1}):

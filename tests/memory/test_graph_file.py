@@ -8,6 +8,7 @@ answers the same. SQLite only: a shared store keeps no files."""
 from __future__ import annotations
 
 import textwrap
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -134,17 +135,21 @@ def test_a_graph_of_another_layout_a_removal_or_damage_is_built_anew(tmp_path: P
         other = _load(store)
         assert _origin(other) == "built" and path.exists()
         other.close()
-        raw = bytearray(path.read_bytes())
-        raw[len(raw) // 2] ^= 0xFF  # a flipped bit: the checksum fails
-        path.write_bytes(bytes(raw))
+        body = lexical_files.companion(path)
+        raw = bytearray(body.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF  # a flipped bit in usearch's file: the checksum fails
+        body.write_bytes(bytes(raw))
         damaged = _load(store)
         assert _origin(damaged) == "built"
         _ranks_exactly(damaged, _queries(damaged, [1, 2]))
         damaged.close()
         assert _origin(_load(store)) == "loaded"  # the damaged file was replaced
+        path.unlink()  # a header lost (a kill between the two renames): its body goes too
+        assert lexical_files.scrub_store(store) >= 1 and not body.exists()
+        assert _origin(_load(store)) == "built"
         store.delete(COLL, "r00007")
-        assert lexical_files.scrub_store(store) >= 1  # the forget's scrub removes it
-        assert not path.exists()
+        assert lexical_files.scrub_store(store) >= 1  # the forget's scrub removes them
+        assert not path.exists() and not body.exists()
         after = _load(store)
         assert _origin(after) == "built" and "r00007" not in after.by_id
         _ranks_exactly(after, _queries(after, [6, 7]))
@@ -163,13 +168,27 @@ def test_a_save_does_not_put_back_records_removed_while_it_was_built(tmp_path: P
         stamp = graph_file.GraphStamp(view.layout, state.cid, state.removals, 0, N)
         index = new_index(DIMS, GraphParams())
         index.add(np.arange(3, dtype=np.uint64), np.eye(3, DIMS, dtype=np.float32))
-        view_files.remove(tmp_path, COLL, lexical_files.GRAPHS)  # the build's own
+        graph_file.remove(tmp_path, COLL)  # the build's own
         store.delete(COLL, "r00001")  # a forget between the build and the write
         assert not graph_file.save(tmp_path, COLL, stamp, GraphParams(), index, store)
         assert not graph_file.exists(tmp_path, COLL)
+        assert not lexical_files.companion(
+            view_files.path_of(tmp_path, COLL, graph_file.KIND)
+        ).exists()
         assert not list(lexical_files.directory(tmp_path, lexical_files.GRAPHS).glob("*.tmp"))
     finally:
         store.close()
+
+
+def _intact(data_dir: Path) -> bool:
+    """Whether the graph's header and body are there and agree (a kill between the body's
+    rename and the header's leaves a body the header does not describe)."""
+    meta = view_files.read(data_dir, COLL, lambda _m: True, lambda _i, _n: None, graph_file.KIND)
+    body = lexical_files.companion(view_files.path_of(data_dir, COLL, graph_file.KIND))
+    if meta is None or not body.exists():
+        return False
+    data = body.read_bytes()
+    return (len(data), zlib.crc32(data)) == (meta["size"], meta["crc"])
 
 
 CHILD = textwrap.dedent(
@@ -210,7 +229,7 @@ def test_kill_9_during_graph_saves_leaves_a_store_that_opens_and_answers_the_sam
         kill_9_while_saving(CHILD, str(tmp_path), COLL, layout, delay=delay)
         store = open_store(tmp_path, embed_dims=DIMS, fingerprint="fp")
         try:
-            had = path.exists()
+            had = _intact(tmp_path)
             view = _load(store)
             assert _origin(view) == ("loaded" if had else "built")
             got = [view.dense_top((q / np.linalg.norm(q)).astype(np.float32), 5) for q in queries]

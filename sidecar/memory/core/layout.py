@@ -157,6 +157,14 @@ def namespace_collections(ns: str) -> list[str]:
     return [turns(ns), user(ns), elevated_user(ns), dream(ns)]
 
 
+def namespace_of(collection: str) -> str | None:
+    """The namespace of one of :func:`namespace_collections`, else None."""
+    for prefix in (ELEVATED_USER_PREFIX, TURNS_PREFIX, USER_PREFIX, DREAM_PREFIX):
+        if collection.startswith(prefix):
+            return collection[len(prefix) :]
+    return None
+
+
 def authored(tier: str) -> str:
     """``authored:<tier>`` for tier hard / soft / variant."""
     try:
