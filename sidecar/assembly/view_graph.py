@@ -56,11 +56,14 @@ Saver = Callable[[Index], None]
 #: every request in flight; a skipped graph only costs latency).
 MEMORY_RESERVE = 1 << 30
 #: Rows the graph proposes per row asked for, ranked exactly by the view's matrix (int8
-#: rows alone: recall@10 0.95; twice as many, re-ranked: 0.998), and the factor of its
-#: search breadth (``ef``) over the store's setting: on queries far from every row (the
-#: means of three rows) recall@10 at 100k is 0.93 at ef 128 and 0.97 at 256, for int8
-#: rows and hnswlib's float32 alike: the breadth, not the 8 bits, bounds it.
+#: rows alone: recall@10 0.95; twice as many, re-ranked: 0.998).
 OVERSAMPLE = 2
+#: Its search breadth (``ef``) over the store's setting. On queries far from every row
+#: (the means of three rows) recall@10 at 100k is 0.93 at ef 128 and 0.97 at 256, for
+#: int8 rows and hnswlib's float32 alike: the breadth, not the 8 bits, bounds it. Through
+#: ``bench_scale.py``: 1x gave 0.979 at 100k; 2x 0.991 at 100k and 0.990 at 1M, but
+#: doubled the search's time at 1M (ef 809: the gather 7.9 -> 21 ms).
+EF_FACTOR = 1.5
 #: How long a search waits for a graph loading from its file (then the store answers).
 LOAD_WAIT_S = 30.0
 BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
@@ -234,7 +237,7 @@ class ViewGraph:
             try:
                 # a setter usearch defines after the getter, which mypy does not see
                 index.expansion_search = scaled_ef(  # type: ignore[misc]
-                    OVERSAMPLE * self.params.ef_search, count, wide
+                    int(EF_FACTOR * self.params.ef_search), count, wide
                 )
                 found = index.search(np.asarray(q, dtype=np.float32), wide, threads=1)
             except (RuntimeError, ValueError) as exc:  # ask the store
