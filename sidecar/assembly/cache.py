@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -485,7 +484,7 @@ class CollectionView:
         if self._ann is not None and self.graph_params is not None and self._mat is not None:
             n, seq = len(self.rows), state.max_seq if seq is None else seq
             stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
-            seqs = array("q", self.rows.seq[:n])  # the build reads it while rows grow
+            seqs = self.rows.seq[:n]  # a copy: the build reads it while rows grow
             hooks = graph_file.hooks(
                 _terms_dir(self._ann), self.name, self._ann, stamp, seqs, dims, self.graph_params
             )

@@ -4,8 +4,10 @@ instead of building it again and never needs the store's own graph (issue 36).
 Labels are the view's row numbers, so a graph only means something over the row layout
 it was built on. A view gets a layout token when it loads from the store; its saved rows
 (``view_snapshot.py``) carry the token, and a start that takes them takes the token with
-them. The graph file (``<data dir>/views/<hash>.graph``, written as the rows' files are:
-``view_files``, atomic, CRC-checked) holds usearch's own serialisation and a header:
+them. A graph is two files: ``<data dir>/views/<hash>.usearch``, usearch's own
+serialisation (written and read by usearch itself: no second copy of the graph in
+memory), and ``<hash>.graph``, its header (written as the rows' files are:
+``view_files``, atomic, CRC-checked) with the body's size and CRC-32 and:
 
 * ``layout``, ``cid``, ``removals``: the layout and collection state it was built over. A
   start uses the file only when the view took its rows from a file of that layout and
@@ -76,8 +78,8 @@ def resumable(data_dir: Path | None, collection: str, graph: bool) -> bool:
     and the graph's are there): the store's own graph is then not loaded ahead."""
     return (
         graph
-        and exists(data_dir, collection)
         and data_dir is not None
+        and exists(data_dir, collection)
         and view_files.path_of(data_dir, collection).exists()
     )
 
