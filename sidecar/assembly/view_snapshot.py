@@ -47,7 +47,7 @@ import structlog
 from sidecar.assembly.density import SAVED, Density, SavedDensity
 from sidecar.assembly.view_load import capacity
 from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
-from sidecar.store import lexical_files, view_files
+from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
 from sidecar.store.view_files import Section
@@ -231,7 +231,10 @@ class _Reader:
         self.flags = [bytearray(n) for _ in _FLAGS]
         self.codes = [array("I", bytes(4 * n)) for _ in range(2)]
         self.numbers = [array("q", bytes(8 * n)) for _ in _NUMBERS]
-        self.matrix: Matrix = np.zeros((capacity(n), self.dims), dtype=dtype)
+        # a large matrix is mapped from the file, copy-on-write (mapped_rows.py)
+        big = mapped_rows.supported() and n * self.dims * dtype.itemsize >= mapped_rows.MIN_BYTES
+        self._mapped = mapped_rows.MappedRows(capacity(n), n, self.dims, dtype) if big else None
+        self._matrix: Matrix | None = None if big else np.zeros((capacity(n), self.dims), dtype)
         self.density: SavedDensity | None = None
         d = meta.get("density")
         if isinstance(d, dict):
@@ -247,7 +250,14 @@ class _Reader:
                 int(d["k"]), int(d["reference"]), labels, int(d["n"]), arrays
             )
 
-    def target(self, i: int, size: int) -> memoryview | None:
+    @property
+    def matrix(self) -> Matrix:
+        if self._matrix is None:
+            assert self._mapped is not None  # one of the two
+            self._matrix = self._mapped.array()
+        return self._matrix
+
+    def target(self, i: int, size: int) -> memoryview | view_files.Mappable | None:
         if i < 10:
             k, blob = divmod(i, 2)
             off = self.blobs[k][0]
@@ -265,7 +275,7 @@ class _Reader:
         if i < len(plain):
             return memoryview(plain[i])
         if i == len(plain):
-            return self.matrix[: self.n].data.cast("B")
+            return self._mapped or self.matrix[: self.n].data.cast("B")
         i -= len(plain) + 1
         if self.density is None or i >= len(SAVED):
             return None

@@ -21,7 +21,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from sidecar.store import lexical_files as LF
 
@@ -114,9 +114,25 @@ def write(
     return True
 
 
-#: Given a section's index and size, the writable buffer to read it into (None: the
-#: sizes do not fit what the reader expects, the file is not used).
-Target = Callable[[int, int], memoryview | None]
+class Mappable(Protocol):
+    """A section's destination that takes the file's pages instead of a copy of its bytes
+    (``mapped_rows.MappedRows``): the bytes are checked as they stream past, and mapped
+    once the whole file has checked."""
+
+    def buffer(self, at: int) -> memoryview:
+        """The bytes the section fills, given its offset in the file (read into them when
+        it cannot be mapped)."""
+        ...
+
+    def overlay(self, fd: int, at: int, size: int) -> bool:
+        """Map the section's bytes from the file; False: read them instead."""
+        ...
+
+
+#: Given a section's index and size, the writable buffer to read it into, or a
+#: :class:`Mappable` (None: the sizes do not fit what the reader expects, the file is not
+#: used).
+Target = Callable[[int, int], "memoryview | Mappable | None"]
 
 
 def read(
@@ -174,15 +190,33 @@ def _read_checked(
         return None
     digest.update(lead)
     digest.update(head)
+    maps: list[tuple[Mappable, memoryview, int]] = []
+    scratch = memoryview(bytearray(_CHUNK))
     for i, size in enumerate(sizes):
-        buf = target(i, size)  # the sizes were checked above
-        if buf is None or buf.nbytes != size:
+        got = target(i, size)  # the sizes were checked above
+        if got is None:
             return None
-        flat = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
+        if isinstance(got, memoryview):
+            flat: memoryview | None = got.cast("B") if got.format != "B" or got.ndim != 1 else got
+            into = got
+        else:  # checked as it streams past a scratch buffer, mapped once the file checks
+            flat, into = None, got.buffer(f.tell())
+            maps.append((got, into, f.tell()))
+        if into.nbytes != size:
+            return None
         for at in range(0, size, _CHUNK):
-            part = flat[at : at + _CHUNK]
+            part = scratch[: min(_CHUNK, size - at)] if flat is None else flat[at : at + _CHUNK]
             if f.readinto(part) != part.nbytes:
                 return None
             digest.update(part)
-    tail = f.read(5)
-    return meta if tail == digest.digest() else None
+    if f.read(5) != digest.digest():
+        return None
+    for mappable, into, at in maps:  # the file checked: its pages, else its bytes again
+        if not mappable.overlay(f.fileno(), at, into.nbytes):
+            f.seek(at)
+            flat = into.cast("B") if into.format != "B" or into.ndim != 1 else into
+            for a in range(0, into.nbytes, _CHUNK):
+                if f.readinto(part := flat[a : a + _CHUNK]) != part.nbytes:
+                    return None
+    checked: dict[str, Any] = meta
+    return checked

@@ -15,7 +15,7 @@ import pytest
 
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.density import Density
-from sidecar.store import lexical_files, view_files
+from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Put
@@ -24,6 +24,18 @@ from tests.support import kill_9_while_saving
 COLL = "turns:u1"
 N = 1500  # past view_snapshot.SAVE_MIN_CHANGED
 MIN_ROWS = 1000  # the views of these tests save from this many rows
+
+
+@pytest.fixture(autouse=True, params=["read", "mapped"])
+def matrix_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: the saved matrix read into memory, and mapped from the file
+    (``mapped_rows``; a real view maps from 1 MiB, these tests' matrices are smaller)."""
+    mode = str(request.param)
+    if mode == "mapped":
+        if not mapped_rows.supported():
+            pytest.skip("files are mapped over a region on Linux only")
+        monkeypatch.setattr(mapped_rows, "MIN_BYTES", 1)
+    return mode
 
 
 def _meta(i: int) -> dict[str, Any]:
