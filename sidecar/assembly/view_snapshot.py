@@ -15,8 +15,9 @@ metadata section is empty, and a float16 file's metadata, if any, is not read.
 
 A view's full load (``CollectionView.reload``) takes the file when it holds for the
 collection's current state (the same ``cid`` and ``removals``: nothing removed since, so
-every saved row is still a record) and the store's dimensions: the rows and the matrix
-are read into their arrays, then the records put or patched since (``changed_since``
+every saved row is still a record) and the store's dimensions: the rows are read into
+their arrays and the matrix too, or mapped from the file when large (copy-on-write:
+``sidecar/store/mapped_rows.py``), then the records put or patched since (``changed_since``
 the saved ``max_seq``) are appended or rewritten in place, as a catch-up does. The rows
 and vectors are the store's as the view read them (the same bytes: the matrix rows are
 the unit vectors the load computed), so what the view serves is what the daemon that

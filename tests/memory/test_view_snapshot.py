@@ -386,3 +386,37 @@ def test_a_start_takes_saved_rows_whose_metadata_is_not_ascii(tmp_path: Path) ->
         second.close()
     finally:
         store.close()
+
+
+def test_rows_appended_past_the_saved_capacity_grow_the_matrix(tmp_path: Path) -> None:
+    """A start takes the file's rows (mapped, or read) with room for a quarter more; a
+    catch-up that appends more than that moves them into a larger matrix, and the view
+    serves what a load from the store serves."""
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        _load(store).close()  # saves the file
+        rng = np.random.default_rng(7)
+        more = N // 4 + 100  # past the room the file's rows are given
+
+        def later(i: int) -> dict[str, Any]:  # sessions of their own (positions unique)
+            return {**_meta(i), "sessionId": f"later{i // 50}"}
+
+        store.put_many(
+            [
+                Put(COLL, f"zz{i:05d}", f"later {i}", later(i), rng.standard_normal(8))
+                for i in range(more)
+            ]
+        )
+        store.put(COLL, "r00007", text="rewritten", metadata=_meta(7), vector=np.ones(8))
+        grown = _load(store)
+        assert grown.restored == N + 1
+        matrix = grown.matrix
+        assert matrix is not None and len(matrix) == N + 1 + more
+        view_files.remove(tmp_path, COLL)
+        fresh = _load(store)
+        assert _content(grown) == _content(fresh)
+        grown.close()
+        fresh.close()
+    finally:
+        store.close()
