@@ -276,7 +276,9 @@ class _Reader:
         if i < len(plain):
             return memoryview(plain[i])
         if i == len(plain):
-            return self._mapped or self.matrix[: self.n].data.cast("B")
+            if self._mapped is not None:
+                return self._mapped
+            return self.matrix[: self.n].data.cast("B")
         i -= len(plain) + 1
         if self.density is None or i >= len(SAVED):
             return None

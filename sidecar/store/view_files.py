@@ -19,7 +19,7 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -56,8 +56,24 @@ class Section(NamedTuple):
 
 def of_buffer(buf: memoryview) -> Section:
     """A section of ``buf``'s bytes, a chunk at a time (not copied)."""
+    return Section(buf.nbytes, _chunks(buf))
+
+
+def _chunks(buf: memoryview) -> Iterator[memoryview]:
+    """``buf``'s bytes as consecutive views of :data:`_CHUNK` bytes (the last shorter)."""
     flat = buf.cast("B") if buf.ndim != 1 or buf.format != "B" else buf
-    return Section(flat.nbytes, (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK)))
+    return (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK))
+
+
+def _read_all(f: io.BufferedReader, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
+    """Fill each of ``parts`` from ``f`` in turn (hashed into ``digest``); False at the
+    file's end."""
+    for part in parts:
+        if f.readinto(part) != part.nbytes:
+            return False
+        if digest is not None:
+            digest.update(part)
+    return True
 
 
 def write(
@@ -197,26 +213,20 @@ def _read_checked(
         if got is None:
             return None
         if isinstance(got, memoryview):
-            flat: memoryview | None = got.cast("B") if got.format != "B" or got.ndim != 1 else got
-            into = got
+            into, parts = got, _chunks(got)
         else:  # checked as it streams past a scratch buffer, mapped once the file checks
-            flat, into = None, got.buffer(f.tell())
-            maps.append((got, into, f.tell()))
-        if into.nbytes != size:
+            at = f.tell()
+            into = got.buffer(at)
+            parts = (scratch[: min(_CHUNK, size - a)] for a in range(0, size, _CHUNK))
+            maps.append((got, into, at))
+        if into.nbytes != size or not _read_all(f, parts, digest):
             return None
-        for at in range(0, size, _CHUNK):
-            part = scratch[: min(_CHUNK, size - at)] if flat is None else flat[at : at + _CHUNK]
-            if f.readinto(part) != part.nbytes:
-                return None
-            digest.update(part)
     if f.read(5) != digest.digest():
         return None
     for mappable, into, at in maps:  # the file checked: its pages, else its bytes again
         if not mappable.overlay(f.fileno(), at, into.nbytes):
             f.seek(at)
-            flat = into.cast("B") if into.format != "B" or into.ndim != 1 else into
-            for a in range(0, into.nbytes, _CHUNK):
-                if f.readinto(part := flat[a : a + _CHUNK]) != part.nbytes:
-                    return None
+            if not _read_all(f, _chunks(into), None):
+                return None
     checked: dict[str, Any] = meta
     return checked
