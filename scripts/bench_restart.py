@@ -7,17 +7,21 @@ writes ``bench_scale.py``'s store of N memories into ``--data`` when it holds no
 runs one first start on it (the views, their BM25 terms and graphs saved beside the
 store). Each round then starts this tree's daemon on it, and ``--baseline REV``'s (the
 revision's tree exported with ``git archive``; both must read the same saved files), and
-measures, for each:
+measures, for each (``--baseline-data DIR``: the baseline starts on that store instead, a
+``cp -al`` of ``--data`` taken before this tree's first start, for a change of what is
+saved beside the store, which the other revision's code would drop and rewrite):
 
 * **endpoint**: from the process's start to its endpoint line (the store's open, which
   checks every page of the database);
 * **first assemble**: the first call, which loads the views, and the peak resident
   memory (VmHWM) then;
 * **warm**: ``--calls`` assembles interleaved with a bare embed of the same prompt (after
-  30 to warm up), p50 of each, their ratio, and the peak resident memory at the end.
+  30 to warm up; which of the two goes first alternates), p50 of each, their ratio, and
+  the peak resident memory at the end.
 
 Usage: ``python scripts/bench_restart.py --data DIR [--seed N] [--baseline REV]
-[--rounds 2] [--calls 150]``. Prints a table; writes nothing to docs/.
+[--baseline-data DIR] [--rounds 2] [--calls 150]``. Prints a table; writes nothing to
+docs/.
 """
 
 from __future__ import annotations
@@ -93,13 +97,15 @@ def measure(code: Path, label: str, home: Path, data: Path, calls: int) -> Start
             prompts = BA.prompts(WARM_UP + calls, seed=41)
             for q in prompts[:WARM_UP]:
                 client.call("assemble", {**base, "prompt": q})
-            for q in prompts[WARM_UP:]:
-                began = time.perf_counter()
-                client.call("embed", {"texts": [q], "kind": "query"})
-                start.emb.append((time.perf_counter() - began) * 1000)
-                began = time.perf_counter()
-                client.call("assemble", {**base, "prompt": q})
-                start.asm.append((time.perf_counter() - began) * 1000)
+            for i, q in enumerate(prompts[WARM_UP:]):
+                calls = [
+                    (start.emb, "embed", {"texts": [q], "kind": "query"}),
+                    (start.asm, "assemble", {**base, "prompt": q}),
+                ]
+                for times, method, params in calls[:: 1 if i % 2 else -1]:
+                    began = time.perf_counter()
+                    client.call(method, params)
+                    times.append((time.perf_counter() - began) * 1000)
             start.rss_mb = BS._peak_rss_mb(proc.pid)
     finally:
         BA.stop(proc, 120)
@@ -144,11 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="the kept store")
     parser.add_argument("--seed", type=int, default=0, help="seed this many memories first")
     parser.add_argument("--baseline", default="", help="also start this git revision's code")
+    parser.add_argument(
+        "--baseline-data", type=Path, default=None, help="the baseline's copy of the store"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--calls", type=int, default=150, help="warm assembles a start")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.calls < 1 or args.seed < 0:
         parser.error("--rounds and --calls need at least 1, --seed no less than 0")
+    base_data = args.baseline_data or args.data
+    if args.baseline_data is not None and not (base_data / "store.sqlite3").exists():
+        parser.error(f"{base_data} holds no store (--baseline-data: a copy of --data)")
     from sidecar.logging_setup import configure_logging
 
     configure_logging("warning")
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                 starts.append(measure(REPO, "this tree", home, args.data, args.calls))
                 if args.baseline:
                     label = args.baseline
-                    starts.append(measure(base_code, label, home, args.data, args.calls))
+                    starts.append(measure(base_code, label, home, base_data, args.calls))
     print(table(starts))
     return 0
 

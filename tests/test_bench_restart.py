@@ -4,6 +4,7 @@ warm calls), and the store kept for the next run."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,11 +25,22 @@ def test_restarts_are_measured_on_a_kept_store(
     cells = [c.strip() for c in rows[0].split("|")[1:-1]]
     assert float(cells[1].removesuffix(" s")) > 0  # the endpoint came after a real start
     assert cells[5].endswith("x")  # assemble over embed, both measured
-    # the store is kept: a second run restarts on it without seeding
-    assert BR.main(["--data", str(data), "--rounds", "1", "--calls", "1"]) == 0
-    assert "== seeding" not in capfd.readouterr().out
+    # the store is kept: a second run restarts on it without seeding, beside the code
+    # of HEAD on its own copy of the store
+    copy = tmp_path / "copy"
+    shutil.copytree(data, copy)
+    argv = ["--data", str(data), "--baseline", "HEAD", "--baseline-data", str(copy)]
+    assert BR.main([*argv, "--rounds", "1", "--calls", "1"]) == 0
+    out = capfd.readouterr().out
+    assert "== seeding" not in out
+    codes = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")]
+    assert codes == ["code", "this tree", "HEAD"]
 
 
 def test_a_missing_store_without_a_seed_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         BR.main(["--data", str(tmp_path / "none")])
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "store.sqlite3").touch()
+    with pytest.raises(SystemExit):  # a baseline's copy that holds no store
+        BR.main(["--data", str(tmp_path / "store"), "--baseline-data", str(tmp_path / "x")])

@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 from sidecar.assembly.view_terms import SAVE_MIN_ANALYZED
 from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.lexical_index import LexicalIndex
 from sidecar.memory.core.shared_locks import is_shared
 from sidecar.store import lexical_files, view_files
 from sidecar.store.interface import StoreBackend
@@ -292,7 +293,7 @@ class CollectionView:
         for rid in gone:
             self.bm25.remove(rid)
         saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
-        self.analyzed = self._unsaved = view_terms.index_texts(
+        done = view_terms.index_texts(
             self.bm25,
             docs,
             saved,
@@ -300,6 +301,7 @@ class CollectionView:
             None if twin is None else view_terms.twin_text(twin.by_id, twin.rows.record_text),
             BM25_PART,
         )
+        self.analyzed, self._unsaved = done
         del docs, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.rows = rows

@@ -126,7 +126,8 @@ from sidecar.assembly.selection import (
     reason_text,
 )
 from sidecar.memory.compaction.continuity import bundle_safe_start, select_recent_tail
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.lexical_index import LexicalIndex
 from sidecar.memory.core.temporal import TemporalPlan, plan_temporal
 from sidecar.memory.core.tokens import estimate_tokens
 from sidecar.memory.core.turns import Turn

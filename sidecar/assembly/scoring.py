@@ -94,7 +94,8 @@ from sidecar.assembly.candidates import (
     stack_rows,
 )
 from sidecar.memory.core.analyzer import analyze, query_terms
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.lexical_index import LexicalIndex
 from sidecar.memory.core.temporal import TemporalPlan, asks_history
 
 F32 = npt.NDArray[np.float32]
@@ -195,7 +196,7 @@ class Scored:
 
 class LexicalScorer(Protocol):
     """Scores ``(collection, id)`` keys for a query with corpus statistics (the daemon's
-    :class:`~sidecar.memory.core.lexical.LexicalIndex`)."""
+    :class:`~sidecar.memory.core.lexical_index.LexicalIndex`)."""
 
     def score(
         self, query: str, keys: Iterable[tuple[str, str]]

@@ -42,12 +42,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import structlog
 
-from sidecar.memory.core.bm25_arrays import DocTerms, count_terms, ranges
+from sidecar.memory.core.bm25_arrays import DocTerms, TermGroups, count_terms, ranges
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.store import lexical_files
 from sidecar.store.types import CollectionState
@@ -57,10 +58,13 @@ TwinText = Callable[[str], "str | None"]
 
 log = structlog.get_logger(__name__)
 
-VERSION = 1
+#: 2 added the postings by term (three sections); a version-1 file is still read (its
+#: postings are sorted at load, and the view saves a version-2 file).
+VERSION = 2
+READS = (1, 2)
 #: Texts analyzed since the last save (by a load or catch-ups) that make a save worth it.
 SAVE_MIN_ANALYZED = 1024
-SECTIONS = 8
+SECTIONS = {1: 8, 2: 11}
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -104,6 +108,7 @@ class SavedTerms:
     slots: Mapping[str, int]
     digests: U64
     ids: Sequence[str] = ()  # in file order
+    groups: TermGroups | None = None  # the postings by term (slot = place in the file)
 
     def slots_of(self, rids: Sequence[str], texts: Sequence[str]) -> I64:
         """The slot of each record whose text has the saved digest (-1: none)."""
@@ -165,6 +170,11 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
     digests = text_digests(snap.texts)
     term_off, term_bytes = _blob(terms)
     id_off, id_bytes = _blob(snap.ids)
+    local32: I32 = local.astype(np.int32)
+    freqs = tfs[take].astype(np.int32)
+    slots = np.repeat(np.arange(len(snap.ids), dtype=np.int32), lens)
+    groups = TermGroups(local32, slots, freqs, len(terms))  # the writer thread's sort
+    del slots
     sections = [
         term_off.tobytes(),
         term_bytes,
@@ -172,8 +182,11 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
         id_bytes,
         digests.tobytes(),
         new_off.tobytes(),
-        local.astype(np.int32).tobytes(),
-        tfs[take].astype(np.int32).tobytes(),
+        local32.tobytes(),
+        freqs.tobytes(),
+        groups.off.tobytes(),
+        groups.slots.tobytes(),
+        groups.tfs.tobytes(),
     ]
     header: dict[str, object] = {
         "version": VERSION,
@@ -187,13 +200,19 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
 
 def decode(meta: Mapping[str, object], body: bytes) -> SavedTerms | None:
     """The terms of a checked file's body (None: sections that do not add up)."""
-    sizes = meta.get("sections")
-    if not isinstance(sizes, list) or len(sizes) != SECTIONS or sum(sizes) != len(body):
+    sizes, version = meta.get("sections"), meta.get("version")
+    if (
+        not isinstance(sizes, list)
+        or version not in SECTIONS
+        or len(sizes) != SECTIONS[version]
+        or sum(sizes) != len(body)
+    ):
         return None
     cuts = np.cumsum([0, *sizes]).tolist()
-    part = [body[a:b] for a, b in itertools.pairwise(cuts)]
-    terms = _strings(np.frombuffer(part[0], dtype=np.int64), part[1])
-    ids = _strings(np.frombuffer(part[2], dtype=np.int64), part[3])
+    whole = memoryview(body)  # sections as views: slices of bytes would copy them
+    part = [whole[a:b] for a, b in itertools.pairwise(cuts)]
+    terms = _strings(np.frombuffer(part[0], dtype=np.int64), bytes(part[1]))
+    ids = _strings(np.frombuffer(part[2], dtype=np.int64), bytes(part[3]))
     digests = np.frombuffer(part[4], dtype=np.uint64)
     off = np.frombuffer(part[5], dtype=np.int64)
     tids = np.frombuffer(part[6], dtype=np.int32)
@@ -203,7 +222,16 @@ def decode(meta: Mapping[str, object], body: bytes) -> SavedTerms | None:
     if not ok or (n and (int(off[-1]) != tids.shape[0] or int(tids.max(initial=0)) >= len(terms))):
         return None
     docs = DocTerms.from_arrays(terms, off, tids, tfs)
-    return SavedTerms(docs, {rid: i for i, rid in enumerate(ids)}, digests, ids)
+    groups = None
+    if len(part) > SECTIONS[1]:  # copies: the body is let go
+        groups = TermGroups.of(
+            np.frombuffer(part[8], dtype=np.int64).copy(),
+            np.frombuffer(part[9], dtype=np.int32).copy(),
+            np.frombuffer(part[10], dtype=np.float32).copy(),
+        )
+        if not groups.fits(len(terms), tids.shape[0], n):
+            return None
+    return SavedTerms(docs, {rid: i for i, rid in enumerate(ids)}, digests, ids, groups)
 
 
 def load(
@@ -217,7 +245,7 @@ def load(
     meta, body = got
     saved = None
     if (
-        meta.get("version") == VERSION
+        meta.get("version") in READS
         and meta.get("analyzer") == analyzer_key(index)
         and lexical_files.holds(meta, state)
     ):
@@ -263,6 +291,15 @@ def _strings(off: I64, blob: bytes) -> list[str]:
     return [blob[a:b].decode("utf-8", "surrogatepass") for a, b in itertools.pairwise(bounds)]
 
 
+class Indexed(NamedTuple):
+    """What :func:`index_texts` did: texts ``analyzed``, and how many documents did not
+    come from a saved file of this view that holds their postings by term (``unsaved``:
+    a save would spare the next start their analysis, copy or sort)."""
+
+    analyzed: int
+    unsaved: int
+
+
 def index_texts(
     index: BM25Index,
     docs: Iterable[tuple[str, str]],
@@ -270,13 +307,14 @@ def index_texts(
     twin: BM25Index | None,
     twin_text: TwinText | None,
     part_size: int,
-) -> int:
+) -> Indexed:
     """Add ``(id, text)`` pairs to ``index``: a text with saved terms takes them, else one
     the ``twin`` index (analyzing alike) holds for the same id and text (``twin_text``)
-    copies the twin's, else it is analyzed; returns how many were analyzed. The terms of
-    every document are gathered as flat arrays (a load's 100k documents hold a few MB)
-    and handed to the index at once (``BM25Index.add_arrays``); texts are analyzed
-    ``part_size`` at a time, each part's terms turned into ids before the next."""
+    copies the twin's, else it is analyzed. The terms of every document are gathered as
+    flat arrays (a load's 100k documents hold a few MB) and handed to the index at once
+    (``BM25Index.add_arrays``); texts are analyzed ``part_size`` at a time, each part's
+    terms turned into ids before the next. When every document comes from the saved file
+    in its order (a restart), the file's postings by term are taken as they are."""
     if twin_text is None or (twin is not None and not twin.analyzes_like(index)):
         twin = None
     pairs = list(docs)
@@ -285,7 +323,7 @@ def index_texts(
     del pairs
     n = len(rids)
     if not n:
-        return 0
+        return Indexed(0, 0)
     saved_at = saved.slots_of(rids, texts) if saved is not None else np.full(n, -1)
     twin_at = np.full(n, -1, dtype=np.int64)
     if twin is not None and twin_text is not None:
@@ -322,8 +360,11 @@ def index_texts(
         counts, tids, tfs = count_terms(lens, ids, len(forward.terms))
         nterms[took] = counts
         parts.append((took, tids, tfs))
+    groups = None
     if len(parts) == 1 and parts[0][0].shape[0] == n:  # one source (a restart): as they are
         flat_t, flat_f = parts[0][1], parts[0][2]
+        if saved is not None and saved.groups is not None and _in_file_order(saved_at):
+            groups = saved.groups
     else:
         starts = np.cumsum(nterms) - nterms
         flat_t = np.empty(int(nterms.sum()), dtype=np.int32)
@@ -332,8 +373,17 @@ def index_texts(
             at = ranges(starts[took], nterms[took])
             flat_t[at] = tids
             flat_f[at] = tfs
-    index.add_arrays(rids, nterms, flat_t, flat_f)
-    return int(todo.shape[0])
+    index.add_arrays(rids, nterms, flat_t, flat_f, groups)
+    own = 0 if saved is None or saved.groups is None else int((saved_at >= 0).sum())
+    return Indexed(int(todo.shape[0]), n - own)
+
+
+def _in_file_order(saved_at: I64) -> bool:
+    """Whether document ``i`` is the file's slot ``i`` for every ``i``."""
+    n = saved_at.shape[0]
+    return bool(n and int(saved_at[0]) == 0 and int(saved_at[-1]) == n - 1) and bool(
+        np.all(np.diff(saved_at) == 1)
+    )
 
 
 def twin_text(by_id: Mapping[str, int], record_text: Callable[[int], str]) -> TwinText:

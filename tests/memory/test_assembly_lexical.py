@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from sidecar.memory.core import analyzer
 from sidecar.memory.core.analyzer import analyze, light_stem, query_terms
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex, keyword_coverage
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.lexical_index import LexicalIndex, keyword_coverage
 
 
 @pytest.mark.parametrize(

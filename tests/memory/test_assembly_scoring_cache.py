@@ -16,7 +16,8 @@ from sidecar.assembly.scoring import (
     lexical_scores,
     rank_table,
 )
-from sidecar.memory.core.lexical import BM25Index, LexicalIndex
+from sidecar.memory.core.lexical import BM25Index
+from sidecar.memory.core.lexical_index import LexicalIndex
 
 NOW = 1_700_000_000_000
 

@@ -13,7 +13,7 @@ import pytest
 
 from sidecar.assembly import view_terms
 from sidecar.memory.core import bm25_topk, lexical
-from sidecar.memory.core.bm25_arrays import count_terms, stable_order
+from sidecar.memory.core.bm25_arrays import count_terms, doc_lengths, stable_order
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.store.types import CollectionState
 
@@ -110,9 +110,11 @@ def test_a_load_from_saved_terms_a_twin_and_analysis_is_the_index_of_adds(part: 
     rng = random.Random(2)
     rng.shuffle(docs)  # not the file's order
     bulk = BM25Index()
-    analyzed = view_terms.index_texts(bulk, iter(docs), saved, twin, twin_docs.get, part)
+    done = view_terms.index_texts(bulk, iter(docs), saved, twin, twin_docs.get, part)
     # not saved: d500-d899 and the 3 changed; of those the twin has d500-d699 but d650, and d420
-    assert analyzed == 400 + 3 - 199 - 1
+    assert done.analyzed == 400 + 3 - 199 - 1
+    assert done.unsaved == 400 + 3  # the twin's copies are not this view's file
+    assert bulk._base is not saved.groups  # not the file's order: sorted anew
     same(_one_by_one(docs), bulk)
 
 
@@ -120,8 +122,68 @@ def test_a_restart_in_the_file_s_order_takes_every_record_from_it() -> None:
     docs = _texts(600, 3)
     saved = _saved(docs[:550])  # 50 written since the save
     bulk = BM25Index()
-    assert view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64) == 50
+    assert view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64) == (50, 50)
     same(_one_by_one(docs), bulk)
+
+
+def test_a_restart_of_the_whole_file_takes_its_postings_by_term_unsorted() -> None:
+    docs = _texts(700, 8)
+    saved = _saved(docs)
+    bulk = BM25Index()
+    assert view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64) == (0, 0)
+    assert saved.groups is not None and bulk._base is saved.groups
+    one = _one_by_one(docs)
+    same(one, bulk)
+    for idx in (one, bulk):  # appends after it, and removals, as usual
+        for doc_id, text in _texts(50, 9):
+            idx.add(f"n-{doc_id}", text)
+        for doc_id in [d for d, _ in docs[::3]]:
+            idx.remove(doc_id)
+    same(one, bulk)
+
+
+def test_a_version_1_file_is_read_and_its_postings_sorted() -> None:
+    docs = _texts(300, 10)
+    idx = _one_by_one(docs)
+    snap = view_terms.snapshot(
+        "c", CollectionState(cid=1), idx, [d for d, _ in docs], [t for _, t in docs]
+    )
+    assert snap is not None
+    header, body = view_terms.encode(snap)
+    sizes = header["sections"]
+    assert isinstance(sizes, list)
+    old = {**header, "version": 1, "sections": sizes[:8]}  # what version 1 wrote
+    saved = view_terms.decode(old, body[: sum(sizes[:8])])
+    assert saved is not None and saved.groups is None
+    bulk = BM25Index()
+    assert view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64) == (0, 300)
+    same(_one_by_one(docs), bulk)
+
+
+def test_postings_by_term_that_do_not_fit_the_file_refuse_it() -> None:
+    docs = _texts(200, 11)
+    snap = view_terms.snapshot(
+        "c", CollectionState(cid=1), _one_by_one(docs), [d for d, _ in docs], [t for _, t in docs]
+    )
+    assert snap is not None
+    header, body = view_terms.encode(snap)
+    sizes = header["sections"]
+    assert isinstance(sizes, list)
+    at = sum(sizes[:9])  # the first slot of the postings by term: past the last document
+    bad = body[:at] + np.int32(200).tobytes() + body[at + 4 :]
+    assert view_terms.decode(header, bad) is None
+    assert view_terms.decode(header, body) is not None
+
+
+def test_document_lengths_are_the_sums_of_their_frequencies() -> None:
+    rng = np.random.default_rng(12)
+    nterms = rng.choice([0, 0, 1, 5], 400).astype(np.int64)
+    nterms[-3:] = 0  # empty documents at the end too
+    tfs = rng.integers(1, 9, int(nterms.sum())).astype(np.int32)
+    ends = np.cumsum(nterms)
+    want = [int(tfs[e - k : e].sum()) for e, k in zip(ends.tolist(), nterms.tolist(), strict=True)]
+    assert doc_lengths(nterms, tfs).tolist() == want
+    assert doc_lengths(np.zeros(3, dtype=np.int64), tfs[:0]).tolist() == [0, 0, 0]
 
 
 def test_adds_removals_re_adds_and_compaction_after_a_bulk_load(

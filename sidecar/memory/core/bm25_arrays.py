@@ -320,6 +320,17 @@ def ranges(starts: I64, lens: I64) -> I64:
     return out
 
 
+def doc_lengths(nterms: I64, tfs: I32) -> I64:
+    """Each document's length (the sum of its ``nterms[i]`` consecutive ``tfs``), without
+    a running sum as long as ``tfs`` (a 1M-document load: 170 MB of new pages)."""
+    out = np.zeros(nterms.shape[0], dtype=np.int64)
+    has = np.flatnonzero(nterms > 0)
+    if has.size:
+        starts = (np.cumsum(nterms) - nterms)[has]
+        out[has] = np.add.reduceat(tfs, starts, dtype=np.int64)
+    return out
+
+
 def count_terms(lens: I64, tids: I32, nvocab: int) -> tuple[I64, I32, I32]:
     """Per document (``lens[i]`` consecutive ``tids``, an analyzed text's terms with
     repeats), its distinct terms in order of first occurrence and their counts: what a
@@ -362,6 +373,27 @@ class TermGroups:
         np.cumsum(np.bincount(tids, minlength=nvocab), out=self.off[1:])
         self.slots: I32 = slots[order]
         self.tfs: F32 = tfs[order].astype(np.float32)
+
+    @classmethod
+    def of(cls, off: I64, slots: I32, tfs: F32) -> TermGroups:
+        """Groups already made (saved beside the store: ``view_terms``), arrays taken as
+        they are: a restart skips the sort of every posting (about 2.5 s a 1M view)."""
+        out = cls.__new__(cls)
+        out.off, out.slots, out.tfs = off, slots, tfs
+        return out
+
+    def fits(self, nvocab: int, npostings: int, nslots: int) -> bool:
+        """Whether these groups can be the postings of a forward index of ``nvocab``
+        terms, ``npostings`` postings and ``nslots`` slots (a saved file's sections
+        check each other; a file that lies is refused, not trusted)."""
+        off, slots = self.off, self.slots
+        return (
+            off.shape[0] == nvocab + 1
+            and slots.shape[0] == self.tfs.shape[0] == npostings
+            and (not off.shape[0] or (int(off[0]) == 0 and int(off[-1]) == npostings))
+            and bool(np.all(np.diff(off) >= 0))
+            and (not npostings or (int(slots.min()) >= 0 and int(slots.max()) < nslots))
+        )
 
     def count(self, tid: int) -> int:
         if tid + 1 >= self.off.shape[0]:

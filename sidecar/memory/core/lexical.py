@@ -36,7 +36,6 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +47,14 @@ from sidecar.memory.core.analyzer import (
     analyze,
     analyze_query,
 )
-from sidecar.memory.core.bm25_arrays import DocTerms, Postings, TermGroups, by_term, zero_padded
+from sidecar.memory.core.bm25_arrays import (
+    DocTerms,
+    Postings,
+    TermGroups,
+    by_term,
+    doc_lengths,
+    zero_padded,
+)
 from sidecar.memory.core.bm25_topk import (
     TermBound,
     TermPostings,
@@ -76,13 +82,6 @@ I16 = npt.NDArray[np.int16]
 I64 = npt.NDArray[np.int64]
 
 _Arrays = tuple[F32, I16]  # per slot: BM25 score, distinct query terms contained
-
-
-@dataclass(frozen=True, slots=True)
-class LexicalHit:
-    collection: str
-    id: str
-    score: float
 
 
 _EMPTY_TERMS: Mapping[str, int] = {}
@@ -223,10 +222,22 @@ class BM25Index:
         nterms, tids, tfs = self._docs.flatten([counts for _, counts in docs], source)
         self._append(ids, nterms, tids, tfs)
 
-    def add_arrays(self, ids: Sequence[str], nterms: I64, tids: I32, tfs: I32) -> None:
+    def add_arrays(
+        self,
+        ids: Sequence[str],
+        nterms: I64,
+        tids: I32,
+        tfs: I32,
+        groups: TermGroups | None = None,
+    ) -> None:
         """:meth:`add_bulk` of documents given as flat arrays: document ``i`` holds the
         next ``nterms[i]`` distinct terms of ``tids`` (ids from :meth:`term_ids`, of this
-        index's vocabulary) with their frequencies ``tfs``."""
+        index's vocabulary) with their frequencies ``tfs``. ``groups``: the same postings
+        by term (slot ``i`` = document ``i``), taken instead of sorting them when this
+        index is empty (a restart from saved terms: ``view_terms``)."""
+        if groups is not None and not self._slot_of and not self._ids and len(set(ids)) == len(ids):
+            self._append(ids, nterms, tids, tfs, groups)
+            return
         src = self._docs  # a removal may compact: then the ids are of another vocabulary
         if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
             ends = np.cumsum(nterms).tolist()
@@ -246,8 +257,16 @@ class BM25Index:
             for doc_id in [d for d in ids if d in self._slot_of]:
                 self.remove(doc_id)
 
-    def _append(self, ids: Sequence[str], nterms: I64, tids: I32, tfs: I32) -> None:
-        """Add new ids (none of them indexed) with their flat terms (:meth:`add_arrays`)."""
+    def _append(
+        self,
+        ids: Sequence[str],
+        nterms: I64,
+        tids: I32,
+        tfs: I32,
+        groups: TermGroups | None = None,
+    ) -> None:
+        """Add new ids (none of them indexed) with their flat terms (:meth:`add_arrays`;
+        ``groups`` only into an empty index)."""
         if not ids:
             return
         first, n = len(self._ids), len(ids)
@@ -256,11 +275,7 @@ class BM25Index:
         self._memo = None
         held = self._docs.postings
         self._docs.append(nterms, tids, tfs)
-        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
-        sums = np.zeros(tfs.shape[0] + 1, dtype=np.int64)
-        np.cumsum(tfs, out=sums[1:])  # each document's length from the sums at its bounds
-        ends = np.cumsum(nterms)
-        lengths = sums[ends] - sums[ends - nterms]
+        lengths = doc_lengths(nterms, tfs)
         self._slot_of.update(zip(ids, range(first, first + n), strict=True))
         self._ids.extend(ids)
         self._dl[first : first + n] = lengths
@@ -268,8 +283,14 @@ class BM25Index:
         self._total_len += int(lengths.sum())
         nvocab = len(self._docs.terms)
         self._df = zero_padded(self._df, nvocab)
+        fresh = not held and self._base is None and not self._postings
+        if fresh and groups is not None and groups.fits(nvocab, int(tids.shape[0]), n):
+            self._df[:nvocab] += np.diff(groups.off)
+            self._base = groups
+            return
         self._df[:nvocab] += np.bincount(tids, minlength=nvocab)
-        if not held and self._base is None and not self._postings:
+        slots = np.repeat(np.arange(first, first + n, dtype=np.int32), nterms)
+        if fresh:
             self._base = TermGroups(tids, slots, tfs, nvocab)
             return
         terms, postings = self._docs.terms, self._postings
@@ -546,104 +567,3 @@ class BM25Index:
             out.append(total)
             out_hits.append(n_hits)
         return out, out_hits
-
-
-class LexicalIndex:
-    """One :class:`BM25Index` per collection (scope), each with its own statistics."""
-
-    def __init__(
-        self,
-        *,
-        k1: float = DEFAULT_K1,
-        b: float = DEFAULT_B,
-        stem: StemMode = "light",
-        stopwords: frozenset[str] = STOPWORDS,
-    ) -> None:
-        self.k1 = k1
-        self.b = b
-        self.stem: StemMode = stem
-        self.stopwords = stopwords
-        self._indexes: dict[str, BM25Index] = {}
-
-    def _terms(self, query: str) -> list[str]:
-        return list(analyze_query(query, self.stem, self.stopwords))
-
-    def collection(self, name: str) -> BM25Index:
-        """The index of ``name``, created empty on first use."""
-        idx = self._indexes.get(name)
-        if idx is None:
-            idx = BM25Index(k1=self.k1, b=self.b, stem=self.stem, stopwords=self.stopwords)
-            self._indexes[name] = idx
-        return idx
-
-    @property
-    def collections(self) -> list[str]:
-        return sorted(self._indexes)
-
-    def __len__(self) -> int:
-        return sum(len(i) for i in self._indexes.values())
-
-    def add(self, collection: str, doc_id: str, text: str) -> None:
-        self.collection(collection).add(doc_id, text)
-
-    def remove(self, collection: str, doc_id: str) -> bool:
-        idx = self._indexes.get(collection)
-        return idx.remove(doc_id) if idx is not None else False
-
-    def drop(self, collection: str) -> bool:
-        return self._indexes.pop(collection, None) is not None
-
-    def search(
-        self, query: str, collections: Iterable[str] | None = None, k: int = 10
-    ) -> list[LexicalHit]:
-        """The ``k`` best hits over ``collections`` (all when None), best first."""
-        names = self.collections if collections is None else list(dict.fromkeys(collections))
-        terms = self._terms(query)
-        hits: list[LexicalHit] = []
-        for name in names:
-            idx = self._indexes.get(name)
-            if idx is None:
-                continue
-            hits.extend(LexicalHit(name, i, s) for i, s in idx.search(terms, k))
-        hits.sort(key=lambda h: (-h.score, h.collection, h.id))
-        return hits[:k]
-
-    def score(self, query: str, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        """BM25 of ``(collection, id)`` pairs under their own collection's statistics."""
-        wanted = list(keys)
-        return dict(zip(wanted, self.score_list(query, wanted), strict=True))
-
-    def score_list(self, query: str, keys: Sequence[tuple[str, str]]) -> list[float]:
-        """:meth:`score` as a list aligned with ``keys``."""
-        return self.score_hits(query, keys)[0]
-
-    def score_hits(
-        self, query: str, keys: Sequence[tuple[str, str]]
-    ) -> tuple[list[float], list[int]]:
-        """:meth:`score_list`, and the distinct query terms each document contains (-1 for
-        a document no index holds); see :meth:`BM25Index.score_hits`."""
-        terms = self._terms(query)
-        at: dict[str, list[int]] = {}
-        for j, key in enumerate(keys):
-            at.setdefault(key[0], []).append(j)
-        out = [0.0] * len(keys)
-        hits = [-1] * len(keys)
-        for coll, positions in at.items():
-            idx = self._indexes.get(coll)
-            if idx is not None:
-                got, found = idx.score_hits(terms, [keys[j][1] for j in positions])
-                for j, value, n in zip(positions, got, found, strict=True):
-                    out[j] = value
-                    hits[j] = n
-        return out, hits
-
-
-def keyword_coverage(
-    query_keywords: Sequence[str], doc_terms: Mapping[str, int] | Iterable[str]
-) -> float:
-    """``|K ∩ terms(d)| / |K|``; 0 when ``K`` is empty."""
-    keys = set(query_keywords)
-    if not keys:
-        return 0.0
-    terms = doc_terms if isinstance(doc_terms, Mapping) else set(doc_terms)
-    return sum(1 for k in keys if k in terms) / len(keys)
