@@ -5,7 +5,9 @@ The file of a collection (``sidecar/store/lexical_files.py``: where, atomic writ
 checksums, the scrub after a forget) holds, per record of the view when it was saved, its
 id, a 64-bit BLAKE2b digest of the text that was analyzed, and its analyzed terms (term
 ids and frequencies, CSR by record, over a vocabulary of only the terms those records
-use). A view's load (``CollectionView.reload``) takes a record's terms from the file when
+use) and, from :data:`VERSION` 2, the same postings by term (``TermGroups``: a restart
+that takes every record from the file in its order hands them to the index as they are,
+instead of sorting every posting by term again). A view's load (``CollectionView.reload``) takes a record's terms from the file when
 its id is there with the digest of its current text, and analyzes any other record
 (written since the save, or changed): appends since the save are replayed from the store,
 which the load reads anyway. The file holds only for the analyzer it was made with
@@ -13,8 +15,9 @@ which the load reads anyway. The file holds only for the analyzer it was made wi
 (``lexical_files.holds``: no record removed since); otherwise it is removed and the view
 analyzes everything, then saves anew.
 
-A view saves when its load or its catch-ups analyzed :data:`SAVE_MIN_ANALYZED` texts or
-more (a tenth of the view, for large ones) since its last save: the arrays are taken under
+A view saves when its load or its catch-ups took :data:`SAVE_MIN_ANALYZED` records or
+more (a tenth of the view, for large ones) from anywhere but its own file since its last
+save (analyzed, copied from a twin, or read from a version-1 file): the arrays are taken under
 the caller's lock (:func:`snapshot`) and written by a background thread.
 
 A load (:func:`index_texts`) gathers every document's terms into one flat CSR by document
