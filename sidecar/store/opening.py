@@ -35,6 +35,8 @@ log = structlog.get_logger(__name__)
 
 
 def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+    pages = store._pages
+    in_wal_and_large = page_check.wal_file_of_size(store.db_path, store.page_check_bytes)
     try:
         conn = store._connect(read_only=False)
         # Private before WAL mode creates -wal and -shm, which take the file's mode.
@@ -44,10 +46,11 @@ def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any
             raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
         conn.execute(f"PRAGMA synchronous = {store._synchronous}")
         store._wconn = conn
-        pages = store._pages
         # Every page is checked before anything is written (page_check.py): now for a
         # small file, beside the start for a large one unless the open has to write.
-        if page_check.wal_file_of_size(store.db_path, store.page_check_bytes):
+        # (Decided before the journal mode was set: setting it writes a file not in WAL
+        # mode yet, which such a file's synchronous check follows, as it always did.)
+        if in_wal_and_large:
             pages.defer()
         else:
             pages.run_sync(conn)

@@ -140,6 +140,18 @@ def test_an_open_that_writes_checks_first(tmp_path: Path) -> None:
     assert _digests(data) == before
 
 
+def test_a_file_not_in_wal_mode_is_checked_before_the_open_writes_its_header(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    _seed(data)
+    with sqlite3.connect(data / "store.sqlite3", isolation_level=None) as raw:
+        raw.execute("PRAGMA journal_mode = DELETE")
+    raw.close()
+    with _open(data) as store:  # setting WAL mode writes the header: checked first
+        assert store.page_check_report()["mode"] == "sync"  # type: ignore[index]
+
+
 def test_damage_found_in_the_background_fails_writes_and_writes_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _seed(data)
