@@ -60,6 +60,9 @@ class ComponentState(WireStruct):
     ``compute`` (the embedder): how its products run, ``{matmul: "int8", matmuls,
     blockSize, probeCosine}`` or ``{matmul: "float32", reason}`` (docs/engines.md).
     ``seq2seq`` (the summarizer): its abstractive model's own state.
+    ``pageCheck`` (the SQLite store): its database's page check at open, ``{state:
+    running|ok|failed|cancelled, mode: sync|background, seconds}`` (docs/store.md,
+    "Durability promise").
     """
 
     state: str
@@ -69,6 +72,7 @@ class ComponentState(WireStruct):
     dims: int = 0
     compute: dict[str, Any] | None = None
     seq2seq: Seq2SeqState | None = None
+    page_check: dict[str, Any] | None = None
 
 
 class HealthResult(WireStruct):

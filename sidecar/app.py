@@ -63,6 +63,8 @@ class App:
         self._components: list[Component] = []
         self._closing = False
         self._shutdown_requested: asyncio.Event | None = None
+        # why the daemon must exit 1 (a component failed after start: ``fail``)
+        self.failure = ""
 
     # -- services -----------------------------------------------------------------
     def provide(self, kind: type[T], instance: T) -> None:
@@ -92,6 +94,14 @@ class App:
         if not self.shutdown_requested.is_set():
             log.info("shutdown_requested", reason=reason)
             self.shutdown_requested.set()
+
+    def fail(self, message: str) -> None:
+        """A component can no longer serve (a store whose page check, run beside the
+        start, found its database damaged): shut down, then exit 1 printing ``message``,
+        the line a start-up failure prints (event-loop thread)."""
+        if not self.failure:
+            self.failure = message
+        self.request_shutdown("component failed")
 
     async def start(self) -> None:
         for component in self._components:

@@ -100,6 +100,10 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # FULL survives power loss; NORMAL survives a process kill but not power loss.
     synchronous: str = "FULL"
     index_threads: int = 1
+    # A SQLite database file of at least this many bytes has its pages checked beside the
+    # start (writes wait for the check) instead of before it (docs/store.md, "Durability
+    # promise"): the check reads the whole file, half a minute at a million memories.
+    page_check_background_bytes: int = 256 * 1024 * 1024
 
 
 class GatingSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -536,6 +540,8 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("store.assemble_graph must be auto, on or off")
     if settings.store.synchronous.upper() not in ("FULL", "NORMAL"):
         raise ConfigError("store.synchronous must be FULL or NORMAL")
+    if settings.store.page_check_background_bytes < 0:
+        raise ConfigError("store.page_check_background_bytes must be 0 or more")
     if settings.cache.max_bytes < 0:
         raise ConfigError("cache.max_bytes must be >= 0 (0 = unbounded)")
     if settings.journal.max_entries < 0:

@@ -55,6 +55,7 @@ def install_services(app: App) -> None:
         hub=hub,
         index_threads=settings.store.index_threads,
         store_kwargs={"synchronous": settings.store.synchronous.upper()},
+        on_fatal=app.fail,
     )
     app.provide(StoreService, store)
     install_memory(app, store, hub)

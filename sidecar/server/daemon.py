@@ -113,4 +113,6 @@ async def run_daemon(settings: Settings) -> int:
         if listener is not None:
             await listener.close()
         log.info("daemon_stopped", uptime_s=round(app.uptime_s(), 3))
+    if app.failure:  # a component failed after start (App.fail): one line, exit 1
+        raise DaemonError(app.failure)
     return 0

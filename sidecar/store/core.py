@@ -485,7 +485,7 @@ class StoreCore(Closable, abc.ABC):
         Blocks may nest or overlap from several threads; the last exit does the work."""
 
     def stats(self) -> dict[str, Any]:
-        return {
+        out = {
             "backend": self.backend,
             "collections": len(self.collections()),
             "records": self.total_records(),
@@ -493,6 +493,23 @@ class StoreCore(Closable, abc.ABC):
             "schema": self.schema_version,
             "indexes": [dataclasses.asdict(s) for s in self.index_status()],
         }
+        check = self.page_check_report()
+        if check is not None:
+            out["page_check"] = check
+        return out
+
+    def page_check_report(self) -> dict[str, Any] | None:
+        """The database's page check at open: ``{state: running|ok|failed|cancelled,
+        mode: sync|background, seconds}`` (SQLite, ``page_check.py``); None for a
+        backend without one (a PostgreSQL server checks its pages itself)."""
+        return None
+
+    def on_failure(self, callback: Callable[[Exception], None]) -> None:
+        """Have ``callback(error)`` called, from another thread, if the store finds after
+        its open that it cannot be used: SQLite's page check of a large database, which
+        runs beside the start, found damage or could not finish. Writes fail with that
+        error from then on; the daemon exits with it. Nothing to watch by default."""
+        del callback
 
     @abc.abstractmethod
     def storage_bytes(self) -> StorageBytes:

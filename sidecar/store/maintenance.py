@@ -32,6 +32,10 @@ def checkpoint(store: SqliteState) -> dict[str, int]:
     """Repair dirty indexes, save changed graphs, truncate the WAL."""
     if store._closed:
         raise StoreClosed("the store is closed")
+    # after the page check (page_check.py): a damaged database fails this as any write
+    failure = store._pages.wait()
+    if failure is not None:
+        raise failure
     saved = _checkpoint_indexes(store)
     # readers of an older snapshot make it give up after a moment rather than hold every
     # write for the busy timeout; the next checkpoint truncates the log then
@@ -106,13 +110,19 @@ def _tick(store: SqliteState) -> None:
         now = time.monotonic()
         idle = now - store._last_write >= store.checkpoint_idle_s
         overdue = now - store._last_checkpoint >= max(60.0, 20 * store.checkpoint_idle_s)
-        # a scrub (forget) wants the deleted vectors out of the graph files now
-        scrub = store._scrubber
-        scrub.retry_deferred()
         try:
             _lazy.unload_idle(store)
         except Exception:
             log.exception("index.unload_failed")
+        if not store._pages.passed:
+            # Nothing persists before the page check has passed (page_check.py): a WAL
+            # checkpoint writes the database. A graph save writes only the index files,
+            # but it comes with one, a graph read from a database found damaged is not
+            # worth saving, and no write happened meanwhile; a requested save stays due.
+            continue
+        # a scrub (forget) wants the deleted vectors out of the graph files now
+        scrub = store._scrubber
+        scrub.retry_deferred()
         if scrub.take_index_save() or (store._dirty_since_ckpt and (idle or overdue)):
             try:
                 checkpoint(store)

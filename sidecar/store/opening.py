@@ -16,18 +16,15 @@ import msgspec
 import structlog
 
 from sidecar.store import graph_lazy as _lazy
+from sidecar.store import page_check
 from sidecar.store import reads as _reads
 from sidecar.store import reembed_stage as reembed_mod
 from sidecar.store.common import STAGE_DISCARDED, check_fingerprint, meta_writes
-from sidecar.store.errors import (
-    CorruptStore,
-    StorageUnavailable,
-    UnfinishedReembed,
-)
+from sidecar.store.errors import StorageUnavailable, UnfinishedReembed
 from sidecar.store.files import DB_NAME, INDEX_DIR, PROFILE_FILE, make_private, now_ms
 from sidecar.store.rows import json_encode
-from sidecar.store.schema import SCHEMA_VERSION, migrate
-from sidecar.store.scrub import truncate_log
+from sidecar.store.schema import SCHEMA_VERSION, migrate, schema_version
+from sidecar.store.scrub import start_checkpoint
 from sidecar.store.types import CollectionInfo
 from sidecar.store.writer import map_sqlite_error
 
@@ -37,18 +34,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 
-def _check_pages(store: SqliteState, conn: sqlite3.Connection) -> None:
-    """Refuse a database with damaged pages before anything is written to it. Damage
-    in pages that start-up does not read would otherwise surface later, as failing
-    reads of some records; ``quick_check`` reads every page once (0.5 s for 825 MB
-    with a warm page cache: docs/store.md)."""
-    first = conn.execute("PRAGMA quick_check(1)").fetchone()
-    if first is not None and str(first[0]).lower() != "ok":
-        detail = str(first[0]).replace("*** in database main ***", "").strip()
-        raise CorruptStore(str(store.db_path), detail.splitlines()[0][:200])
-
-
 def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any] | None) -> None:
+    pages = store._pages
+    in_wal_and_large = page_check.wal_file_of_size(store.db_path, store.page_check_bytes)
     try:
         conn = store._connect(read_only=False)
         # Private before WAL mode creates -wal and -shm, which take the file's mode.
@@ -58,15 +46,21 @@ def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any
             raise StorageUnavailable(f"cannot enable WAL journaling (got {mode})")
         conn.execute(f"PRAGMA synchronous = {store._synchronous}")
         store._wconn = conn
-        _check_pages(store, conn)
+        # Every page is checked before anything is written (page_check.py): now for a
+        # small file, beside the start for a large one unless the open has to write.
+        # (Decided before the journal mode was set: setting it writes a file not in WAL
+        # mode yet, which such a file's synchronous check follows, as it always did.)
+        if in_wal_and_large:
+            pages.defer()
+        else:
+            pages.run_sync(conn)
+        if schema_version(conn) != SCHEMA_VERSION:
+            pages.require(conn, "schema migration")
         applied = migrate(conn)
-        # a daemon killed between a delete and its scrub left the row's older pages in
-        # the log: nothing reads them before this start, so they go now (best effort: a
-        # full disk must not keep the store from opening)
-        try:
-            truncate_log(conn)
-        except sqlite3.Error as exc:
-            log.warning("store.start_checkpoint_failed", error=str(exc))
+        if pages.passed:
+            start_checkpoint(conn)
+        else:  # the writer thread's first act once the check has passed
+            pages.checkpoint_due = True
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, "open", str(store.db_path)) from exc
     if applied:
@@ -76,9 +70,12 @@ def _open_db(store: SqliteState, allow_mismatch: bool, profile: Mapping[str, Any
     store._applied_seq = store._seq
     if not allow_mismatch:
         _check_fingerprint(store, meta)
-    writes = meta_writes(meta, store, profile)
+    # what is stored already is not written again: a restart of an up-to-date store
+    # writes nothing at open (the profile would be written every time)
+    writes = {k: v for k, v in meta_writes(meta, store, profile).items() if meta.get(k) != v}
     if writes:
         try:
+            store._pages.require(store._wconn, "meta rows to record")
             with store._txn(store._wconn):
                 store._wconn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -124,6 +121,7 @@ def _check_fingerprint(store: SqliteState, meta: dict[str, str]) -> None:
         progress=lambda: reembed_mod.staged_progress(store._wconn),
     )
     if target:
+        store._pages.require(store._wconn, "re-embed stage to discard")
         with store._txn(store._wconn):
             reembed_mod.discard_stage(store._wconn)
         log.warning(
@@ -230,6 +228,7 @@ def _load_indexes(store: SqliteState) -> dict[str, int]:
             idx.load_exact(functools.partial(_reads._fetch_rows, store))
             stats["rebuilding"] += 1
     if dirty:
+        store._pages.require(store._wconn, "dirty index markers to clear")
         with store._txn(store._wconn):
             store._wconn.execute("DELETE FROM dirty_tiers")
     if stats["marked_deleted"]:

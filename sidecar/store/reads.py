@@ -46,7 +46,7 @@ def _rconn(store: SqliteState) -> sqlite3.Connection:
         try:
             conn = store._connect(read_only=True)
         except sqlite3.Error as exc:
-            raise map_sqlite_error(exc, "read") from exc
+            raise map_sqlite_error(exc, "read", str(store.db_path)) from exc
         store._local.conn = conn
         with store._readers_lock:
             store._readers.append(conn)
@@ -57,7 +57,7 @@ def _read(store: SqliteState, sql: str, params: Sequence[Any] = ()) -> list[Any]
     try:
         return _rconn(store).execute(sql, params).fetchall()
     except sqlite3.Error as exc:
-        raise map_sqlite_error(exc, "read") from exc
+        raise map_sqlite_error(exc, "read", str(store.db_path)) from exc
 
 
 def _read_utf8(store: SqliteState, sql: str, params: Sequence[Any]) -> list[Any] | None:
@@ -71,7 +71,7 @@ def _read_utf8(store: SqliteState, sql: str, params: Sequence[Any]) -> list[Any]
     except sqlite3.OperationalError:
         return None
     except sqlite3.Error as exc:
-        raise map_sqlite_error(exc, "read") from exc
+        raise map_sqlite_error(exc, "read", str(store.db_path)) from exc
     finally:
         conn.text_factory = lenient_text
 

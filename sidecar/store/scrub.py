@@ -69,6 +69,17 @@ def truncate_log(conn: sqlite3.Connection) -> bool:
     return row is not None and int(row[0]) == 0
 
 
+def start_checkpoint(conn: sqlite3.Connection) -> None:
+    """The open's checkpoint, once the pages are checked (page_check.py): a daemon killed
+    between a delete and its scrub left the row's older pages in the log, and nothing
+    reads them before this start, so they go now (best effort: a full disk must not keep
+    the store from opening)."""
+    try:
+        truncate_log(conn)
+    except sqlite3.Error as exc:
+        log.warning("store.start_checkpoint_failed", error=str(exc))
+
+
 def truncate_job(tx: Tx) -> bool:
     """:func:`truncate_log` as a raw job of the writer thread (its connection)."""
     return truncate_log(tx.conn)

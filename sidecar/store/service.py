@@ -16,6 +16,8 @@ database without the ``vector`` extension make start-up fail with one clear line
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,8 +66,11 @@ class StoreService:
         ann_dims: int | None = None,
         index_threads: int = 1,
         store_kwargs: dict[str, Any] | None = None,
+        on_fatal: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
+        # called (event loop) when the open store turns out unusable: App.fail
+        self._on_fatal = on_fatal
         self.hub = hub
         self._embed = embed
         self._embed_dims = embed_dims
@@ -128,6 +133,22 @@ class StoreService:
             detail = self._masked(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
             self._error = f"cannot open the store at {self.settings.store_display}: {detail}"
             raise StoreStartError(self._error) from None
+        # A large SQLite database's pages are checked beside the start (page_check.py):
+        # damage found then ends the daemon as damage found at open does.
+        loop = asyncio.get_running_loop()
+
+        def failed(exc: Exception) -> None:  # the check's thread
+            with contextlib.suppress(RuntimeError):  # the loop is gone: exiting anyway
+                loop.call_soon_threadsafe(self._failed, exc)
+
+        self._store.store.on_failure(failed)
+
+    def _failed(self, exc: Exception) -> None:
+        message = exc.message if isinstance(exc, StoreError) else str(exc)
+        self._error = self._masked(message)
+        log.error("store.failed", error=getattr(exc, "code", type(exc).__name__))
+        if self._on_fatal is not None:
+            self._on_fatal(self._error)
 
     def _masked(self, text: str) -> str:
         """``text`` without the URL's password (however the URL was quoted in it), on one
@@ -182,15 +203,17 @@ class StoreService:
         if self._store is not None:
             s = self._store.store
             down = self._probe.down
+            state = "failed" if self._error else "ready" if down is None else "unavailable"
             return {
                 "store": ComponentState(
-                    state="ready" if down is None else "unavailable",
-                    reason=down or "",
+                    state=state,
+                    reason=self._error or down or "",
                     profile="postgresql+pgvector"
                     if self.backend == "postgresql"
                     else "sqlite+hnsw",
                     fingerprint=s.fingerprint,
                     dims=s.embed_dims,
+                    page_check=s.page_check_report(),
                 )
             }
         if self._error:

@@ -29,6 +29,7 @@ from sidecar.store.files import DB_NAME, INDEX_DIR, now_ms
 from sidecar.store.index import GRAPH_IDLE_S, AnnParams, VectorIndex
 from sidecar.store.indexer import Indexer
 from sidecar.store.lock import DirLock
+from sidecar.store.page_check import PageCheck
 from sidecar.store.rows import lenient_text
 from sidecar.store.scrub import BUSY_TIMEOUT_MS, SECURE_DELETE, Scrubber
 from sidecar.store.session_locks import LocalLocks
@@ -83,6 +84,10 @@ class SqliteState(Closable):
             oversample=s.oversample,
         )
         self._synchronous = synchronous.upper()
+        # the database's page check (page_check.py): before the open returns for a small
+        # file, beside the start for one of at least this many bytes, writes waiting
+        self.page_check_bytes = s.page_check_background_bytes
+        self._pages = PageCheck(self.db_path)
         self._collections: dict[str, CollectionInfo] = {}
         self._by_cid: dict[int, CollectionInfo] = {}
         # (collection, id) -> why: records found damaged on read (skipped, reported once)

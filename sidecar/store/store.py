@@ -170,8 +170,13 @@ class Store(SqliteState, StoreCore):
             self._lock.release()
             raise
         self._closed = False
-        self._writer = Writer(self)
+        self._writer = Writer(self, self._pages)
         self._writer.start()
+        try:
+            self._pages.start()  # a large file's page check, beside the start
+        except BaseException:
+            self.close()
+            raise
         if background:
             self._indexer = Indexer(functools.partial(_maintenance._index_step, self))
             self._indexer.start()
@@ -195,6 +200,8 @@ class Store(SqliteState, StoreCore):
         """Checkpoint (save graphs), stop the threads, close SQLite, release the lock."""
         if self._closed:
             return
+        # first: the writer thread and the checkpoint thread may be waiting for it
+        self._pages.cancel()
         self._stop_event.set()
         self._prefetcher.shutdown(wait=True, cancel_futures=True)
         if self._ticker is not None:
@@ -206,13 +213,23 @@ class Store(SqliteState, StoreCore):
         self._writer.join()
         self._closed = True
         try:
-            self._checkpoint_indexes()
-            with contextlib.suppress(sqlite3.Error):
-                self._wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            # Nothing persists before the page check has passed: not the log into a
+            # database that may be damaged, nor graphs read from it (nothing was written
+            # meanwhile, so the saved ones still hold what they did at open).
+            if self._pages.passed:
+                self._checkpoint_indexes()
+                with contextlib.suppress(sqlite3.Error):
+                    self._wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self._close_conns()
             self._lock.release()
             log.info("store.closed", data_dir=str(self.data_dir))
+
+    def page_check_report(self) -> dict[str, Any] | None:
+        return self._pages.report()
+
+    def on_failure(self, callback: Callable[[Exception], None]) -> None:
+        self._pages.on_failure(callback)
 
     def _close_conns(self) -> None:
         self._shut = True
@@ -225,6 +242,10 @@ class Store(SqliteState, StoreCore):
         if wconn is not None:
             with contextlib.suppress(sqlite3.Error):
                 wconn.close()
+        # last: a check that did not pass keeps its read-only connection open until now,
+        # so that no close above checkpointed the log into the database (page_check.py)
+        with contextlib.suppress(sqlite3.Error):
+            self._pages.close()
 
     # ---- the writer thread's hook (writer.WriterHost) ------------------------------------
 

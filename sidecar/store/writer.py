@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
+from sidecar.store.scrub import start_checkpoint
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -161,10 +162,19 @@ class _Group:
     fresh: bool = True  # no job has succeeded in this transaction yet
 
 
+class PagesGate(Protocol):
+    """The database's page check, as the writer waits for it (``page_check.PageCheck``)."""
+
+    checkpoint_due: bool
+
+    def wait(self) -> BaseException | None: ...
+
+
 class Writer(threading.Thread):
-    def __init__(self, store: WriterHost) -> None:
+    def __init__(self, store: WriterHost, pages: PagesGate | None = None) -> None:
         super().__init__(name="libravdb-store-writer", daemon=True)
         self.store = store
+        self._pages = pages
         self.queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._stopping = False
 
@@ -180,7 +190,21 @@ class Writer(threading.Thread):
         self._stopping = True
         self.queue.put(None)
 
+    def _wait_for_pages(self) -> BaseException | None:
+        """Nothing is written before the page check has passed (page_check.py): the
+        jobs queued meanwhile wait; then the start-up checkpoint the open left out.
+        The check's error when it did not pass."""
+        if self._pages is None:
+            return None
+        failure = self._pages.wait()
+        if failure is None and self._pages.checkpoint_due:
+            self._pages.checkpoint_due = False
+            start_checkpoint(self.store._wconn)
+        return failure
+
     def run(self) -> None:
+        # a damaged (or unchecked) database: every job fails with the check's error
+        failure = self._wait_for_pages()
         while True:
             job = self.queue.get()
             if job is None:
@@ -197,7 +221,10 @@ class Writer(threading.Thread):
                     break
                 jobs.append(nxt)
             try:
-                self._run(jobs)
+                if failure is not None:
+                    _fail_all(jobs, failure)
+                else:
+                    self._run(jobs)
             except BaseException as exc:  # never let the writer die silently
                 log.exception("store.writer_failed")
                 for j in jobs:
@@ -334,6 +361,12 @@ class Writer(threading.Thread):
             if not j.future.done():
                 j.future.set_exception(err)
         log.warning("store.write_failed", error=str(g.aborted), jobs=len(live))
+
+
+def _fail_all(jobs: list[Job], error: BaseException) -> None:
+    for j in jobs:
+        if j.future.set_running_or_notify_cancel():
+            j.future.set_exception(error)
 
 
 def _job_statement(g: _Group, j: Job, sql: str) -> bool:

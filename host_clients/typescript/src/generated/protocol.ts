@@ -235,6 +235,9 @@ export interface CompactSessionResult {
  * ``compute`` (the embedder): how its products run, ``{matmul: "int8", matmuls,
  * blockSize, probeCosine}`` or ``{matmul: "float32", reason}`` (docs/engines.md).
  * ``seq2seq`` (the summarizer): its abstractive model's own state.
+ * ``pageCheck`` (the SQLite store): its database's page check at open, ``{state:
+ * running|ok|failed|cancelled, mode: sync|background, seconds}`` (docs/store.md,
+ * "Durability promise").
  */
 export interface ComponentState {
   state: string;
@@ -244,6 +247,7 @@ export interface ComponentState {
   dims?: number;
   compute?: Record<string, unknown> | null;
   seq2seq?: Seq2SeqState | null;
+  pageCheck?: Record<string, unknown> | null;
 }
 
 export interface DeleteAuthoredDocumentParams {
