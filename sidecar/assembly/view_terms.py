@@ -7,8 +7,9 @@ id, a 64-bit BLAKE2b digest of the text that was analyzed, and its analyzed term
 ids and frequencies, CSR by record, over a vocabulary of only the terms those records
 use) and, from :data:`VERSION` 2, the same postings by term (``TermGroups``: a restart
 that takes every record from the file in its order hands them to the index as they are,
-instead of sorting every posting by term again). A view's load (``CollectionView.reload``) takes a record's terms from the file when
-its id is there with the digest of its current text, and analyzes any other record
+instead of sorting every posting by term again). A view's load
+(``CollectionView.reload``) takes a record's terms from the file when its id is there
+with the digest of its current text, and analyzes any other record
 (written since the save, or changed): appends since the save are replayed from the store,
 which the load reads anyway. The file holds only for the analyzer it was made with
 (:func:`analyzer_key`), the format's :data:`VERSION` and the collection's state as saved

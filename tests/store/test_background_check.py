@@ -9,6 +9,7 @@ in SQLite's own progress handler.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -89,8 +90,14 @@ def test_a_write_waits_until_the_background_check_passed(
     data = tmp_path / "data"
     _seed(data)
     release = threading.Event()
+    nice: list[int] = []
+
+    def hold() -> None:
+        nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        release.wait(60)
+
     monkeypatch.setattr(page_check_mod, "_PROGRESS_STEPS", 10)
-    monkeypatch.setattr(page_check_mod, "progress_hook", lambda: release.wait(60))
+    monkeypatch.setattr(page_check_mod, "progress_hook", hold)
     store = _open(data)
     try:
         assert store.page_check_report() == {
@@ -108,6 +115,9 @@ def test_a_write_waits_until_the_background_check_passed(
         report = store.page_check_report()
         assert report is not None and report["state"] == "ok"  # acknowledged after it passed
         assert store.stats()["page_check"]["state"] == "ok"
+        # the check gave way to the daemon's other threads; they kept their priority
+        assert nice and set(nice) == {page_check_mod.BACKGROUND_NICE}
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
     finally:
         store.close()
     monkeypatch.setattr(page_check_mod, "progress_hook", None)
