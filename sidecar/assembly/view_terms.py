@@ -202,7 +202,7 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
     return header, b"".join(sections)
 
 
-def decode(meta: Mapping[str, object], body: bytes) -> SavedTerms | None:
+def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | None:
     """The terms of a checked file's body (None: sections that do not add up)."""
     sizes, version = meta.get("sections"), meta.get("version")
     if (

@@ -6,6 +6,7 @@ collection it removed records from. SQLite only: a shared store keeps no such fi
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -229,3 +230,26 @@ def test_the_scrub_after_a_forget_removes_the_file(tmp_path: Path) -> None:
         assert not path.exists()
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: raw[:-10],  # cut short
+        lambda raw: raw + b"more",  # bytes past the body
+        lambda raw: raw[:40],  # within the header
+        lambda raw: b"",  # empty
+        lambda raw: b"LIBRAVDB-TERMS\n\xff\xff\xff\x7f{}",  # a header length past the end
+    ],
+)
+def test_a_file_that_is_not_whole_is_refused_and_removed(
+    tmp_path: Path, damage: Callable[[bytes], bytes]
+) -> None:
+    body = bytes(range(256)) * 40
+    lexical_files.write(tmp_path, COLL, {"version": 2}, body)
+    got = lexical_files.read(tmp_path, COLL)
+    assert got is not None and got[0]["version"] == 2 and bytes(got[1]) == body
+    path = lexical_files.path_of(tmp_path, COLL)
+    path.write_bytes(damage(path.read_bytes()))
+    assert lexical_files.read(tmp_path, COLL) is None
+    assert not path.exists()
