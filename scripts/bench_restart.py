@@ -98,11 +98,11 @@ def measure(code: Path, label: str, home: Path, data: Path, calls: int) -> Start
             for q in prompts[:WARM_UP]:
                 client.call("assemble", {**base, "prompt": q})
             for i, q in enumerate(prompts[WARM_UP:]):
-                calls = [
+                pair: list[tuple[list[float], str, dict[str, object]]] = [
                     (start.emb, "embed", {"texts": [q], "kind": "query"}),
                     (start.asm, "assemble", {**base, "prompt": q}),
                 ]
-                for times, method, params in calls[:: 1 if i % 2 else -1]:
+                for times, method, params in pair[:: 1 if i % 2 else -1]:
                     began = time.perf_counter()
                     client.call(method, params)
                     times.append((time.perf_counter() - began) * 1000)
