@@ -106,21 +106,51 @@ def analyzer_key(index: BM25Index) -> str:
 @dataclass(frozen=True)
 class SavedTerms:
     """A file's terms: :attr:`docs` (slot = the record's place in the file) and, through
-    :meth:`slots_of`, the slot of each id whose text has the saved digest."""
+    :meth:`slots_of`, the slot of each id whose text has the saved digest. The ids stay
+    one UTF-8 blob (``id_off``: byte offsets) until a load that is not a restart in the
+    file's order needs them one by one (:attr:`ids`, :attr:`slots`): at 1M records a list
+    of their strings and a dict over them cost about 150 MB during the load."""
 
     docs: DocTerms
-    slots: Mapping[str, int]
     digests: U64
-    ids: Sequence[str] = ()  # in file order
+    id_off: I64
+    id_blob: bytes
     groups: TermGroups | None = None  # the postings by term (slot = place in the file)
+
+    def __len__(self) -> int:
+        return int(self.id_off.shape[0]) - 1
+
+    @functools.cached_property
+    def ids(self) -> list[str]:
+        """The ids, in file order."""
+        return _strings(self.id_off, self.id_blob)
+
+    @functools.cached_property
+    def slots(self) -> dict[str, int]:
+        """Each id's slot."""
+        return {rid: i for i, rid in enumerate(self.ids)}
+
+    def leads(self, rids: Sequence[str]) -> bool:
+        """Whether ``rids`` begin with the file's ids in its order (a restart), compared
+        as one string and its offsets rather than as a string per id."""
+        m = len(self)
+        if len(rids) < m:
+            return False
+        head = rids[:m]
+        text = self.id_blob.decode("utf-8", "surrogatepass")
+        if len(text) != len(self.id_blob):  # not ASCII: byte and character offsets differ
+            return list(head) == self.ids
+        lens = np.fromiter(map(len, head), np.int64, m)
+        return bool(np.array_equal(np.cumsum(lens), self.id_off[1:])) and "".join(head) == text
 
     def slots_of(self, rids: Sequence[str], texts: Sequence[str]) -> I64:
         """The slot of each record whose text has the saved digest (-1: none)."""
-        n, m = len(rids), len(self.ids)
+        n, m = len(rids), len(self)
         got = np.full(n, -1, dtype=np.int64)
-        same = min(n, m) if rids[:m] == self.ids[:n] else 0  # a restart: the file's order
-        got[:same] = np.arange(same)
-        got[same:] = np.fromiter(map(self.slots.get, rids[same:], itertools.repeat(-1)), np.int64)
+        if self.leads(rids):  # the others are not in the file: a view's ids are distinct
+            got[:m] = np.arange(m)
+        else:
+            got[:] = np.fromiter(map(self.slots.get, rids, itertools.repeat(-1)), np.int64, n)
         have = np.flatnonzero(got >= 0)
         if have.size == n:
             got[text_digests(texts) != self.digests[got]] = -1
@@ -216,13 +246,19 @@ def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | 
     whole = memoryview(body)  # sections as views: slices of bytes would copy them
     part = [whole[a:b] for a, b in itertools.pairwise(cuts)]
     terms = _strings(np.frombuffer(part[0], dtype=np.int64), bytes(part[1]))
-    ids = _strings(np.frombuffer(part[2], dtype=np.int64), bytes(part[3]))
+    id_off, id_blob = np.frombuffer(part[2], dtype=np.int64), bytes(part[3])
     digests = np.frombuffer(part[4], dtype=np.uint64)
     off = np.frombuffer(part[5], dtype=np.int64)
     tids = np.frombuffer(part[6], dtype=np.int32)
     tfs = np.frombuffer(part[7], dtype=np.int32)
-    n = len(ids)
-    ok = digests.shape[0] == n and off.shape[0] == n + 1 and tids.shape == tfs.shape
+    n = int(id_off.shape[0]) - 1
+    ok = (
+        n >= 0
+        and int(id_off[-1]) == len(id_blob)
+        and digests.shape[0] == n
+        and off.shape[0] == n + 1
+        and tids.shape == tfs.shape
+    )
     if not ok or (n and (int(off[-1]) != tids.shape[0] or int(tids.max(initial=0)) >= len(terms))):
         return None
     docs = DocTerms.from_arrays(terms, off, tids, tfs)
@@ -235,7 +271,7 @@ def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | 
         )
         if not groups.fits(len(terms), tids.shape[0], n):
             return None
-    return SavedTerms(docs, {rid: i for i, rid in enumerate(ids)}, digests, ids, groups)
+    return SavedTerms(docs, digests, id_off, id_blob, groups)
 
 
 def load(

@@ -265,3 +265,41 @@ def test_digests_in_c_are_the_digests_of_each_text() -> None:
     for texts in (["", "a", "é東", "x" * 5000], ["ok", "lone \ud800 surrogate"]):
         want = [view_terms.text_digest(t) for t in texts]
         assert view_terms.text_digests(texts).tolist() == want
+
+
+def test_a_restart_in_the_file_s_order_decodes_no_id_one_by_one() -> None:
+    docs = _texts(300, 13)
+    saved = _saved(docs[:250])
+    bulk = BM25Index()
+    assert view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64) == (50, 50)
+    assert "ids" not in saved.__dict__ and "slots" not in saved.__dict__  # never built
+    same(_one_by_one(docs), bulk)
+
+
+@pytest.mark.parametrize(
+    ("saved_ids", "rids", "leads"),
+    [
+        (["ab", "c"], ["ab", "c", "d"], True),
+        (["ab", "c"], ["a", "bc", "d"], False),  # the same characters, other ids
+        (["ab", "c"], ["c", "ab"], False),
+        (["é1", "ü2"], ["é1", "ü2", "x"], True),  # not ASCII: compared id by id
+        (["é1", "ü2"], ["ü2", "é1"], False),
+        (["ab", "c"], ["ab"], False),  # fewer records than the file
+        ([], ["a"], True),
+    ],
+)
+def test_the_file_s_order_is_recognised_exactly(
+    saved_ids: list[str], rids: list[str], leads: bool
+) -> None:
+    docs = [(rid, f"text of {rid}") for rid in saved_ids]
+    saved = _saved(docs) if docs else None
+    if saved is None:  # an empty file: nothing to lead with
+        idx = BM25Index()
+        snap = view_terms.snapshot("c", CollectionState(cid=1), idx, [], [])
+        assert snap is not None
+        saved = view_terms.decode(*view_terms.encode(snap))
+        assert saved is not None
+    assert saved.leads(rids) is leads
+    texts = [f"text of {rid}" for rid in rids]
+    want = [saved_ids.index(r) if r in saved_ids else -1 for r in rids]
+    assert saved.slots_of(rids, texts).tolist() == want  # either way, the same slots
