@@ -292,16 +292,18 @@ class CollectionView:
         gone, docs = rows.texts_not_in(self.rows)  # ids whose text changed leave the index
         for rid in gone:
             self.bm25.remove(rid)
-        saved = view_terms.load(terms_dir, self.name, state, self.bm25) if terms_dir else None
-        done = view_terms.index_texts(
+        other = twin.bm25 if twin is not None else None  # its term strings shared, or copied
+        saved = (
+            view_terms.load(terms_dir, self.name, state, self.bm25, other) if terms_dir else None
+        )
+        self.analyzed, self._unsaved = view_terms.index_texts(
             self.bm25,
             docs,
             saved,
-            twin.bm25 if twin is not None else None,
+            other,
             None if twin is None else view_terms.twin_text(twin.by_id, twin.rows.record_text),
             BM25_PART,
         )
-        self.analyzed, self._unsaved = done
         del docs, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
         self.rows = rows

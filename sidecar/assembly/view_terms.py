@@ -232,8 +232,12 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
     return header, b"".join(sections)
 
 
-def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | None:
-    """The terms of a checked file's body (None: sections that do not add up)."""
+def decode(
+    meta: Mapping[str, object], body: bytes | bytearray, vocabulary: DocTerms | None = None
+) -> SavedTerms | None:
+    """The terms of a checked file's body (None: sections that do not add up); a term
+    ``vocabulary`` holds too is its string object there (a 1M view's million terms: about
+    55 MB of strings not held twice)."""
     sizes, version = meta.get("sections"), meta.get("version")
     if (
         not isinstance(sizes, list)
@@ -246,6 +250,8 @@ def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | 
     whole = memoryview(body)  # sections as views: slices of bytes would copy them
     part = [whole[a:b] for a, b in itertools.pairwise(cuts)]
     terms = _strings(np.frombuffer(part[0], dtype=np.int64), bytes(part[1]))
+    if vocabulary is not None and vocabulary.terms:
+        terms = vocabulary.shared(terms)
     id_off, id_blob = np.frombuffer(part[2], dtype=np.int64), bytes(part[3])
     digests = np.frombuffer(part[4], dtype=np.uint64)
     off = np.frombuffer(part[5], dtype=np.int64)
@@ -275,10 +281,17 @@ def decode(meta: Mapping[str, object], body: bytes | bytearray) -> SavedTerms | 
 
 
 def load(
-    data_dir: Path, collection: str, state: CollectionState, index: BM25Index
+    data_dir: Path,
+    collection: str,
+    state: CollectionState,
+    index: BM25Index,
+    twin: BM25Index | None = None,
 ) -> SavedTerms | None:
     """The saved terms of ``collection`` when its file holds for ``state`` and analyzes
-    like ``index`` (module doc); a file that does not is removed."""
+    like ``index`` (module doc); a file that does not is removed. ``twin``: an index whose
+    vocabulary the file's mostly repeats (the history beside the durable memories), whose
+    term strings are taken for the equal ones instead of a second copy of each (a string
+    is only text: the twin's analyzer does not matter)."""
     got = lexical_files.read(data_dir, collection)
     if got is None:
         return None
@@ -290,7 +303,7 @@ def load(
         and lexical_files.holds(meta, state)
     ):
         try:
-            saved = decode(meta, body)
+            saved = decode(meta, body, twin.forward if twin is not None else None)
         except (ValueError, UnicodeDecodeError):
             saved = None
     if saved is None:

@@ -303,3 +303,31 @@ def test_the_file_s_order_is_recognised_exactly(
     texts = [f"text of {rid}" for rid in rids]
     want = [saved_ids.index(r) if r in saved_ids else -1 for r in rids]
     assert saved.slots_of(rids, texts).tolist() == want  # either way, the same slots
+
+
+def test_saved_terms_take_a_twin_s_strings_for_the_terms_it_holds() -> None:
+    docs = _texts(200, 14)
+    twin = _one_by_one(docs[:150])  # holds most of the file's terms, not all
+    saved = _saved(docs)
+    header, body = view_terms.encode(
+        view_terms.snapshot(
+            "c",
+            CollectionState(cid=1),
+            _one_by_one(docs),
+            [d for d, _ in docs],
+            [t for _, t in docs],
+        )
+        or pytest.fail("no snapshot")
+    )
+    shared = view_terms.decode(header, body, twin.forward)
+    assert shared is not None and shared.docs.terms == saved.docs.terms
+    held = twin.forward.term_id
+    mine = [t for t in shared.docs.terms if t not in held]
+    assert mine  # some terms only the file has: its own strings
+    for term in shared.docs.terms:
+        if term in held:
+            assert term is twin.forward.terms[held[term]]
+    assert all(shared.docs.term_id[t] == i for i, t in enumerate(shared.docs.terms))
+    bulk = BM25Index()
+    view_terms.index_texts(bulk, iter(docs), shared, None, lambda _r: None, 64)
+    same(_one_by_one(docs), bulk)

@@ -165,6 +165,12 @@ class DocTerms:
             self._ids_of(dict.fromkeys(words))
         return np.fromiter(map(term_id.__getitem__, words), np.int32, len(words))
 
+    def shared(self, words: list[str]) -> list[str]:
+        """``words`` with each one this vocabulary holds replaced by its string object
+        here (the same text, one object in memory)."""
+        term_id, terms = self.term_id, self.terms
+        return [terms[i] if (i := term_id.get(w)) is not None else w for w in words]
+
     def translate(self, other: DocTerms, tids: I32) -> I32:
         """``other``'s term ids ``tids`` as ids of this vocabulary (new terms added). An
         empty vocabulary takes ``other``'s whole (a load from saved terms or a twin): the
