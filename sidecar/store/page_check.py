@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +61,10 @@ _PROGRESS_STEPS = 1000
 progress_hook: Callable[[], object] | None = None
 #: The check thread's niceness: it gives way to everything else the daemon does.
 BACKGROUND_NICE = 19
+#: ``store.page_check_background_bytes`` of an offline command (export, import, migrate):
+#: it has no endpoint to announce sooner, so it checks every file before it starts and a
+#: damaged store is refused up front (an export would otherwise copy what it can read).
+NEVER_IN_BACKGROUND = sys.maxsize
 
 
 def _first_problem(conn: sqlite3.Connection) -> str | None:

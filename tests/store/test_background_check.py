@@ -25,6 +25,7 @@ from sidecar.store import CorruptStore, Store, StoreClosed
 from sidecar.store import page_check as page_check_mod
 from sidecar.store.types import Put
 from tests.support import RawConnection, start_daemon
+from tests.test_tools import libravdb
 
 pytestmark = pytest.mark.sqlite_only("SQLite's page check")
 
@@ -254,3 +255,31 @@ def test_the_daemon_exits_1_with_one_line_when_the_background_check_fails(
     assert [(e["mode"], e["state"]) for e in checked] == [("background", "failed")]
     # it had opened and announced its endpoint; the damaged record was never read
     assert out.decode().strip()
+
+
+def test_an_offline_export_checks_every_page_before_it_starts(tmp_path: Path) -> None:
+    """The background check is the daemon's: an export has no endpoint to announce
+    sooner, so even with the threshold at 0 a damaged store is refused up front, with
+    no file written, rather than exported as far as its pages read."""
+    data = tmp_path / "data"
+    _seed(data)
+    first = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")  # records the model
+    assert first.stop() == 0
+    db = data / "store.sqlite3"
+    with sqlite3.connect(db) as conn:  # an index an export does not read
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'records_cid_session_time'"
+        ).fetchone()
+    conn.close()
+    raw = bytearray(db.read_bytes())
+    size = int.from_bytes(raw[16:18], "big")
+    raw[(root - 1) * size : (root - 1) * size + 8] = b"\xff" * 8
+    db.write_bytes(bytes(raw))
+    config = tmp_path / "libravdb.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "dump.ndjson"
+    args = ["export", "--config", str(config), "--data-dir", str(data), "-o", str(out)]
+    done = libravdb(tmp_path, *args)
+    assert done.returncode == 1, done.stderr
+    assert "damaged" in done.stderr and str(data / "store.sqlite3") in done.stderr
+    assert not out.exists() and not list(tmp_path.glob("dump.ndjson*"))
