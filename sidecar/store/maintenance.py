@@ -34,8 +34,8 @@ def checkpoint(store: SqliteState) -> dict[str, int]:
         raise StoreClosed("the store is closed")
     # after the page check (page_check.py): a damaged database fails this as any write
     failure = store._pages.wait()
-    if failure is not None:
-        raise failure
+    if failure is not None:  # the check's one error: its frames start here, not after the last
+        raise failure.with_traceback(None)
     saved = _checkpoint_indexes(store)
     # readers of an older snapshot make it give up after a moment rather than hold every
     # write for the busy timeout; the next checkpoint truncates the log then

@@ -366,7 +366,8 @@ class Writer(threading.Thread):
 def _fail_all(jobs: list[Job], error: BaseException) -> None:
     for j in jobs:
         if j.future.set_running_or_notify_cancel():
-            j.future.set_exception(error)
+            # one error for every job: each raise would add its frames to the last one's
+            j.future.set_exception(error.with_traceback(None))
 
 
 def _job_statement(g: _Group, j: Job, sql: str) -> bool:

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -185,6 +186,16 @@ def test_damage_found_in_the_background_fails_writes_and_writes_nothing(tmp_path
             store.delete("user:u", "r3")
         with pytest.raises(CorruptStore):
             store.checkpoint()
+        depths = []
+        for i in range(30):  # one error object for all: its traceback does not pile up
+            with pytest.raises(CorruptStore) as again:
+                store.put("user:u", f"n{i}", text="another", vector=_vec(i))
+            with pytest.raises(CorruptStore) as flushed:
+                store.checkpoint()
+            depths.append(
+                (len(traceback.extract_tb(again.tb)), len(traceback.extract_tb(flushed.tb)))
+            )
+        assert len(set(depths)) == 1, depths
         with pytest.raises(CorruptStore) as read:  # the damaged record's read
             store.get("user:u", "r20")
         assert str(db) in read.value.message
