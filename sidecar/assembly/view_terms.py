@@ -65,10 +65,10 @@ log = structlog.get_logger(__name__)
 #: 2 added the postings by term (three sections); a version-1 file is still read (its
 #: postings are sorted at load, and the view saves a version-2 file).
 VERSION = 2
-READS = (1, 2)
+#: The body sections of each version read.
+SECTIONS = {1: 8, 2: 11}
 #: Texts analyzed since the last save (by a load or catch-ups) that make a save worth it.
 SAVE_MIN_ANALYZED = 1024
-SECTIONS = {1: 8, 2: 11}
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -274,8 +274,9 @@ def decode(
             np.frombuffer(part[8], dtype=np.int64).copy(),
             np.frombuffer(part[9], dtype=np.int32).copy(),
             np.frombuffer(part[10], dtype=np.float32).copy(),
+            n,
         )
-        if not groups.fits(len(terms), tids.shape[0], n):
+        if groups is None or not groups.fits(len(terms), tids.shape[0], n):
             return None
     return SavedTerms(docs, digests, id_off, id_blob, groups)
 
@@ -298,7 +299,7 @@ def load(
     meta, body = got
     saved = None
     if (
-        meta.get("version") in READS
+        meta.get("version") in SECTIONS
         and meta.get("analyzer") == analyzer_key(index)
         and lexical_files.holds(meta, state)
     ):
@@ -416,7 +417,7 @@ def index_texts(
     groups = None
     if len(parts) == 1 and parts[0][0].shape[0] == n:  # one source (a restart): as they are
         flat_t, flat_f = parts[0][1], parts[0][2]
-        if saved is not None and saved.groups is not None and _in_file_order(saved_at):
+        if saved is not None and np.array_equal(saved_at, np.arange(n)):  # the file's order
             groups = saved.groups
     else:
         starts = np.cumsum(nterms) - nterms
@@ -429,14 +430,6 @@ def index_texts(
     index.add_arrays(rids, nterms, flat_t, flat_f, groups)
     own = 0 if saved is None or saved.groups is None else int((saved_at >= 0).sum())
     return Indexed(int(todo.shape[0]), n - own)
-
-
-def _in_file_order(saved_at: I64) -> bool:
-    """Whether document ``i`` is the file's slot ``i`` for every ``i``."""
-    n = saved_at.shape[0]
-    return bool(n and int(saved_at[0]) == 0 and int(saved_at[-1]) == n - 1) and bool(
-        np.all(np.diff(saved_at) == 1)
-    )
 
 
 def twin_text(by_id: Mapping[str, int], record_text: Callable[[int], str]) -> TwinText:

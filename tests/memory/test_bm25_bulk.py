@@ -13,7 +13,7 @@ import pytest
 
 from sidecar.assembly import view_terms
 from sidecar.memory.core import bm25_topk, lexical
-from sidecar.memory.core.bm25_arrays import count_terms, doc_lengths, stable_order
+from sidecar.memory.core.bm25_arrays import TermGroups, count_terms, doc_lengths, stable_order
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.store.types import CollectionState
 
@@ -331,3 +331,23 @@ def test_saved_terms_take_a_twin_s_strings_for_the_terms_it_holds() -> None:
     bulk = BM25Index()
     view_terms.index_texts(bulk, iter(docs), shared, None, lambda _r: None, 64)
     same(_one_by_one(docs), bulk)
+
+
+def test_postings_by_term_are_taken_only_by_an_empty_index_and_only_when_sound() -> None:
+    docs = _texts(120, 15)
+    saved = _saved(docs)
+    assert saved.groups is not None
+    g = saved.groups
+    assert TermGroups.of(g.off, g.slots, g.tfs, 120) is not None
+    assert TermGroups.of(g.off, g.slots, g.tfs, 100) is None  # slots past the records
+    assert TermGroups.of(g.off[::-1].copy(), g.slots, g.tfs, 120) is None  # not offsets
+    assert TermGroups.of(g.off, g.slots, g.tfs[:-1], 120) is None  # a frequency short
+    assert g.fits(len(saved.docs.terms), g.slots.shape[0], 120)
+    assert not g.fits(len(saved.docs.terms) + 1, g.slots.shape[0], 120)
+    assert not g.fits(len(saved.docs.terms), g.slots.shape[0], 119)
+    # an index that already holds a document sorts the load's postings itself
+    bulk = BM25Index()
+    bulk.add("first", "w1 dog")
+    view_terms.index_texts(bulk, iter(docs), saved, None, lambda _r: None, 64)
+    assert bulk._base is not g
+    same(_one_by_one([("first", "w1 dog"), *docs]), bulk)

@@ -371,7 +371,7 @@ class TermGroups:
     """Postings by term, CSR over term ids (module doc): term ``t``'s slots (ascending)
     and frequencies are ``slots``/``tfs[off[t]:off[t + 1]]``."""
 
-    __slots__ = ("off", "slots", "tfs")
+    __slots__ = ("bound", "off", "slots", "tfs")
 
     def __init__(self, tids: I32, slots: I32, tfs: I32 | F32, nvocab: int) -> None:
         order = stable_order(tids)
@@ -379,26 +379,34 @@ class TermGroups:
         np.cumsum(np.bincount(tids, minlength=nvocab), out=self.off[1:])
         self.slots: I32 = slots[order]
         self.tfs: F32 = tfs[order].astype(np.float32)
+        self.bound = int(slots.max(initial=-1)) + 1  # every slot is below it
 
     @classmethod
-    def of(cls, off: I64, slots: I32, tfs: F32) -> TermGroups:
+    def of(cls, off: I64, slots: I32, tfs: F32, nslots: int) -> TermGroups | None:
         """Groups already made (saved beside the store: ``view_terms``), arrays taken as
-        they are: a restart skips the sort of every posting (about 2.5 s a 1M view)."""
+        they are: a restart skips the sort of every posting (about 2.5 s a 1M view).
+        None when they are not postings by term over ``nslots`` slots: a file that lies
+        is refused, not trusted (checked here, once: :meth:`fits` compares sizes)."""
+        n = int(slots.shape[0])
+        if not (
+            off.shape[0] >= 1
+            and int(off[0]) == 0
+            and int(off[-1]) == n == tfs.shape[0]
+            and bool(np.all(np.diff(off) >= 0))
+            and (not n or (int(slots.min()) >= 0 and int(slots.max()) < nslots))
+        ):
+            return None
         out = cls.__new__(cls)
-        out.off, out.slots, out.tfs = off, slots, tfs
+        out.off, out.slots, out.tfs, out.bound = off, slots, tfs, nslots
         return out
 
     def fits(self, nvocab: int, npostings: int, nslots: int) -> bool:
         """Whether these groups can be the postings of a forward index of ``nvocab``
-        terms, ``npostings`` postings and ``nslots`` slots (a saved file's sections
-        check each other; a file that lies is refused, not trusted)."""
-        off, slots = self.off, self.slots
+        terms, ``npostings`` postings and ``nslots`` slots."""
         return (
-            off.shape[0] == nvocab + 1
-            and slots.shape[0] == self.tfs.shape[0] == npostings
-            and (not off.shape[0] or (int(off[0]) == 0 and int(off[-1]) == npostings))
-            and bool(np.all(np.diff(off) >= 0))
-            and (not npostings or (int(slots.min()) >= 0 and int(slots.max()) < nslots))
+            self.off.shape[0] == nvocab + 1
+            and self.slots.shape[0] == npostings
+            and self.bound <= nslots
         )
 
     def count(self, tid: int) -> int:

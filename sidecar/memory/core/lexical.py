@@ -235,9 +235,6 @@ class BM25Index:
         index's vocabulary) with their frequencies ``tfs``. ``groups``: the same postings
         by term (slot ``i`` = document ``i``), taken instead of sorting them when this
         index is empty (a restart from saved terms: ``view_terms``)."""
-        if groups is not None and not self._slot_of and not self._ids and len(set(ids)) == len(ids):
-            self._append(ids, nterms, tids, tfs, groups)
-            return
         src = self._docs  # a removal may compact: then the ids are of another vocabulary
         if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
             ends = np.cumsum(nterms).tolist()
@@ -248,9 +245,9 @@ class BM25Index:
                 self._append([doc_id], nterms[i : i + 1], one, tfs[a:b])
             return
         self._remove_all(ids)
-        self._append(
-            ids, nterms, tids if self._docs is src else self._docs.translate(src, tids), tfs
-        )
+        if self._docs is not src:  # the ids of another vocabulary now: neither fits
+            tids, groups = self._docs.translate(src, tids), None
+        self._append(ids, nterms, tids, tfs, groups)
 
     def _remove_all(self, ids: Sequence[str]) -> None:
         if self._slot_of:
@@ -284,7 +281,7 @@ class BM25Index:
         nvocab = len(self._docs.terms)
         self._df = zero_padded(self._df, nvocab)
         fresh = not held and self._base is None and not self._postings
-        if fresh and groups is not None and groups.fits(nvocab, int(tids.shape[0]), n):
+        if fresh and first == 0 and groups is not None and groups.fits(nvocab, tids.shape[0], n):
             self._df[:nvocab] += np.diff(groups.off)
             self._base = groups
             return
