@@ -19,18 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import msgspec
-
 from sidecar.config import Settings
 from sidecar.engines import EngineHub
 from sidecar.engines.embedder import Embedder
 from sidecar.memory.core import layout as C
 from sidecar.memory.core import scope
-from sidecar.store import StoreError, StoreLocked
+from sidecar.store import StoreError, StoreLocked, page_check
 from sidecar.store.backend import open_store, reembed
 from sidecar.store.files import DB_NAME
 from sidecar.store.interface import StoreBackend
-from sidecar.store.page_check import NEVER_IN_BACKGROUND
 
 
 class ToolError(Exception):
@@ -136,9 +133,7 @@ def _open_store(settings: Settings, embedder: Embedder, command: str) -> Iterato
             fingerprint=embedder.fingerprint,
             model=embedder.profile,
             tiers=tiers,
-            settings=msgspec.structs.replace(
-                settings.store, page_check_background_bytes=NEVER_IN_BACKGROUND
-            ),
+            settings=page_check.offline(settings.store),
         )
     except StoreError as exc:
         raise _tool_error(exc, command) from exc

@@ -138,18 +138,16 @@ def _pg_meta(url: str) -> dict[str, str] | None:
 def open_end(where: Location, ident: Identity, embed_dims: int) -> StoreBackend:
     """Open one end with the source's identity. No background indexing: a daemon builds
     the vector indexes when it starts on the result."""
-    from sidecar.config import StoreSettings
+    from sidecar.store import page_check
     from sidecar.store.backend import open_store
     from sidecar.store.errors import StoreError
-    from sidecar.store.page_check import NEVER_IN_BACKGROUND
 
     kwargs: dict[str, Any] = {
         "embed_dims": embed_dims,
         "fingerprint": ident.fingerprint,
         "model": ident.model,
         "background": False,
-        # an offline command checks every page before it starts (page_check.py)
-        "settings": StoreSettings(page_check_background_bytes=NEVER_IN_BACKGROUND),
+        "settings": page_check.offline(),
     }
     if ident.profile is not None:
         kwargs["profile"] = ident.profile

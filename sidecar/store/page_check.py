@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
 import structlog
 
+from sidecar.config import StoreSettings
 from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
 from sidecar.store.writer import map_sqlite_error
 
@@ -61,10 +63,15 @@ _PROGRESS_STEPS = 1000
 progress_hook: Callable[[], object] | None = None
 #: The check thread's niceness: it gives way to everything else the daemon does.
 BACKGROUND_NICE = 19
-#: ``store.page_check_background_bytes`` of an offline command (export, import, migrate):
-#: it has no endpoint to announce sooner, so it checks every file before it starts and a
-#: damaged store is refused up front (an export would otherwise copy what it can read).
-NEVER_IN_BACKGROUND = sys.maxsize
+
+
+def offline(settings: StoreSettings | None = None) -> StoreSettings:
+    """``settings`` (the defaults when None) for an offline command (export, import,
+    migrate): it has no endpoint to announce sooner, so it checks every page before it
+    starts and a damaged store is refused up front, whatever the size (an export beside
+    the check would copy what it can read)."""
+    base = settings if settings is not None else StoreSettings()
+    return msgspec.structs.replace(base, page_check_background_bytes=sys.maxsize)
 
 
 def _first_problem(conn: sqlite3.Connection) -> str | None:

@@ -55,12 +55,17 @@ def _open(data: Path, **kw: Any) -> Store:
 
 def _damage_page_of(db: Path, i: int) -> None:
     """Break the b-tree header of the page that holds record ``i``."""
-    raw = bytearray(db.read_bytes())
-    page_size = int.from_bytes(raw[16:18], "big")
-    at = raw.index(f"<<record {i:03d}>>".encode())
-    page = at // page_size
+    raw = db.read_bytes()
+    page = raw.index(f"<<record {i:03d}>>".encode()) // int.from_bytes(raw[16:18], "big")
     assert page > 0
-    raw[page * page_size : page * page_size + 8] = b"\xff" * 8
+    _break_page(db, page + 1)
+
+
+def _break_page(db: Path, number: int) -> None:
+    """Break the b-tree header of page ``number`` (SQLite counts pages from 1)."""
+    raw = bytearray(db.read_bytes())
+    size = int.from_bytes(raw[16:18], "big")
+    raw[(number - 1) * size : (number - 1) * size + 8] = b"\xff" * 8
     db.write_bytes(bytes(raw))
 
 
@@ -282,10 +287,7 @@ def test_an_offline_export_checks_every_page_before_it_starts(tmp_path: Path) ->
             "SELECT rootpage FROM sqlite_schema WHERE name = 'records_cid_session_time'"
         ).fetchone()
     conn.close()
-    raw = bytearray(db.read_bytes())
-    size = int.from_bytes(raw[16:18], "big")
-    raw[(root - 1) * size : (root - 1) * size + 8] = b"\xff" * 8
-    db.write_bytes(bytes(raw))
+    _break_page(db, root)
     config = tmp_path / "libravdb.toml"
     config.write_text(CONFIG)
     out = tmp_path / "dump.ndjson"
