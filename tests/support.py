@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -270,6 +271,10 @@ def open_test_store(data_dir: Path, **kwargs: Any) -> Any:
     return open_store(current_store().url(data_dir) or data_dir, **kwargs)
 
 
+#: seconds a kill -9 child may take to open its store and reach its saves
+SAVING_DEADLINE = 120.0
+
+
 def kill_9_while_saving(script: str, *args: str, delay: float) -> None:
     """Run ``script`` (``python -c``, with ``args``) in a child process, wait for its
     "saving" line (what it prints before it saves again and again), let it run ``delay``
@@ -277,14 +282,22 @@ def kill_9_while_saving(script: str, *args: str, delay: float) -> None:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONFAULTHANDLER": "1",  # a SIGABRT prints every thread's stack on stderr
     }
     proc = subprocess.Popen(
         [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, env=env, cwd=REPO
     )
     assert proc.stdout is not None
-    while (line := proc.stdout.readline()) and line.strip() != b"saving":
-        pass  # the store's log lines
-    assert line.strip() == b"saving"
+    # a child that never gets to its saves is aborted, its stacks shown, well before the
+    # test's own timeout (which would show only this process's wait)
+    watchdog = threading.Timer(SAVING_DEADLINE, proc.send_signal, (signal.SIGABRT,))
+    watchdog.start()
+    try:
+        while (line := proc.stdout.readline()) and line.strip() != b"saving":
+            pass  # the store's log lines
+    finally:
+        watchdog.cancel()
+    assert line.strip() == b"saving", f"the child never saved (exit {proc.wait()})"
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -293,9 +293,8 @@ class CollectionView:
         for rid in gone:
             self.bm25.remove(rid)
         other = twin.bm25 if twin is not None else None  # its term strings shared, or copied
-        saved = (
-            view_terms.load(terms_dir, self.name, state, self.bm25, other) if terms_dir else None
-        )
+        place = store.terms_place()
+        saved = view_terms.load(place, self.name, state, self.bm25, other) if place else None
         self.analyzed, self._unsaved = view_terms.index_texts(
             self.bm25,
             docs,
@@ -358,10 +357,10 @@ class CollectionView:
         self.file.density_synced(self._rows_dir, self, self.state, density)
 
     def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
-        """Save the BM25 terms beside the store (view_terms.py) when enough texts were
+        """Save the BM25 terms in the store's place (view_terms.py) when enough texts were
         analyzed since the last save and no save of this view is running."""
-        terms_dir = _terms_dir(store)
-        if terms_dir is None or self._unsaved < max(SAVE_MIN_ANALYZED, len(self.rows) // 10):
+        place = store.terms_place()
+        if place is None or self._unsaved < max(SAVE_MIN_ANALYZED, len(self.rows) // 10):
             return
         if self._saving is not None and self._saving.is_alive():
             return
@@ -369,7 +368,7 @@ class CollectionView:
         texts = [rows.record_text(i) for i in range(len(rows))]
         snap = view_terms.snapshot(self.name, state, self.bm25, rows.ids, texts)
         if snap is not None:
-            self._saving = view_terms.save_in_background(terms_dir, snap)
+            self._saving = view_terms.save_in_background(place, snap)
             self._unsaved = 0
 
     def catch_up(self, store: StoreBackend, state: CollectionState) -> int:

@@ -1,8 +1,11 @@
-"""A view's BM25 terms saved beside the store, so that a start does not analyze every text
-of a large collection again (issue 36).
+"""A view's BM25 terms saved beside the store (a PostgreSQL store: in its database), so
+that a start does not analyze every text of a large collection again (issue 36).
 
-The file of a collection (``sidecar/store/lexical_files.py``: where, atomic writes,
-checksums, the scrub after a forget) holds, per record of the view when it was saved, its
+Where they are kept is the store's (``StoreBackend.terms_place``, ``terms_place.py``): a
+file per collection beside a SQLite store (``sidecar/store/lexical_files.py``: atomic
+writes, checksums, the scrub after a forget), a row per collection in a PostgreSQL store's
+database, shared by its daemons and deleted with any removal (``pg/saved_terms.py``).
+The file of a collection holds, per record of the view when it was saved, its
 id, a 64-bit BLAKE2b digest of the text that was analyzed, and its analyzed terms (term
 ids and frequencies, CSR by record, over a vocabulary of only the terms those records
 use) and, from :data:`VERSION` 2, the same postings by term (``TermGroups``: a restart
@@ -45,7 +48,6 @@ import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -55,6 +57,7 @@ import structlog
 from sidecar.memory.core.bm25_arrays import DocTerms, TermGroups, count_terms, ranges
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.store import lexical_files
+from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import CollectionState
 
 #: The analyzed text of an id in a twin view (None: the twin has no such id).
@@ -282,7 +285,7 @@ def decode(
 
 
 def load(
-    data_dir: Path,
+    place: TermsPlace,
     collection: str,
     state: CollectionState,
     index: BM25Index,
@@ -293,7 +296,7 @@ def load(
     vocabulary the file's mostly repeats (the history beside the durable memories), whose
     term strings are taken for the equal ones instead of a second copy of each (a string
     is only text: the twin's analyzer does not matter)."""
-    got = lexical_files.read(data_dir, collection)
+    got = place.read(collection)
     if got is None:
         return None
     meta, body = got
@@ -309,21 +312,23 @@ def load(
             saved = None
     if saved is None:
         log.info("lexical.saved_terms_dropped", collection=collection[:200])
-        lexical_files.remove(data_dir, collection)
+        place.remove(collection)
     return saved
 
 
-def save(data_dir: Path, snap: Snapshot) -> None:
+def save(place: TermsPlace, snap: Snapshot) -> bool:
+    """Write ``snap``; False when ``place`` refused it (a removal since its state)."""
     header, body = encode(snap)
-    lexical_files.write(data_dir, snap.collection, header, body)
+    return place.write(snap.collection, header, body)
 
 
-def save_in_background(data_dir: Path, snap: Snapshot) -> threading.Thread:
+def save_in_background(place: TermsPlace, snap: Snapshot) -> threading.Thread:
     """:func:`save` in a daemon thread (a failure is logged; the next load analyzes)."""
 
     def run() -> None:
         try:
-            save(data_dir, snap)
+            if not save(place, snap):
+                log.info("lexical.save_refused", collection=snap.collection[:200])
         except Exception as exc:
             log.warning("lexical.save_failed", collection=snap.collection[:200], error=repr(exc))
 

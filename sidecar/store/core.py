@@ -25,6 +25,7 @@ from sidecar.store import by_time, ndjson
 from sidecar.store.common import check_changed_since, iter_pages, merge_searches
 from sidecar.store.errors import InvalidInput, StoreClosed
 from sidecar.store.rows import Columns
+from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
@@ -502,6 +503,11 @@ class StoreCore(Closable, abc.ABC):
         """The database's page check at open: ``{state: running|ok|failed|cancelled,
         mode: sync|background, seconds}`` (SQLite, ``page_check.py``); None for a
         backend without one (a PostgreSQL server checks its pages itself)."""
+        return None
+
+    def terms_place(self) -> TermsPlace | None:
+        """Where the views of this store save their BM25 terms (``terms_place.py``): files
+        beside a SQLite store, a table of a PostgreSQL one; None keeps none."""
         return None
 
     def on_failure(self, callback: Callable[[Exception], None]) -> None:

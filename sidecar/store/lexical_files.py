@@ -19,7 +19,7 @@ import json
 import os
 import struct
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,11 +67,20 @@ def local_dir(store: object) -> Path | None:
     return d if isinstance(d, Path) else None
 
 
-def write(data_dir: Path, collection: str, header: Mapping[str, Any], body: bytes) -> None:
+def write(
+    data_dir: Path,
+    collection: str,
+    header: Mapping[str, Any],
+    body: bytes,
+    holds: Callable[[], bool] | None = None,
+) -> bool:
     """Write ``collection``'s file atomically: a temporary file in the same directory,
     fsync'ed, renamed over the old one, the directory fsync'ed. A kill at any point
     leaves the old file, the new one or none (and at worst a temporary file, which
-    :func:`scrub` removes)."""
+    :func:`scrub` removes). ``holds``: asked under the files' lock right before the rename
+    (as the scrub after a forget checks under it): False, and the new file is removed
+    instead (a record was removed since the terms were taken: its words must not go back
+    on disk); returns whether the file was written."""
     meta = {**header, "collection": collection, "sha256": hashlib.sha256(body).hexdigest()}
     head = json.dumps(meta, sort_keys=True).encode()
     folder = directory(data_dir)
@@ -86,8 +95,12 @@ def write(data_dir: Path, collection: str, header: Mapping[str, Any], body: byte
             os.fsync(fd)
         finally:
             os.close(fd)
+        if holds is not None and not holds():
+            unlink(tmp)
+            return False
         os.replace(tmp, final)
         fsync_dir(folder)
+    return True
 
 
 def read(data_dir: Path, collection: str) -> tuple[dict[str, Any], bytearray] | None:

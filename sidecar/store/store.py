@@ -57,6 +57,7 @@ from sidecar.store.lock import DirLock
 from sidecar.store.schema import SCHEMA_VERSION
 from sidecar.store.scrub import WAIT_S
 from sidecar.store.sqlite_state import SqliteState
+from sidecar.store.terms_place import FilePlace
 from sidecar.store.types import (
     CollectionInfo,
     CollectionState,
@@ -230,6 +231,9 @@ class Store(SqliteState, StoreCore):
 
     def on_failure(self, callback: Callable[[Exception], None]) -> None:
         self._pages.on_failure(callback)
+
+    def terms_place(self) -> FilePlace:
+        return FilePlace(self.data_dir, self.collection_states)
 
     def _close_conns(self) -> None:
         self._shut = True

@@ -181,7 +181,7 @@ CHILD = textwrap.dedent(
     snap = view_terms.snapshot(coll, state, view.bm25, view.ids, texts)
     print("saving", flush=True)
     while True:  # saves until killed
-        view_terms.save(Path(data_dir), snap)
+        view_terms.save(store.terms_place(), snap)
     """
 )
 
@@ -253,3 +253,29 @@ def test_a_file_that_is_not_whole_is_refused_and_removed(
     path.write_bytes(damage(path.read_bytes()))
     assert lexical_files.read(tmp_path, COLL) is None
     assert not path.exists()
+
+
+def test_a_save_taken_before_a_removal_writes_no_file(tmp_path: Path) -> None:
+    """A view's background save that ends after a forget (and after the forget's scrub)
+    must not put the forgotten record's words back on disk."""
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        view = CollectionView(COLL)
+        state = store.collection_states([COLL])[COLL]
+        view.reload(store, state)
+        view.close()
+        lexical_files.remove(tmp_path, COLL)
+        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
+        assert snap is not None
+        assert store.delete(COLL, "r00011")
+        assert lexical_files.scrub_store(store) == 0  # the forget's scrub: nothing yet
+        assert not view_terms.save(store.terms_place(), snap)
+        assert lexical_files.saved(tmp_path) == []
+        current = store.collection_states([COLL])[COLL]
+        fresh = view_terms.snapshot(COLL, current, view.bm25, view.ids, texts)
+        assert fresh is not None and view_terms.save(store.terms_place(), fresh)
+        assert lexical_files.saved(tmp_path) == [COLL]
+    finally:
+        store.close()

@@ -186,3 +186,27 @@ def test_version_2_database_gets_removal_counters_and_the_seq_index(empty_url: s
             for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'libravdb'")
         }
     assert "records_cid_seq" in indexes
+
+
+def test_version_4_database_gets_saved_terms_removed_by_a_delete(empty_url: str) -> None:
+    """Migration 5 from the previous version, with data: the saved-terms table, and the end
+    of a write transaction that deletes a collection's saved terms with a removal (and
+    counts as before)."""
+    _v1_database(empty_url)
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        assert S.migrate(conn, target=4) == [2, 3, 4]
+    with open_store(empty_url, embed_dims=4, fingerprint="fp") as store:
+        assert _versions(empty_url) == list(range(1, S.SCHEMA_VERSION + 1))
+        state = store.collection_states(["user:u1"])["user:u1"]
+        place = store.terms_place()
+        assert place is not None
+        header = {"cid": state.cid, "removals": state.removals}
+        assert place.write("user:u1", header, b"terms")
+        got = place.read("user:u1")
+        assert got is not None and got[1] == b"terms" and got[0]["cid"] == state.cid
+        store.put("user:u1", "b", vector=[0, 0, 1, 0])  # no removal: the terms stay
+        assert place.read("user:u1") is not None
+        store.delete("user:u1", "a")
+        assert place.read("user:u1") is None
+        now = store.collection_states(["user:u1"])["user:u1"]
+        assert (now.removals, now.count) == (state.removals + 1, state.count)

@@ -194,7 +194,38 @@ def _v4(conn: Conn) -> None:
         conn.execute(stmt)  # constant DDL
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4)
+def _finish_v5() -> str:
+    """``_FINISH``, and then the collection's saved BM25 terms go in the transaction of any
+    removal from it, once it holds the collection row's lock (pg/saved_terms.py: a save
+    takes that lock in share mode)."""
+    update = f"    UPDATE {SCHEMA}.collections\n"
+    delete = (
+        "    IF p_removed > 0 THEN\n"
+        f"        DELETE FROM {SCHEMA}.saved_terms WHERE cid = p_cid;\n"
+        "    END IF;\n"
+    )
+    made = _FINISH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+    assert made.count(update) == 1  # released text: it does not change
+    return made.replace(update, delete + update)
+
+
+def _v5(conn: Conn) -> None:
+    """Saved BM25 terms shared by the daemons (pg/saved_terms.py): one row per collection,
+    its body stored uncompressed, deleted by the transaction of any removal from the
+    collection (``_finish_v5``) and with the collection."""
+    for stmt in (
+        """CREATE TABLE saved_terms (
+            cid    bigint PRIMARY KEY REFERENCES collections (cid) ON DELETE CASCADE,
+            header text NOT NULL,
+            body   bytea NOT NULL
+        )""",
+        "ALTER TABLE saved_terms ALTER COLUMN body SET STORAGE EXTERNAL",
+        _finish_v5(),
+    ):
+        conn.execute(stmt)  # constant DDL
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

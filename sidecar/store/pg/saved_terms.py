@@ -1,0 +1,97 @@
+"""Saved BM25 terms in the database (``terms_place.py``; schema ``_v5``).
+
+Every daemon on the database reads one collection's terms from ``saved_terms`` at a
+view's load instead of analyzing every text again, and the first daemon that had to
+analyze saves them for the others. The row is kept out of the removal's way:
+
+* any transaction that removes a record of the collection deletes the row, after it has
+  taken the collection row's lock (``finish_collection``), so no forgotten record's words
+  stay behind its commit;
+* a save takes that lock in share mode first and writes only while the collection's
+  ``removals`` is the one the terms were taken at: a save that raced a removal either
+  waited for its commit and is refused, or committed first and is deleted by it.
+
+The body is stored uncompressed (``STORAGE EXTERNAL``: it is mostly integers, and a 1M
+view's 355 MB would cost a compression at every save and a decompression at every
+start). The header carries the body's SHA-256, checked at every read, as a file's is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from sidecar.store.terms_place import Saved
+
+if TYPE_CHECKING:
+    from sidecar.store.pg.state import PgState
+
+
+class PgTermsPlace:
+    """The saved terms of one PostgreSQL store (``store``: its state, whose pool it uses)."""
+
+    def __init__(self, store: PgState) -> None:
+        self.store = store
+
+    def read(self, collection: str) -> Saved | None:
+        if "\x00" in collection:  # not a name the database can hold
+            return None
+        rows = self.store.db.read(
+            "SELECT t.header, t.body FROM saved_terms t JOIN collections c USING (cid) "
+            "WHERE c.name = %s",
+            (collection,),
+            binary=True,  # the body as it is: text format would send it as hex, twice its size
+        )
+        if not rows:
+            return None
+        header, body = rows[0][0], rows[0][1]
+        try:
+            meta = json.loads(header)
+        except ValueError:
+            meta = None
+        if (
+            isinstance(meta, dict)
+            and meta.get("collection") == collection
+            and meta.get("sha256") == hashlib.sha256(body).hexdigest()
+        ):
+            return meta, body
+        self.remove(collection)
+        return None
+
+    def write(self, collection: str, header: dict[str, Any], body: bytes) -> bool:
+        if "\x00" in collection:
+            return False
+        meta = {**header, "collection": collection, "sha256": hashlib.sha256(body).hexdigest()}
+        head = json.dumps(meta, sort_keys=True)
+
+        def save(conn: psycopg.Connection[Any]) -> bool:
+            # share mode: waits for a removal's transaction holding the row (which then
+            # shows its new count), and holds back one that comes after until this commits
+            row = conn.execute(
+                "SELECT cid, removals FROM collections WHERE name = %s FOR SHARE",
+                (collection,),
+            ).fetchone()
+            if row is None or (row[0], row[1]) != (header.get("cid"), header.get("removals")):
+                return False
+            conn.execute(
+                "INSERT INTO saved_terms (cid, header, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT (cid) DO UPDATE SET header = EXCLUDED.header, body = EXCLUDED.body",
+                (row[0], head, body),
+            )
+            return True
+
+        return self.store.db.transact(save, "save terms")
+
+    def remove(self, collection: str) -> None:
+        if "\x00" in collection:
+            return
+        self.store.db.transact(
+            lambda conn: conn.execute(
+                "DELETE FROM saved_terms WHERE cid = (SELECT cid FROM collections WHERE name = %s)",
+                (collection,),
+            ),
+            "remove terms",
+        )
