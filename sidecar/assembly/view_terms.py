@@ -194,8 +194,9 @@ def snapshot(
     )
 
 
-def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
-    """The header fields and body of ``snap``'s file."""
+def encode(snap: Snapshot) -> tuple[dict[str, object], list[memoryview]]:
+    """The header fields and body of ``snap``'s file, the body as its sections' buffers
+    (the arrays' own memory: written one after another, never joined into one copy)."""
     off, tids, tfs = snap.docs.arrays()
     starts = off[snap.slots]
     lens = off[snap.slots + 1] - starts
@@ -209,30 +210,36 @@ def encode(snap: Snapshot) -> tuple[dict[str, object], bytes]:
     id_off, id_bytes = _blob(snap.ids)
     local32: I32 = local.astype(np.int32)
     freqs = tfs[take].astype(np.int32)
+    del local, take, used
     slots = np.repeat(np.arange(len(snap.ids), dtype=np.int32), lens)
     groups = TermGroups(local32, slots, freqs, len(terms))  # the writer thread's sort
     del slots
     sections = [
-        term_off.tobytes(),
-        term_bytes,
-        id_off.tobytes(),
-        id_bytes,
-        digests.tobytes(),
-        new_off.tobytes(),
-        local32.tobytes(),
-        freqs.tobytes(),
-        groups.off.tobytes(),
-        groups.slots.tobytes(),
-        groups.tfs.tobytes(),
+        _raw(term_off),
+        memoryview(term_bytes),
+        _raw(id_off),
+        memoryview(id_bytes),
+        _raw(digests),
+        _raw(new_off),
+        _raw(local32),
+        _raw(freqs),
+        _raw(groups.off),
+        _raw(groups.slots),
+        _raw(groups.tfs),
     ]
     header: dict[str, object] = {
         "version": VERSION,
         "cid": snap.state.cid,
         "removals": snap.state.removals,
         "analyzer": snap.analyzer,
-        "sections": [len(s) for s in sections],
+        "sections": [s.nbytes for s in sections],
     }
-    return header, b"".join(sections)
+    return header, sections
+
+
+def _raw(values: npt.NDArray[np.generic]) -> memoryview:
+    """The bytes of ``values`` in memory order (native byte order, as decode reads them)."""
+    return np.ascontiguousarray(values).data.cast("B")
 
 
 def decode(

@@ -19,7 +19,7 @@ import json
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +45,8 @@ KINDS = (TERMS, VIEWS, GRAPHS)
 MAGIC, SUFFIX = TERMS.magic, TERMS.suffix
 LEN = struct.Struct("<I")
 lock = threading.Lock()  # one writer or scrubber at a time in this process
+#: A part of a body to write: bytes, or a view of an array's memory (written as it is).
+Piece = bytes | bytearray | memoryview
 
 
 def companion(path: Path, kind: FileKind | None = None) -> Path:
@@ -71,17 +73,19 @@ def write(
     data_dir: Path,
     collection: str,
     header: Mapping[str, Any],
-    body: bytes,
+    body: Sequence[Piece],
     holds: Callable[[], bool] | None = None,
 ) -> bool:
-    """Write ``collection``'s file atomically: a temporary file in the same directory,
-    fsync'ed, renamed over the old one, the directory fsync'ed. A kill at any point
+    """Write ``collection``'s file, its body the concatenation of the ``body`` pieces
+    (written one after another: never joined into one copy), atomically: a temporary
+    file in the same directory, fsync'ed, renamed over the old one, the directory
+    fsync'ed. A kill at any point
     leaves the old file, the new one or none (and at worst a temporary file, which
     :func:`scrub` removes). ``holds``: asked under the files' lock right before the rename
     (as the scrub after a forget checks under it): False, and the new file is removed
     instead (a record was removed since the terms were taken: its words must not go back
     on disk); returns whether the file was written."""
-    meta = {**header, "collection": collection, "sha256": hashlib.sha256(body).hexdigest()}
+    meta = {**header, "collection": collection, "sha256": sha256_of(body)}
     head = json.dumps(meta, sort_keys=True).encode()
     folder = directory(data_dir)
     with lock:
@@ -90,8 +94,8 @@ def write(
         tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for part in (MAGIC, LEN.pack(len(head)), head, body):
-                write_all(fd, memoryview(part))
+            for part in (MAGIC, LEN.pack(len(head)), head, *body):
+                write_all(fd, as_bytes(part))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -219,6 +223,19 @@ def _files(data_dir: Path, kind: FileKind) -> Iterator[tuple[Path, dict[str, Any
         except (OSError, struct.error):
             got = None
         yield path, got[0] if got else {}
+
+
+def as_bytes(piece: Piece) -> memoryview:
+    """``piece`` (bytes, or a view of a numpy array) as a flat view of its bytes."""
+    return memoryview(piece).cast("B")
+
+
+def sha256_of(pieces: Sequence[Piece]) -> str:
+    """The SHA-256 (hex) of the concatenation of ``pieces``, without making it."""
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(as_bytes(piece))
+    return digest.hexdigest()
 
 
 def write_all(fd: int, view: memoryview) -> None:

@@ -16,12 +16,13 @@ removal: it would keep a forgotten record's words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from sidecar.store import lexical_files
+from sidecar.store.lexical_files import Piece
 from sidecar.store.types import CollectionState
 
 #: ``(header, body)`` of a saved blob that is whole (its checksum matched).
@@ -34,8 +35,9 @@ class TermsPlace(Protocol):
     def read(self, collection: str) -> Saved | None:
         """The whole blob of ``collection`` (a damaged one is removed), or None."""
 
-    def write(self, collection: str, header: dict[str, Any], body: bytes) -> bool:
-        """Save ``collection``'s blob, replacing any before; False when refused (the
+    def write(self, collection: str, header: dict[str, Any], body: Sequence[Piece]) -> bool:
+        """Save ``collection``'s blob, its body the concatenation of the ``body`` pieces
+        (never joined into one copy), replacing any before; False when refused (the
         collection changed under it: dropped, or a record removed since ``header``'s
         ``removals``)."""
 
@@ -54,7 +56,7 @@ class FilePlace:
     def read(self, collection: str) -> Saved | None:
         return lexical_files.read(self.data_dir, collection)
 
-    def write(self, collection: str, header: dict[str, Any], body: bytes) -> bool:
+    def write(self, collection: str, header: dict[str, Any], body: Sequence[Piece]) -> bool:
         # a background save may end after a forget and its scrub: asked right before the
         # rename, under the lock the scrub takes
         def holds() -> bool:

@@ -91,7 +91,8 @@ def _saved(docs: list[tuple[str, str]]) -> view_terms.SavedTerms:
         "c", CollectionState(cid=1), idx, [d for d, _ in docs], [t for _, t in docs]
     )
     assert snap is not None
-    header, body = view_terms.encode(snap)
+    header, pieces = view_terms.encode(snap)
+    body = b"".join(pieces)
     got = view_terms.decode(header, body)
     assert got is not None
     return got
@@ -149,7 +150,8 @@ def test_a_version_1_file_is_read_and_its_postings_sorted() -> None:
         "c", CollectionState(cid=1), idx, [d for d, _ in docs], [t for _, t in docs]
     )
     assert snap is not None
-    header, body = view_terms.encode(snap)
+    header, pieces = view_terms.encode(snap)
+    body = b"".join(pieces)
     sizes = header["sections"]
     assert isinstance(sizes, list)
     old = {**header, "version": 1, "sections": sizes[:8]}  # what version 1 wrote
@@ -166,7 +168,8 @@ def test_postings_by_term_that_do_not_fit_the_file_refuse_it() -> None:
         "c", CollectionState(cid=1), _one_by_one(docs), [d for d, _ in docs], [t for _, t in docs]
     )
     assert snap is not None
-    header, body = view_terms.encode(snap)
+    header, pieces = view_terms.encode(snap)
+    body = b"".join(pieces)
     sizes = header["sections"]
     assert isinstance(sizes, list)
     at = sum(sizes[:9])  # the first slot of the postings by term: past the last document
@@ -297,7 +300,8 @@ def test_the_file_s_order_is_recognised_exactly(
         idx = BM25Index()
         snap = view_terms.snapshot("c", CollectionState(cid=1), idx, [], [])
         assert snap is not None
-        saved = view_terms.decode(*view_terms.encode(snap))
+        header, pieces = view_terms.encode(snap)
+        saved = view_terms.decode(header, b"".join(pieces))
         assert saved is not None
     assert saved.leads(rids) is leads
     texts = [f"text of {rid}" for rid in rids]
@@ -309,7 +313,7 @@ def test_saved_terms_take_a_twin_s_strings_for_the_terms_it_holds() -> None:
     docs = _texts(200, 14)
     twin = _one_by_one(docs[:150])  # holds most of the file's terms, not all
     saved = _saved(docs)
-    header, body = view_terms.encode(
+    header, pieces = view_terms.encode(
         view_terms.snapshot(
             "c",
             CollectionState(cid=1),
@@ -319,7 +323,7 @@ def test_saved_terms_take_a_twin_s_strings_for_the_terms_it_holds() -> None:
         )
         or pytest.fail("no snapshot")
     )
-    shared = view_terms.decode(header, body, twin.forward)
+    shared = view_terms.decode(header, b"".join(pieces), twin.forward)
     assert shared is not None and shared.docs.terms == saved.docs.terms
     held = twin.forward.term_id
     mine = [t for t in shared.docs.terms if t not in held]

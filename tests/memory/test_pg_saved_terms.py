@@ -162,3 +162,27 @@ def test_a_damaged_row_is_dropped_and_every_text_analyzed(pg_url: str) -> None:
         assert _answers(second) == _answers(first)
         assert _saved_rows(pg_url) == 1  # saved anew
         assert _load(store).analyzed == 0
+
+
+def test_two_daemons_saving_one_collection_at_once_leave_one_whole_row(pg_url: str) -> None:
+    _seed(pg_url)
+    with _open(pg_url) as one, _open(pg_url) as two:
+        view = CollectionView(COLL)
+        state = one.collection_states([COLL])[COLL]
+        view.reload(one, state)
+        view.close()
+        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
+        assert snap is not None
+        results: list[bool] = []
+        savers = [
+            threading.Thread(target=lambda s=s: results.append(view_terms.save(s, snap)))
+            for s in (one.terms_place(), two.terms_place()) * 2
+        ]
+        for t in savers:
+            t.start()
+        for t in savers:
+            t.join(60)
+        assert results == [True] * 4
+        assert _saved_rows(pg_url) == 1
+        assert _load(two).analyzed == 0  # whole: it checks and every record's terms hold

@@ -246,7 +246,7 @@ def test_a_file_that_is_not_whole_is_refused_and_removed(
     tmp_path: Path, damage: Callable[[bytes], bytes]
 ) -> None:
     body = bytes(range(256)) * 40
-    lexical_files.write(tmp_path, COLL, {"version": 2}, body)
+    lexical_files.write(tmp_path, COLL, {"version": 2}, [body[:1000], body[1000:]])
     got = lexical_files.read(tmp_path, COLL)
     assert got is not None and got[0]["version"] == 2 and bytes(got[1]) == body
     path = lexical_files.path_of(tmp_path, COLL)

@@ -201,7 +201,7 @@ def test_version_4_database_gets_saved_terms_removed_by_a_delete(empty_url: str)
         place = store.terms_place()
         assert place is not None
         header = {"cid": state.cid, "removals": state.removals}
-        assert place.write("user:u1", header, b"terms")
+        assert place.write("user:u1", header, [b"ter", memoryview(b"ms")])
         got = place.read("user:u1")
         assert got is not None and got[1] == b"terms" and got[0]["cid"] == state.cid
         store.put("user:u1", "b", vector=[0, 0, 1, 0])  # no removal: the terms stay
