@@ -170,3 +170,25 @@ def test_vectors_from_bytes_have_the_bits_of_unit_row_by_row() -> None:
     VL.vectors_into(full, blobs[:0] + [v.tobytes() for v in vectors if v is not None][:300], dims)
     kept = [v for v in vectors if v is not None][:300]
     assert full.tobytes() == np.stack([VL.unit(v, dims) for v in kept]).tobytes()
+
+
+@pytest.mark.sqlite_only("damaged records are written through SQLite's own connection")
+def test_a_page_of_damaged_records_only_does_not_end_the_load(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records after a page whose every record is damaged (skipped) are still loaded
+    (the load once stopped there: the page read again as records came back empty)."""
+    name = NAMES[0]
+    with Store.open(data_dir, embed_dims=DIMS) as store:
+        _seed(store, n=20)
+    conn = sqlite3.connect(data_dir / "store.sqlite3")
+    with conn:
+        # one page of two: (nul, r000), (r001, r002), (r003, r004), (r005, r006), ...
+        conn.execute("UPDATE records SET metadata = '{' WHERE id IN ('r005', 'r006')")
+    conn.close()
+    monkeypatch.setattr(VL, "READ_PAGE", 2)
+    with Store.open(data_dir, embed_dims=DIMS) as store:
+        rows = VL.read_rows(store, name, 21, DIMS)[0]
+        assert "r005" not in rows.ids and "r006" not in rows.ids
+        assert len(rows) == store.count(name) - 2
+        assert rows.ids[-1] == max(r.id for r in store.list_records(name, limit=100))
