@@ -15,7 +15,8 @@ same ``ef``).
 
 Labels are the view's row numbers (rows only grow at the end or are rewritten in place
 between full reloads; a reload starts a new graph). The graph is built in the background
-(:data:`_BUILDS`, one build at a time, so one core stays free for requests) from the rows
+(one build at a time, so one core stays free for requests; one from scratch at the lowest
+CPU priority, :data:`_FRESH_BUILDS`) from the rows
 present when it starts; rows appended or rewritten meanwhile are noted and inserted by
 the next search. Until the graph is ready, and if it fails, :meth:`ViewGraph.search`
 returns None and the view asks the store's index as before: the graph never makes an
@@ -42,6 +43,7 @@ import structlog
 from usearch.index import Index
 
 from sidecar.assembly.view_rows import Matrix
+from sidecar.priority import lower_this_thread
 from sidecar.store.index import scaled_ef
 
 log = structlog.get_logger(__name__)
@@ -68,8 +70,15 @@ EF_FACTOR = 1.5
 LOAD_WAIT_S = 30.0
 BUILD_CHUNK = 10_000  # rows per insert call: the build checks for cancellation between
 # One build at a time, process-wide: a daemon with two large views (history and durable
-# memories) keeps a core for the requests it serves meanwhile.
+# memories) keeps a core for the requests it serves meanwhile. A graph resumed from its
+# file (a search may wait for it) is built at the daemon's priority; one built from
+# scratch, which nothing waits for (the store's index ranks meanwhile), on a thread of
+# the lowest priority: on PostgreSQL, where every start builds, the history's build
+# took a core from the durable view's load and the server's answers to it.
 _BUILDS = ThreadPoolExecutor(1, thread_name_prefix="libravdb-view-graph")
+_FRESH_BUILDS = ThreadPoolExecutor(
+    1, thread_name_prefix="libravdb-view-graph-build", initializer=lower_this_thread
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +122,9 @@ class ViewGraph:
         answers (``graph_file.py``)."""
         self.total_rows = rows
         self.loading = resume is not None
-        _BUILDS.submit(self._build, mat, rows, resume, save)
+        (_BUILDS if resume is not None else _FRESH_BUILDS).submit(
+            self._build, mat, rows, resume, save
+        )
 
     def _build(self, mat: Matrix, rows: int, resume: Resume | None, save: Saver | None) -> None:
         try:

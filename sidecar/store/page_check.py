@@ -31,8 +31,6 @@ connection is read-only, and while one connection is open no other's close does.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 import sys
 import threading
@@ -46,6 +44,7 @@ import msgspec
 import structlog
 
 from sidecar.config import StoreSettings
+from sidecar.priority import lower_this_thread
 from sidecar.store.errors import CorruptStore, StorageUnavailable, StoreClosed, StoreError
 from sidecar.store.writer import map_sqlite_error
 
@@ -61,8 +60,6 @@ _PROGRESS_STEPS = 1000
 #: Tests only: called from the check's progress handler, to slow a check deterministically
 #: (SQLite itself is real; see tests/store/test_background_check.py).
 progress_hook: Callable[[], object] | None = None
-#: The check thread's niceness: it gives way to everything else the daemon does.
-BACKGROUND_NICE = 19
 
 
 def offline(settings: StoreSettings | None = None) -> StoreSettings:
@@ -93,14 +90,6 @@ def wal_file_of_size(path: Path, threshold: int) -> bool:
     except OSError:
         return False
     return size >= threshold and len(head) == 20 and head[:16] == _MAGIC and head[18:20] == b"\2\2"
-
-
-def _yield_cpu() -> None:
-    """Lower this thread's scheduling priority (Linux: a niceness per thread). The check
-    runs in SQLite without the GIL, beside the start's own loads: at 1M memories, on two
-    cores, it took a core from a restart's first ``assemble`` for its 30 s."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
 class PageCheck:
@@ -186,7 +175,9 @@ class PageCheck:
         return 1 if self._cancel.is_set() else 0  # non-zero: SQLite interrupts the check
 
     def _run(self, conn: sqlite3.Connection) -> None:
-        _yield_cpu()
+        # SQLite runs the check without the GIL, beside the start's own loads: at 1M
+        # memories, on two cores, it took a core from a restart's first assemble for 30 s
+        lower_this_thread()
         started = self._log_start("large file")
         try:
             detail = _first_problem(conn)

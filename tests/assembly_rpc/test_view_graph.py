@@ -4,6 +4,8 @@ growth past its capacity, closing and failing (the view then asks the store)."""
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,7 @@ from usearch.index import Index
 
 from sidecar.assembly import view_graph as VG
 from sidecar.assembly.view_graph import GraphParams, ViewGraph
+from sidecar.priority import BACKGROUND_NICE
 from sidecar.store.index import EF_MAX, EF_SCALE_FROM, scaled_ef
 
 pytestmark = pytest.mark.sqlite_only("no store: a graph over a numpy matrix")
@@ -231,3 +234,32 @@ def test_a_row_rewritten_with_the_same_vector_is_not_inserted_again(
         found = g.search(mat, q, 5)
         assert found is not None and found[0].tolist() == _exact(mat, 200, q, 5)
     assert removed == [5]
+
+
+def test_a_build_from_scratch_runs_at_the_lowest_priority_a_resumed_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing waits for a build from scratch (the store's index ranks meanwhile): it
+    takes only the CPU the daemon's loads and requests leave. A graph resumed from its
+    file, which a search may wait for, keeps the daemon's priority."""
+    rng = np.random.default_rng(8)
+    mat = _units(rng, 200)
+    nice: dict[str, int] = {}
+    real_add = Index.add
+
+    def spy(index: Index, keys: npt.NDArray[np.uint64], data: F32, **kw: Any) -> object:
+        me = threading.current_thread().name
+        nice[me] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return real_add(index, keys, data, **kw)
+
+    monkeypatch.setattr(Index, "add", spy)
+    fresh = _built(mat, 200)
+    assert fresh.ready and fresh.origin == "built"
+    [(built_by, built_nice)] = nice.items()
+    assert built_nice == BACKGROUND_NICE and built_by.startswith("libravdb-view-graph-build")
+    nice.clear()
+    resumed = ViewGraph("turns:t", DIMS, GraphParams(ef_search=200))
+    resumed.start(mat, 200, resume=lambda: (VG.new_index(DIMS, resumed.params), None))
+    assert resumed.wait(60) and resumed.origin == "built"
+    [(resumed_by, resumed_nice)] = nice.items()
+    assert resumed_nice == os.getpriority(os.PRIO_PROCESS, 0) and resumed_by != built_by

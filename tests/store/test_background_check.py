@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from sidecar.config import StoreSettings
+from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import CorruptStore, Store, StoreClosed
 from sidecar.store import page_check as page_check_mod
 from sidecar.store.types import Put
@@ -123,7 +124,7 @@ def test_a_write_waits_until_the_background_check_passed(
         assert report is not None and report["state"] == "ok"  # acknowledged after it passed
         assert store.stats()["page_check"]["state"] == "ok"
         # the check gave way to the daemon's other threads; they kept their priority
-        assert nice and set(nice) == {page_check_mod.BACKGROUND_NICE}
+        assert nice and set(nice) == {BACKGROUND_NICE}
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
     finally:
         store.close()
