@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -66,6 +67,16 @@ def pg_server() -> Iterator[object]:
 
     with pg_server.session_server() as server:
         yield server
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> str:
+    """A fresh database of the session's PostgreSQL server with the store's schema (the
+    test skips under ``--backend sqlite``)."""
+    if request.config.getoption("--backend") == "sqlite":
+        pytest.skip("PostgreSQL tests deselected (--backend sqlite)")
+    server: Any = request.getfixturevalue("pg_server")
+    return str(server.new_database(migrated=True))
 
 
 def _target(backend: str, request: pytest.FixtureRequest) -> StoreTarget:

@@ -9,27 +9,18 @@ import time
 
 import numpy as np
 import psycopg
-import pytest
 
 from sidecar.assembly import view_terms
 from sidecar.assembly.cache import CollectionView
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
+from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import Put
-from tests.pg_server import PgTestServer
 
 COLL = "turns:u1"
 N = 1500  # past view_terms.SAVE_MIN_ANALYZED
 WORDS = ["biscuit", "tennis", "puppy", "garden", "lighthouse", "violin", "paella", "marathon"]
 QUERIES = ["tennis puppy", "lighthouse violin garden", "paella", "marathon 17"]
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> str:
-    if request.config.getoption("--backend") == "sqlite":
-        pytest.skip("PostgreSQL tests deselected (--backend sqlite)")
-    server: PgTestServer = request.getfixturevalue("pg_server")
-    return server.new_database(migrated=True)
 
 
 def _open(url: str) -> StoreBackend:
@@ -67,6 +58,26 @@ def _saved_rows(url: str) -> int:
     return int(row[0])
 
 
+def _place(store: StoreBackend) -> TermsPlace:
+    place = store.terms_place()
+    assert place is not None
+    return place
+
+
+def _snapshot(store: StoreBackend) -> view_terms.Snapshot:
+    """A view's terms as a save would write them, taken at the collection's state now,
+    with nothing saved in the database."""
+    view = CollectionView(COLL)
+    state = store.collection_states([COLL])[COLL]
+    view.reload(store, state)
+    view.close()
+    _place(store).remove(COLL)
+    texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+    snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
+    assert snap is not None
+    return snap
+
+
 def test_a_second_daemon_takes_the_terms_the_first_saved(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as one, _open(pg_url) as two:  # two daemons on one database
@@ -81,7 +92,7 @@ def test_a_second_daemon_takes_the_terms_the_first_saved(pg_url: str) -> None:
         two.put(COLL, "zz-new", text="the lighthouse keeper", vector=np.ones(8))
         third = _load(one)
         assert third.analyzed == 2
-        one.terms_place().remove(COLL)
+        _place(one).remove(COLL)
         fresh = _load(two)
         assert fresh.analyzed == N + 1
         assert _answers(third) == _answers(fresh)
@@ -105,42 +116,26 @@ def test_a_removal_deletes_the_saved_terms_in_its_transaction(pg_url: str) -> No
 def test_a_save_taken_before_a_removal_is_refused(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as store:
-        view = CollectionView(COLL)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        view.close()
-        store.terms_place().remove(COLL)
-        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
-        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
-        assert snap is not None
+        snap = _snapshot(store)
         assert store.delete(COLL, "r00011")
-        assert not view_terms.save(store.terms_place(), snap)  # it holds r00011's words
+        assert not view_terms.save(_place(store), snap)  # it holds r00011's words
         assert _saved_rows(pg_url) == 0
-        current = store.collection_states([COLL])[COLL]
-        fresh = view_terms.snapshot(COLL, current, view.bm25, view.ids, texts)
-        assert fresh is not None and view_terms.save(store.terms_place(), fresh)
+        assert view_terms.save(_place(store), _snapshot(store))  # taken after it
         assert _saved_rows(pg_url) == 1
 
 
 def test_a_save_that_meets_an_uncommitted_removal_waits_and_is_refused(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as store:
-        view = CollectionView(COLL)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        view.close()
-        store.terms_place().remove(COLL)
-        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
-        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
-        assert snap is not None
+        snap = _snapshot(store)
         results: list[bool] = []
         with psycopg.connect(pg_url) as conn:  # a removal, as the store's writes make it
             conn.execute(
-                "DELETE FROM libravdb.records WHERE id = 'r00005' AND cid = %s", (state.cid,)
+                "DELETE FROM libravdb.records WHERE id = 'r00005' AND cid = %s", (snap.state.cid,)
             )
-            conn.execute("SELECT libravdb.finish_collection(%s, -1, 1, 0)", (state.cid,))
+            conn.execute("SELECT libravdb.finish_collection(%s, -1, 1, 0)", (snap.state.cid,))
             saver = threading.Thread(
-                target=lambda: results.append(view_terms.save(store.terms_place(), snap))
+                target=lambda: results.append(view_terms.save(_place(store), snap))
             )
             saver.start()
             time.sleep(0.5)
@@ -167,17 +162,11 @@ def test_a_damaged_row_is_dropped_and_every_text_analyzed(pg_url: str) -> None:
 def test_two_daemons_saving_one_collection_at_once_leave_one_whole_row(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as one, _open(pg_url) as two:
-        view = CollectionView(COLL)
-        state = one.collection_states([COLL])[COLL]
-        view.reload(one, state)
-        view.close()
-        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
-        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
-        assert snap is not None
+        snap = _snapshot(one)
         results: list[bool] = []
         savers = [
             threading.Thread(target=lambda s=s: results.append(view_terms.save(s, snap)))
-            for s in (one.terms_place(), two.terms_place()) * 2
+            for s in (_place(one), _place(two)) * 2
         ]
         for t in savers:
             t.start()

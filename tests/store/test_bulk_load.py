@@ -18,7 +18,6 @@ from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.pg.bulk import MAX_BUILD_MEMORY_MB, MIN_BUILD_MEMORY_MB, build_memory_mb
 from sidecar.store.pg.store import PgStore
-from tests.pg_server import PgTestServer
 
 from .conftest import Location, clustered, exact_topk
 
@@ -97,14 +96,6 @@ def test_a_failed_bulk_load_keeps_its_writes_and_indexes_later(
 
 
 # ---- PostgreSQL: the deferral across daemons -------------------------------------------------
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> str:
-    if request.config.getoption("--backend") == "sqlite":
-        pytest.skip("PostgreSQL tests deselected (--backend sqlite)")
-    server: PgTestServer = request.getfixturevalue("pg_server")
-    return server.new_database(migrated=True)
 
 
 def test_pg_bulk_load_defers_every_daemons_build_to_its_exit(pg_url: str) -> None:

@@ -41,14 +41,6 @@ from .conftest import clustered, exact_topk
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> str:
-    if request.config.getoption("--backend") == "sqlite":
-        pytest.skip("PostgreSQL tests deselected (--backend sqlite)")
-    server: PgTestServer = request.getfixturevalue("pg_server")
-    return server.new_database(migrated=True)
-
-
 def _open(url: str, **kw: Any) -> PgStore:
     args: dict[str, Any] = {"embed_dims": 4, "fingerprint": "fp"}
     args.update(kw)
