@@ -16,6 +16,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
             "sidecar.config",
             "sidecar.stats",
             "sidecar.allocator",
+            "sidecar.priority",
             "sidecar.logging_setup",
         ),
     ),
