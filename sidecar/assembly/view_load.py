@@ -78,9 +78,10 @@ def read_rows(
 
 def pages_ahead(store: StoreBackend, name: str) -> Iterator[tuple[str | None, Columns]]:
     """Every record of ``name`` as pages of columns in id order, each with the id it
-    follows; the next page is read on another thread while the caller takes this one (a
-    PostgreSQL server finds and sends it meanwhile: at 100k records the load waited about
-    4 s for the server's pages, one after the other)."""
+    follows; the next page is read on another thread while the caller takes this one
+    (its query runs, and on PostgreSQL its rows are made, in the time the caller spends
+    filling the matrix and the rows; at 100k records on two cores busy with a start, it
+    did not measurably shorten the load: docs/benchmarks.md, issue 36's eleventh step)."""
     with ThreadPoolExecutor(1, thread_name_prefix="libravdb-view-pages") as ahead:
         after: str | None = None
         nxt = ahead.submit(store.columns, name, after, READ_PAGE)
