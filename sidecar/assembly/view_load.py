@@ -5,15 +5,13 @@ bits of one vector at a time)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
 from sidecar.assembly.view_rows import F32, FULL, Matrix, ViewRows, decode_fields
-from sidecar.store.rows import Columns
 from sidecar.store.types import Record
 
 if TYPE_CHECKING:
@@ -61,35 +59,23 @@ def read_rows(
     (``{}``, or a damaged record skipped)."""
     mat: Matrix = np.zeros((capacity(count), dims), dtype=dtype)
     rows = ViewRows(lean)
-    for after, cols in pages_ahead(store, name):
+    after: str | None = None
+    while (cols := store.columns(name, after, READ_PAGE)).ids:
         try:
             metas = [decode_fields(m) for m in cols.metas]
         except msgspec.DecodeError:
+            # every record of such a page may be damaged (and skipped): the load goes on
+            # after the page, not after what the records gave back
             page = store.list_records(name, after_id=after, limit=READ_PAGE, include_vectors=True)
             mat = _records_into(rows, mat, name, page, dims)
-            continue
-        a = len(rows)
-        mat = with_room(mat, a, a + len(cols.ids))
-        vectors_into(mat[a : a + len(cols.ids)], cols.vectors, dims)
-        nonzero: list[bool] = np.any(mat[a : a + len(cols.ids)], axis=1).tolist()
-        rows.extend_columns(name, cols, metas, nonzero)
+        else:
+            a = len(rows)
+            mat = with_room(mat, a, a + len(cols.ids))
+            vectors_into(mat[a : a + len(cols.ids)], cols.vectors, dims)
+            nonzero: list[bool] = np.any(mat[a : a + len(cols.ids)], axis=1).tolist()
+            rows.extend_columns(name, cols, metas, nonzero)
+        after = cols.ids[-1]
     return rows, mat
-
-
-def pages_ahead(store: StoreBackend, name: str) -> Iterator[tuple[str | None, Columns]]:
-    """Every record of ``name`` as pages of columns in id order, each with the id it
-    follows; the next page is read on another thread while the caller takes this one
-    (its query runs, and on PostgreSQL its rows are made, in the time the caller spends
-    filling the matrix and the rows; at 100k records on two cores busy with a start, it
-    did not measurably shorten the load: docs/benchmarks.md, issue 36's eleventh step)."""
-    with ThreadPoolExecutor(1, thread_name_prefix="libravdb-view-pages") as ahead:
-        after: str | None = None
-        nxt = ahead.submit(store.columns, name, after, READ_PAGE)
-        while (cols := nxt.result()).ids:
-            last = cols.ids[-1]
-            nxt = ahead.submit(store.columns, name, last, READ_PAGE)
-            yield after, cols
-            after = last
 
 
 def with_room(mat: Matrix, live: int, rows: int) -> Matrix:
