@@ -263,15 +263,15 @@ class CollectionView:
         its twin's text takes the twin's analyzed terms instead of analyzing them again, and
         the twin's id and text strings (``ViewRows.share_strings``)."""
         dims = store.embed_dims
-        terms_dir = _terms_dir(store)
+        files_dir = _files_dir(store)
         if state.count >= self.ann_min_rows and not graph_file.resumable(
-            terms_dir, self.name, self.graph_params is not None
+            files_dir, self.name, self.graph_params is not None
         ):
             store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
         # a start: the rows saved beside the store, if they hold (view_snapshot.py)
         got, since = None, 0
-        if recs is None and terms_dir is not None and self.state is None:
-            got = view_snapshot.load(terms_dir, self.name, state, dims)
+        if recs is None and files_dir is not None and self.state is None:
+            got = view_snapshot.load(files_dir, self.name, state, dims)
             if got is not None and got.matrix.dtype != FULL and len(got.rows) < self.ann_min_rows:
                 got = None  # rounded rows where the exact scan needs the store's: read again
         want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
@@ -336,11 +336,11 @@ class CollectionView:
             changed = store.changed_since(self.name, since, include_vectors=True)
             self._upsert(store, changed)
             file.changed = len(changed)
-            if len(self.rows) < state.count and terms_dir is not None:  # no removal: be safe
-                view_files.remove(terms_dir, self.name)
+            if len(self.rows) < state.count and files_dir is not None:  # no removal: be safe
+                view_files.remove(files_dir, self.name)
                 return self.reload(store, state)
-        self._rows_dir = terms_dir
-        file.save(terms_dir, self, state)
+        self._rows_dir = files_dir
+        file.save(files_dir, self, state)
         return len(self.rows)
 
     @property
@@ -387,7 +387,7 @@ class CollectionView:
         self.state, self.stale = state, False
         self.file.changed += len(recs)
         self._save_terms(store, state)
-        self.file.save(_terms_dir(store), self, state)
+        self.file.save(_files_dir(store), self, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
@@ -489,7 +489,7 @@ class CollectionView:
             stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
             seqs = self.rows.seq[:n]  # a copy: the build reads it while rows grow
             hooks = graph_file.hooks(
-                _terms_dir(self._ann), self.name, self._ann, stamp, seqs, dims, self.graph_params
+                _files_dir(self._ann), self.name, self._ann, stamp, seqs, dims, self.graph_params
             )
             self._graph = ViewGraph(self.name, dims, self.graph_params)
             self._graph.start(self._mat, n, *hooks)
@@ -644,6 +644,7 @@ SAVE_WAIT_S = 30.0
 BM25_PART = 16_384
 
 
-def _terms_dir(store: StoreBackend) -> Path | None:
-    """Where the view's files are saved (a local store no other daemon writes), or None."""
+def _files_dir(store: StoreBackend) -> Path | None:
+    """Where the view's rows and graph files are saved (a local store no other daemon
+    writes), or None; its BM25 terms go to ``store.terms_place()``."""
     return None if is_shared(store) else lexical_files.local_dir(store)

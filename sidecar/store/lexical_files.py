@@ -85,8 +85,7 @@ def write(
     (as the scrub after a forget checks under it): False, and the new file is removed
     instead (a record was removed since the terms were taken: its words must not go back
     on disk); returns whether the file was written."""
-    meta = {**header, "collection": collection, "sha256": sha256_of(body)}
-    head = json.dumps(meta, sort_keys=True).encode()
+    head = sealed_header(header, collection, body)
     folder = directory(data_dir)
     with lock:
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -124,12 +123,8 @@ def read(data_dir: Path, collection: str) -> tuple[dict[str, Any], bytearray] | 
             whole = body is not None and f.readinto(body) == len(body) and not f.read(1)
     except (OSError, struct.error):
         return None
-    if got is not None and body is not None and whole:
-        meta = got[0]
-        if meta.get("collection") == collection and meta.get("sha256") == (
-            hashlib.sha256(body).hexdigest()
-        ):
-            return meta, body
+    if got is not None and body is not None and whole and is_sealed(got[0], collection, body):
+        return got[0], body
     remove(data_dir, collection)
     return None
 
@@ -230,12 +225,23 @@ def as_bytes(piece: Piece) -> memoryview:
     return memoryview(piece).cast("B")
 
 
-def sha256_of(pieces: Sequence[Piece]) -> str:
-    """The SHA-256 (hex) of the concatenation of ``pieces``, without making it."""
+def sealed_header(header: Mapping[str, Any], collection: str, body: Sequence[Piece]) -> bytes:
+    """The JSON header a saved-terms blob is written with: ``header``, the collection it
+    belongs to and the SHA-256 of its body (the concatenation of ``body``, not made)."""
     digest = hashlib.sha256()
-    for piece in pieces:
+    for piece in body:
         digest.update(as_bytes(piece))
-    return digest.hexdigest()
+    meta = {**header, "collection": collection, "sha256": digest.hexdigest()}
+    return json.dumps(meta, sort_keys=True).encode()
+
+
+def is_sealed(meta: Mapping[str, Any], collection: str, body: bytes | bytearray) -> bool:
+    """Whether a blob read with header ``meta`` is ``collection``'s and whole (its body
+    has the SHA-256 :func:`sealed_header` wrote)."""
+    return (
+        meta.get("collection") == collection
+        and meta.get("sha256") == hashlib.sha256(body).hexdigest()
+    )
 
 
 def write_all(fd: int, view: memoryview) -> None:

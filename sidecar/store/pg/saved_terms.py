@@ -18,7 +18,6 @@ start). The header carries the body's SHA-256, checked at every read, as a file'
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 import threading
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from sidecar.store.lexical_files import Piece, as_bytes, sha256_of
+from sidecar.store.lexical_files import Piece, as_bytes, is_sealed, sealed_header
 from sidecar.store.pg.conn import LOCK_SAVED_TERMS
 from sidecar.store.terms_place import Saved
 
@@ -68,11 +67,7 @@ class PgTermsPlace:
             meta = json.loads(header)
         except ValueError:
             meta = None
-        if (
-            isinstance(meta, dict)
-            and meta.get("collection") == collection
-            and meta.get("sha256") == hashlib.sha256(body).hexdigest()
-        ):
+        if isinstance(meta, dict) and is_sealed(meta, collection, body):
             return meta, body
         self.remove(collection)
         return None
@@ -80,8 +75,7 @@ class PgTermsPlace:
     def write(self, collection: str, header: dict[str, Any], body: Sequence[Piece]) -> bool:
         if "\x00" in collection:
             return False
-        meta = {**header, "collection": collection, "sha256": sha256_of(body)}
-        head = json.dumps(meta, sort_keys=True).encode()
+        head = sealed_header(header, collection, body)
         size = sum(as_bytes(piece).nbytes for piece in body)
 
         def save(conn: psycopg.Connection[Any]) -> bool:
