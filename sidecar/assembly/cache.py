@@ -62,9 +62,10 @@ from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.memory.core.lexical_index import LexicalIndex
 from sidecar.memory.core.shared_locks import is_shared
-from sidecar.store import lexical_files, view_files
+from sidecar.store import lexical_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
+from sidecar.store.view_place import ViewPlace
 
 TOUCHED_MAX = 100_000  # ids logged by incremental updates before a forced rebuild
 #: From this many records a collection's dense candidates come from the store's ANN index
@@ -135,7 +136,7 @@ class CollectionView:
     _file: view_snapshot.RowsFile | None = None
     restored: int = 0  # rows the last full load took from the file
     saved_density: SavedDensity | None = None  # the file's, until the density is synced
-    _rows_dir: Path | None = None  # where the file is (None: kept nowhere)
+    _rows_place: ViewPlace | None = None  # where the rows are saved (None: nowhere)
 
     @property
     def ids(self) -> list[str]:
@@ -268,10 +269,9 @@ class CollectionView:
             files_dir, self.name, self.graph_params is not None
         ):
             store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
-        # a start: the rows saved beside the store, if they hold (view_snapshot.py)
-        got, since = None, 0
-        if recs is None and files_dir is not None and self.state is None:
-            got = view_snapshot.load(files_dir, self.name, state, dims)
+        got, since, rows_place = None, 0, store.view_place()
+        if recs is None and self.state is None:  # a start: the rows the store saved, if any
+            got = view_snapshot.load(rows_place, self.name, state, dims, self.snapshot_min_rows)
             if got is not None and got.matrix.dtype != FULL and len(got.rows) < self.ann_min_rows:
                 got = None  # rounded rows where the exact scan needs the store's: read again
         want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
@@ -336,11 +336,11 @@ class CollectionView:
             changed = store.changed_since(self.name, since, include_vectors=True)
             self._upsert(store, changed)
             file.changed = len(changed)
-            if len(self.rows) < state.count and files_dir is not None:  # no removal: be safe
-                view_files.remove(files_dir, self.name)
+            if len(self.rows) < state.count and rows_place is not None:  # no removal: be safe
+                rows_place.remove(self.name)
                 return self.reload(store, state)
-        self._rows_dir = files_dir
-        file.save(files_dir, self, state)
+        self._rows_place = rows_place
+        file.save(rows_place, self, state)
         return len(self.rows)
 
     @property
@@ -354,7 +354,7 @@ class CollectionView:
         """The implicit-recall density was synced with these rows (density.py): the file's
         is taken or dropped, and it is saved with the rows."""
         self.saved_density = None
-        self.file.density_synced(self._rows_dir, self, self.state, density)
+        self.file.density_synced(self._rows_place, self, self.state, density)
 
     def _save_terms(self, store: StoreBackend, state: CollectionState) -> None:
         """Save the BM25 terms in the store's place (view_terms.py) when enough texts were
@@ -387,7 +387,7 @@ class CollectionView:
         self.state, self.stale = state, False
         self.file.changed += len(recs)
         self._save_terms(store, state)
-        self.file.save(_files_dir(store), self, state)
+        self.file.save(store.view_place(), self, state)
         return len(recs)
 
     def _upsert(self, store: StoreBackend, recs: Sequence[Record]) -> None:
@@ -645,6 +645,6 @@ BM25_PART = 16_384
 
 
 def _files_dir(store: StoreBackend) -> Path | None:
-    """Where the view's rows and graph files are saved (a local store no other daemon
-    writes), or None; its BM25 terms go to ``store.terms_place()``."""
+    """Where the view's graph file is saved (a local store no other daemon writes), or
+    None; its terms and rows go to ``store.terms_place()`` and ``store.view_place()``."""
     return None if is_shared(store) else lexical_files.local_dir(store)

@@ -1,8 +1,10 @@
-"""A view's rows and matrix saved beside the store, so that a start does not read and
-decode every record of a large collection again (issue 36).
+"""A view's rows and matrix saved, so that a start does not read and decode every record
+of a large collection again (issue 36).
 
-The file of a collection (``sidecar/store/view_files.py``: where, atomic streamed
-writes, the checksum, the scrub after a forget) holds the view's
+Where a view is saved is the store's (``StoreBackend.view_place``,
+``sidecar/store/view_place.py``): a file beside a SQLite store, the same bytes in rows of
+a PostgreSQL database (``pg/saved_views.py``). The file (``sidecar/store/view_files.py``:
+atomic streamed writes, the checksum, the scrub after a forget) holds the view's
 :class:`~sidecar.assembly.view_rows.ViewRows` as they were when it was saved, section by
 section: the ids, candidate texts and metadata JSON (each an offset array and a UTF-8
 blob), the role and session tables, the byte flags and codes, the record numbers
@@ -21,8 +23,9 @@ their arrays and the matrix too, or mapped from the file when large (copy-on-wri
 the saved ``max_seq``) are appended or rewritten in place, as a catch-up does. The rows
 and vectors are the store's as the view read them (the same bytes: the matrix rows are
 the unit vectors the load computed), so what the view serves is what the daemon that
-saved it served. A file that does not hold, or is damaged, is removed; the view loads
-from the store and saves anew.
+saved it served. A saved view that does not hold, or is damaged, is removed; the view
+loads from the store and saves anew. (From a database nothing is mapped: the matrix is
+read into the view's own memory.)
 
 A view of :data:`MIN_ROWS` rows or more saves when rows were loaded or changed since its
 file was written (or read) for a tenth of its rows and at least :data:`SAVE_MIN_CHANGED`:
@@ -38,7 +41,6 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -52,6 +54,7 @@ from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
 from sidecar.store.view_files import Section
+from sidecar.store.view_place import ViewPlace
 
 log = structlog.get_logger(__name__)
 I64 = npt.NDArray[np.int64]
@@ -169,9 +172,10 @@ def _density_header(d: SavedDensity) -> dict[str, Any]:
     }
 
 
-def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> bool:
-    """Write ``snap``'s file; with ``store``, only while the collection's state there
-    still holds for it (nothing removed since the snapshot: ``view_files.write``)."""
+def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) -> bool:
+    """Save ``snap`` in ``place``; with ``store``, only while the collection's state there
+    still holds for it (nothing removed since the snapshot: ``view_files.write``; a
+    database place checks it in its own transaction)."""
 
     def holds() -> bool:
         assert store is not None
@@ -192,20 +196,18 @@ def save(data_dir: Path, snap: Snapshot, store: StoreBackend | None = None) -> b
         "density": None if snap.density is None else _density_header(snap.density),
         "layout": snap.layout,
     }
-    return view_files.write(
-        data_dir, snap.collection, header, sections(snap), None if store is None else holds
-    )
+    return place.write(snap.collection, header, sections(snap), None if store is None else holds)
 
 
 def save_in_background(
-    data_dir: Path, snap: Snapshot, store: StoreBackend | None = None
+    place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None
 ) -> threading.Thread:
     """:func:`save` in a daemon thread (a failure is logged; the next start loads from
     the store)."""
 
     def run() -> None:
         try:
-            save(data_dir, snap, store)
+            save(place, snap, store)
         except Exception as exc:
             log.warning("view.save_failed", collection=snap.collection[:200], error=repr(exc))
 
@@ -336,13 +338,20 @@ class Loaded(NamedTuple):
     layout: str = ""
 
 
-def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> Loaded | None:
-    """What ``collection``'s file holds when it holds for ``state`` and ``dims`` (module
-    doc); a file that does not is removed."""
+def load(
+    place: ViewPlace | None, collection: str, state: CollectionState, dims: int, min_rows: int = 0
+) -> Loaded | None:
+    """What ``collection``'s saved view holds when it holds for ``state`` and ``dims``
+    (module doc); one that does not is removed. None without asking ``place`` when the
+    collection has fewer than ``min_rows`` records (no view of fewer is saved, and no
+    collection shrinks without a removal, which ends what was saved)."""
+    if place is None or state.count < min_rows:
+        return None
     reader: list[_Reader] = []
-    existed = view_files.path_of(data_dir, collection).exists()
+    existed = place.exists(collection)
 
     def check(meta: dict[str, Any]) -> bool:
+        reader.clear()  # (a read started again)
         ok = (
             meta.get("version") in READS
             and meta.get("dims") == dims
@@ -360,7 +369,7 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
                 return False
         return ok
 
-    meta = view_files.read(data_dir, collection, check, lambda i, size: reader[0].target(i, size))
+    meta = place.read(collection, check, lambda i, size: reader[0].target(i, size))
     got = None
     if meta is not None:
         try:
@@ -369,7 +378,7 @@ def load(data_dir: Path, collection: str, state: CollectionState, dims: int) -> 
             layout = layout if isinstance(layout, str) else ""
             got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout)
         except (ValueError, UnicodeDecodeError):
-            view_files.remove(data_dir, collection)
+            place.remove(collection)
     if got is None and existed:
         log.info("view.saved_rows_dropped", collection=collection[:200])
     return got
@@ -420,27 +429,27 @@ class RowsFile:
             return None
         return d
 
-    def save(self, data_dir: Path | None, view: SavedView, state: CollectionState) -> None:
+    def save(self, place: ViewPlace | None, view: SavedView, state: CollectionState) -> None:
         """Save when enough changed since the file and no save is running."""
         n = len(view.rows)
-        if data_dir is None or n < self.min_rows or view.matrix is None:
+        if place is None or n < self.min_rows or view.matrix is None:
             return
         if self.changed < max(SAVE_MIN_CHANGED, n // 10):
             return
-        self._start(data_dir, view, state)
+        self._start(place, view, state)
 
     def density_synced(
-        self, data_dir: Path | None, view: SavedView, state: CollectionState | None, d: Density
+        self, place: ViewPlace | None, view: SavedView, state: CollectionState | None, d: Density
     ) -> None:
         """``d`` was synced with the view: saved with the rows when the file holds the
         rows as they are but not the density yet (a first build after a load)."""
         self.density = d
-        if data_dir is None or state is None or self.with_density or self.gen != view.gen:
+        if place is None or state is None or self.with_density or self.gen != view.gen:
             return
         if len(view.rows) >= self.min_rows and self._in_step(view) is not None:
-            self._start(data_dir, view, state)
+            self._start(place, view, state)
 
-    def _start(self, data_dir: Path, view: SavedView, state: CollectionState) -> None:
+    def _start(self, place: ViewPlace, view: SavedView, state: CollectionState) -> None:
         if self.thread is not None and self.thread.is_alive():
             return
         mat = view.matrix
@@ -448,7 +457,7 @@ class RowsFile:
         d = self._in_step(view)
         density = None if d is None else d.saved()  # copied once, for the save only
         snap = snapshot(view.name, state, view.rows, mat, density, view.layout)
-        self.thread = save_in_background(data_dir, snap, self.store)
+        self.thread = save_in_background(place, snap, self.store)
         self.changed = 0
         self.gen, self.with_density = view.gen, density is not None
 

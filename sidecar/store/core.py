@@ -48,6 +48,7 @@ from sidecar.store.types import (
     TimeRange,
     TimeSpan,
 )
+from sidecar.store.view_place import ViewPlace
 
 EmbedFn = Callable[[list[str]], Any]
 Progress = Callable[[int, int | None], None]
@@ -508,6 +509,11 @@ class StoreCore(Closable, abc.ABC):
     def terms_place(self) -> TermsPlace | None:
         """Where the views of this store save their BM25 terms (``terms_place.py``): files
         beside a SQLite store, a table of a PostgreSQL one; None keeps none."""
+        return None
+
+    def view_place(self) -> ViewPlace | None:
+        """Where the views of this store save their rows (``view_place.py``): files beside
+        a SQLite store, a table of a PostgreSQL one; None keeps none."""
         return None
 
     def on_failure(self, callback: Callable[[Exception], None]) -> None:

@@ -65,6 +65,7 @@ from sidecar.store.types import (
     OpResult,
     ScrubReport,
 )
+from sidecar.store.view_place import FileViewPlace
 from sidecar.store.writer import Tx, Writer, map_sqlite_error
 
 log = structlog.get_logger(__name__)
@@ -234,6 +235,9 @@ class Store(SqliteState, StoreCore):
 
     def terms_place(self) -> FilePlace:
         return FilePlace(self.data_dir, self.collection_states)
+
+    def view_place(self) -> FileViewPlace:
+        return FileViewPlace(self.data_dir)
 
     def _close_conns(self) -> None:
         self._shut = True

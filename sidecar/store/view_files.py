@@ -65,7 +65,16 @@ def _chunks(buf: memoryview) -> Iterator[memoryview]:
     return (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK))
 
 
-def _read_all(f: io.BufferedReader, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
+class Source(Protocol):
+    """Where a file's bytes are read from: the file itself, or its copy elsewhere (a
+    PostgreSQL store's ``saved_views``, read a part at a time)."""
+
+    def read(self, n: int) -> bytes: ...
+
+    def readinto(self, buf: memoryview) -> int: ...
+
+
+def _read_all(f: Source, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
     """Fill each of ``parts`` from ``f`` in turn (hashed into ``digest``); False at the
     file's end."""
     for part in parts:
@@ -74,6 +83,41 @@ def _read_all(f: io.BufferedReader, parts: Iterable[memoryview], digest: _Crc | 
         if digest is not None:
             digest.update(part)
     return True
+
+
+def encode(
+    collection: str,
+    header: Mapping[str, Any],
+    sections: Sequence[Section],
+    kind: LF.FileKind = KIND,
+) -> tuple[int, Iterator[memoryview]]:
+    """The bytes of ``collection``'s file (module doc): its size and its pieces in order,
+    each checksummed as it is handed out, then the checksum. A buffer that changes after
+    its piece was handed out gives bytes whose checksum fails (dropped at read), never
+    wrong bytes that check; a section whose pieces do not add up to its size raises
+    ValueError (before the checksum: nothing that reads as whole)."""
+    meta = {**header, "collection": collection, "sections": [s.size for s in sections]}
+    head = json.dumps(meta, sort_keys=True).encode()
+    lead = (kind.magic, LF.LEN.pack(len(head)), head)
+    size = sum(len(b) for b in lead) + sum(s.size for s in sections) + 4
+
+    def pieces() -> Iterator[memoryview]:
+        digest = _Crc()
+        for part in lead:
+            digest.update(part)
+            yield memoryview(part)
+        for section in sections:
+            wrote = 0
+            for piece in section.pieces:
+                view = memoryview(piece)
+                digest.update(view)
+                yield view
+                wrote += view.nbytes
+            if wrote != section.size:
+                raise ValueError(f"a section of {wrote} bytes, {section.size} announced")
+        yield memoryview(digest.digest())
+
+    return size, pieces()
 
 
 def write(
@@ -92,8 +136,7 @@ def write(
     lock right before the rename (as the scrub after a forget checks under it): False,
     and the new file is removed instead (records were removed while it was written: it
     must not put their texts back on disk); returns whether the file was written."""
-    meta = {**header, "collection": collection, "sections": [s.size for s in sections]}
-    head = json.dumps(meta, sort_keys=True).encode()
+    _, pieces = encode(collection, header, sections, kind)
     folder = LF.directory(data_dir, kind)
     with LF.lock:
         folder.mkdir(mode=0o700, exist_ok=True)
@@ -103,19 +146,8 @@ def write(
         tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            digest = _Crc()
-            for part in (kind.magic, LF.LEN.pack(len(head)), head):
-                digest.update(part)
-                LF.write_all(fd, memoryview(part))
-            for section in sections:
-                wrote = 0
-                for piece in section.pieces:
-                    digest.update(piece)
-                    LF.write_all(fd, memoryview(piece))
-                    wrote += memoryview(piece).nbytes
-                if wrote != section.size:
-                    raise ValueError(f"a section of {wrote} bytes, {section.size} announced")
-            LF.write_all(fd, memoryview(digest.digest()))
+            for piece in pieces:
+                LF.write_all(fd, piece)
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -170,7 +202,8 @@ def read(
     ok = False
     try:
         with f:
-            meta = _read_checked(f, collection, check, target, kind.magic)
+            size = os.fstat(f.fileno()).st_size
+            meta = read_checked(f, size, collection, check, target, kind.magic, f)
             ok = meta is not None
     except (OSError, ValueError):
         meta = None
@@ -184,13 +217,20 @@ def remove(data_dir: Path, collection: str, kind: LF.FileKind = KIND) -> None:
         LF.unlink(path_of(data_dir, collection, kind))
 
 
-def _read_checked(
-    f: io.BufferedReader,
+def read_checked(
+    f: Source,
+    size: int,
     collection: str,
     check: Callable[[dict[str, Any]], bool],
     target: Target,
     magic: bytes,
+    file: io.BufferedReader | None = None,
 ) -> dict[str, Any] | None:
+    """Read a file's ``size`` bytes from ``f`` (module doc; :func:`read`'s rules): its
+    header, when it names ``collection`` and ``check(header)`` holds, then each section
+    into ``target(i, size)``; the header when everything checks, else None (ValueError:
+    a header that is not JSON). A :class:`Mappable` target maps its section from ``file``
+    (the file ``f`` reads) once everything checked; without one, it is read into."""
     digest = _Crc()
     lead = f.read(len(magic) + LF.LEN.size)
     if not lead.startswith(magic) or len(lead) != len(magic) + LF.LEN.size:
@@ -201,32 +241,37 @@ def _read_checked(
     sizes = meta.get("sections") if isinstance(meta, dict) else None
     if not isinstance(sizes, list) or not all(isinstance(x, int) and x >= 0 for x in sizes):
         return None
-    left = os.fstat(f.fileno()).st_size - len(lead) - len(head) - 4
+    left = size - len(lead) - len(head) - 4
     if sum(sizes) != left or meta.get("collection") != collection or not check(meta):
         return None
     digest.update(lead)
     digest.update(head)
+    at = len(lead) + len(head)
     maps: list[tuple[Mappable, memoryview, int]] = []
-    scratch = memoryview(bytearray(_CHUNK))
-    for i, size in enumerate(sizes):
-        got = target(i, size)  # the sizes were checked above
+    scratch = memoryview(bytearray(_CHUNK)) if file is not None else None
+    for i, wanted in enumerate(sizes):
+        got = target(i, wanted)  # the sizes were checked above
         if got is None:
             return None
         if isinstance(got, memoryview):
             into, parts = got, _chunks(got)
-        else:  # checked as it streams past a scratch buffer, mapped once the file checks
-            at = f.tell()
+        elif scratch is None:  # nothing to map from: read into its buffer
             into = got.buffer(at)
-            parts = (scratch[: min(_CHUNK, size - a)] for a in range(0, size, _CHUNK))
+            parts = _chunks(into)
+        else:  # checked as it streams past a scratch buffer, mapped once the file checks
+            into = got.buffer(at)
+            parts = (scratch[: min(_CHUNK, wanted - a)] for a in range(0, wanted, _CHUNK))
             maps.append((got, into, at))
-        if into.nbytes != size or not _read_all(f, parts, digest):
+        if into.nbytes != wanted or not _read_all(f, parts, digest):
             return None
+        at += wanted
     if f.read(5) != digest.digest():
         return None
     for mappable, into, at in maps:  # the file checked: its pages, else its bytes again
-        if not mappable.overlay(f.fileno(), at, into.nbytes):
-            f.seek(at)
-            if not _read_all(f, _chunks(into), None):
+        assert file is not None  # maps only with a file
+        if not mappable.overlay(file.fileno(), at, into.nbytes):
+            file.seek(at)
+            if not _read_all(file, _chunks(into), None):
                 return None
     checked: dict[str, Any] = meta
     return checked

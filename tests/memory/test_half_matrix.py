@@ -21,6 +21,7 @@ from sidecar.store import view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Put
+from sidecar.store.view_place import FileViewPlace
 
 COLL, USER = "turns:u1", "user:u1"
 N = 1500
@@ -139,10 +140,11 @@ def test_a_version_1_file_of_float32_rows_is_still_taken(tmp_path: Path) -> None
         assert exact.matrix is not None
         snap = view_snapshot.snapshot(COLL, state, exact.rows, exact.matrix)
         _write(tmp_path, state, snap, version=1)  # as version 1 wrote it: no "matrix"
-        again = _view(store, EXACT, snapshot_min_rows=10**9)
+        # (a view reads a saved one from its own threshold on; taken whole, it saves nothing)
+        again = _view(store, EXACT, snapshot_min_rows=N)
         assert again.restored == N and again.matrix is not None
         assert again.matrix.tobytes() == exact.matrix.tobytes()
-        half = _view(store, LARGE, snapshot_min_rows=10**9)  # converted once, as a load would
+        half = _view(store, LARGE, snapshot_min_rows=N)  # converted once, as a load would
         assert half.restored == N and half.matrix is not None
         assert np.array_equal(half.matrix, exact.matrix.astype(np.float16))
         for v in (exact, again, half):
@@ -177,7 +179,7 @@ def test_a_file_naming_another_matrix_type_is_dropped(tmp_path: Path) -> None:
         snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
         for kind in ("bfloat16", ["float16"]):
             _write(tmp_path, state, snap, matrix=kind)
-            assert view_snapshot.load(tmp_path, COLL, state, 8) is None
+            assert view_snapshot.load(FileViewPlace(tmp_path), COLL, state, 8) is None
             assert not view_files.path_of(tmp_path, COLL).exists()
         view.close()
     finally:

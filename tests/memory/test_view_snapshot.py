@@ -2,7 +2,8 @@
 sidecar/store/view_files.py): a start takes them instead of reading every record, replays
 what was put or patched since, serves the same rows, drops a file that does not hold (a
 removal, other dimensions, damage), and a kill -9 during a save leaves a store that opens
-and answers the same. SQLite only: a shared store keeps no such files."""
+and answers the same. The same on PostgreSQL, whose saved views are rows of the database:
+test_pg_saved_views.py."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Put
+from sidecar.store.view_place import FileViewPlace
 from tests.support import kill_9_while_saving
 
 COLL = "turns:u1"
@@ -153,7 +155,7 @@ def test_a_file_of_other_dimensions_is_not_used(tmp_path: Path) -> None:
     state = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
         st = state.collection_states([COLL])[COLL]
-        assert view_snapshot.load(tmp_path, COLL, st, 16) is None
+        assert view_snapshot.load(FileViewPlace(tmp_path), COLL, st, 16) is None
         assert not view_files.path_of(tmp_path, COLL).exists()
         # a header whose counts do not fit its file (damage the checksum has not seen yet)
         # is dropped before anything that size is allocated
@@ -161,7 +163,7 @@ def test_a_file_of_other_dimensions_is_not_used(tmp_path: Path) -> None:
         header |= {"max_seq": 1, "rows": 10**12, "dims": 8, "roles": 1, "sessions": 1}
         tiny = view_files.of_buffer(memoryview(b"x" * 64))
         assert view_files.write(tmp_path, COLL, {**header, "density": None}, [tiny])
-        assert view_snapshot.load(tmp_path, COLL, st, 8) is None
+        assert view_snapshot.load(FileViewPlace(tmp_path), COLL, st, 8) is None
         assert not view_files.path_of(tmp_path, COLL).exists()
     finally:
         state.close()
@@ -174,6 +176,7 @@ CHILD = textwrap.dedent(
     from sidecar.assembly import view_snapshot
     from sidecar.assembly.cache import CollectionView
     from sidecar.store.backend import open_store
+    from sidecar.store.view_place import FileViewPlace
 
     data_dir, coll, ann_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = open_store(data_dir, embed_dims=8, fingerprint="fp")
@@ -183,7 +186,7 @@ CHILD = textwrap.dedent(
     snap = view_snapshot.snapshot(coll, state, view.rows, view.matrix)
     print("saving", flush=True)
     while True:  # saves until killed
-        view_snapshot.save(Path(data_dir), snap)
+        view_snapshot.save(FileViewPlace(Path(data_dir)), snap)
     """
 )
 
@@ -312,14 +315,14 @@ def test_a_save_does_not_put_back_records_removed_while_it_was_written(tmp_path:
         assert view.matrix is not None
         snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
         store.delete(COLL, "r00001")  # a forget between the snapshot and the write
-        assert not view_snapshot.save(tmp_path, snap, store)
+        assert not view_snapshot.save(FileViewPlace(tmp_path), snap, store)
         assert not view_files.path_of(tmp_path, COLL).exists()
         assert not list(lexical_files.directory(tmp_path, lexical_files.VIEWS).glob("*.tmp"))
         fresh = store.collection_states([COLL])[COLL]
         view.reload(store, fresh)
         assert view.matrix is not None
         snap = view_snapshot.snapshot(COLL, fresh, view.rows, view.matrix)
-        assert view_snapshot.save(tmp_path, snap, store)  # nothing removed since: written
+        assert view_snapshot.save(FileViewPlace(tmp_path), snap, store)  # nothing removed: written
     finally:
         store.close()
 

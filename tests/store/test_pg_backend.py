@@ -29,6 +29,7 @@ from sidecar.store import (
     StorageUnavailable,
     StoreLocked,
     VersionConflict,
+    view_files,
 )
 from sidecar.store import index as index_mod
 from sidecar.store.backend import open_store, reembed
@@ -242,6 +243,11 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
 
     with _open(pg_url) as store:
         store.put("user:u1", "a", text="alpha", vector=[1, 0, 0, 0])
+        state = store.collection_states(["user:u1"])["user:u1"]
+        views = store.view_place()  # a saved view holds the old vectors: the re-embed drops it
+        assert views is not None
+        header = {"cid": state.cid, "removals": state.removals}
+        assert views.write("user:u1", header, [view_files.of_buffer(memoryview(b"rows"))])
         with pytest.raises(StoreLocked, match="stop them before `libravdb reembed`"):
             reembed(pg_url, embed, "fp2", embed_dims=4)
     seen: list[str] = []
@@ -257,6 +263,8 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
     assert stats.records == 1 and seen == ["refused"]
     with _open(pg_url, fingerprint="fp2") as store:
         assert store.get("user:u1", "a") is not None
+        views = store.view_place()
+        assert views is not None and not views.exists("user:u1")
 
 
 # ---- the server going away ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from sidecar.store import SchemaTooNew, TimeRange
+from sidecar.store import SchemaTooNew, TimeRange, view_files
 from sidecar.store.backend import open_store
 from sidecar.store.pg import schema as S
 from sidecar.store.pg.conn import register_vector
@@ -208,5 +208,34 @@ def test_version_4_database_gets_saved_terms_removed_by_a_delete(empty_url: str)
         assert place.read("user:u1") is not None
         store.delete("user:u1", "a")
         assert place.read("user:u1") is None
+        now = store.collection_states(["user:u1"])["user:u1"]
+        assert (now.removals, now.count) == (state.removals + 1, state.count)
+
+
+def test_version_5_database_gets_saved_views_removed_by_a_delete(empty_url: str) -> None:
+    """Migration 6 from the previous version, with data: the saved-views table, and the end
+    of a write transaction that deletes a collection's saved view and terms with a removal
+    (and counts as before)."""
+    _v1_database(empty_url)
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        assert S.migrate(conn, target=5) == [2, 3, 4, 5]
+    with open_store(empty_url, embed_dims=4, fingerprint="fp") as store:
+        assert _versions(empty_url) == list(range(1, S.SCHEMA_VERSION + 1))
+        state = store.collection_states(["user:u1"])["user:u1"]
+        views, terms = store.view_place(), store.terms_place()
+        assert views is not None and terms is not None
+        header = {"cid": state.cid, "removals": state.removals}
+        assert views.write("user:u1", header, [view_files.of_buffer(memoryview(b"rows"))])
+        assert terms.write("user:u1", header, [b"terms"])
+        into = bytearray(4)
+        meta = views.read(
+            "user:u1", lambda m: m["cid"] == state.cid, lambda _i, _n: memoryview(into)
+        )
+        assert meta is not None and meta["sections"] == [4] and into == b"rows"
+        assert views.exists("user:u1")
+        store.put("user:u1", "b", vector=[0, 0, 1, 0])  # no removal: both stay
+        assert views.exists("user:u1") and terms.read("user:u1") is not None
+        store.delete("user:u1", "a")
+        assert not views.exists("user:u1") and terms.read("user:u1") is None
         now = store.collection_states(["user:u1"])["user:u1"]
         assert (now.removals, now.count) == (state.removals + 1, state.count)

@@ -156,6 +156,8 @@ class _Job(ReembedJob):
                 f"UPDATE records r SET embedding = s.embedding, seq = nextval('seq') "
                 f"FROM {STAGE} s WHERE s.rid = r.rid"
             )
+            # the saved views hold the old vectors (a start would replay every record)
+            conn.execute(f"DELETE FROM {SCHEMA}.saved_views")
             # versions after the records' seqs: a version stays above its records' seqs
             # (CollectionState.max_seq is the version)
             for cid, name in colls:

@@ -28,15 +28,13 @@ import psycopg
 
 from sidecar.store.lexical_files import Piece, as_bytes, is_sealed, sealed_header
 from sidecar.store.pg.conn import LOCK_SAVED_TERMS
+from sidecar.store.pg.saves import LEN, SIGNATURE, TRAILER, claim
 from sidecar.store.terms_place import Saved
 
 #: One row in PostgreSQL's binary COPY format, written piece by piece (a value is its
 #: length, then its bytes: bigint 8 bytes big-endian, text and bytea as they are).
 _COPY = "COPY saved_terms (cid, header, body) FROM STDIN (FORMAT BINARY)"
-_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _ROW = struct.Struct(">hiqi")  # fields, the cid's length and value, the header's length
-_LEN = struct.Struct(">i")
-_TRAILER = struct.pack(">h", -1)
 #: A save at a time in this process: a view's save holds its encoded arrays while it
 #: writes (a 100k view's 36 MB), and a start's views finish their loads together.
 _one_save = threading.Lock()
@@ -79,23 +77,15 @@ class PgTermsPlace:
         size = sum(as_bytes(piece).nbytes for piece in body)
 
         def save(conn: psycopg.Connection[Any]) -> bool:
-            # share mode: waits for a removal's transaction holding the row (which then
-            # shows its new count), and holds back one that comes after until this commits
-            row = conn.execute(
-                "SELECT cid, removals FROM collections WHERE name = %s FOR SHARE",
-                (collection,),
-            ).fetchone()
-            if row is None or (row[0], row[1]) != (header.get("cid"), header.get("removals")):
+            cid = claim(conn, collection, header, LOCK_SAVED_TERMS)
+            if cid is None:
                 return False
-            cid = int(row[0])
-            # two daemons saving one collection: one after the other, the last one's stays
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SAVED_TERMS, cid))
             conn.execute("DELETE FROM saved_terms WHERE cid = %s", (cid,))
             with conn.cursor() as cur, cur.copy(_COPY) as copy:
-                copy.write(_SIGNATURE + _ROW.pack(3, 8, cid, len(head)) + head + _LEN.pack(size))
+                copy.write(SIGNATURE + _ROW.pack(3, 8, cid, len(head)) + head + LEN.pack(size))
                 for piece in body:  # streamed: the body is never one more copy in memory
                     copy.write(as_bytes(piece))
-                copy.write(_TRAILER)
+                copy.write(TRAILER)
             return True
 
         with _one_save:

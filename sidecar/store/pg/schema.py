@@ -194,16 +194,13 @@ def _v4(conn: Conn) -> None:
         conn.execute(stmt)  # constant DDL
 
 
-def _finish_v5() -> str:
-    """``_FINISH``, and then the collection's saved BM25 terms go in the transaction of any
-    removal from it, once it holds the collection row's lock (pg/saved_terms.py: a save
-    takes that lock in share mode)."""
+def _finish_deleting(*tables: str) -> str:
+    """``_FINISH``, and then the rows of ``tables`` (what was saved from the collection:
+    pg/saved_terms.py, pg/saved_views.py) go in the transaction of any removal from it,
+    once it holds the collection row's lock (a save takes that lock in share mode)."""
     update = f"    UPDATE {SCHEMA}.collections\n"
-    delete = (
-        "    IF p_removed > 0 THEN\n"
-        f"        DELETE FROM {SCHEMA}.saved_terms WHERE cid = p_cid;\n"
-        "    END IF;\n"
-    )
+    deletes = "".join(f"        DELETE FROM {SCHEMA}.{t} WHERE cid = p_cid;\n" for t in tables)
+    delete = "    IF p_removed > 0 THEN\n" + deletes + "    END IF;\n"
     made = _FINISH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
     assert made.count(update) == 1  # released text: it does not change
     return made.replace(update, delete + update)
@@ -212,7 +209,7 @@ def _finish_v5() -> str:
 def _v5(conn: Conn) -> None:
     """Saved BM25 terms shared by the daemons (pg/saved_terms.py): one row per collection,
     its body stored uncompressed, deleted by the transaction of any removal from the
-    collection (``_finish_v5``) and with the collection."""
+    collection (``_finish_deleting``) and with the collection."""
     for stmt in (
         """CREATE TABLE saved_terms (
             cid    bigint PRIMARY KEY REFERENCES collections (cid) ON DELETE CASCADE,
@@ -220,12 +217,29 @@ def _v5(conn: Conn) -> None:
             body   bytea NOT NULL
         )""",
         "ALTER TABLE saved_terms ALTER COLUMN body SET STORAGE EXTERNAL",
-        _finish_v5(),
+        _finish_deleting("saved_terms"),
     ):
         conn.execute(stmt)  # constant DDL
 
 
-MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5)
+def _v6(conn: Conn) -> None:
+    """Saved views shared by the daemons (pg/saved_views.py): a view file's bytes in
+    parts, stored uncompressed, deleted by the transaction of any removal from the
+    collection (as the saved terms are) and with the collection."""
+    for stmt in (
+        """CREATE TABLE saved_views (
+            cid  bigint NOT NULL REFERENCES collections (cid) ON DELETE CASCADE,
+            part integer NOT NULL,
+            body bytea NOT NULL,
+            PRIMARY KEY (cid, part)
+        )""",
+        "ALTER TABLE saved_views ALTER COLUMN body SET STORAGE EXTERNAL",
+        _finish_deleting("saved_terms", "saved_views"),
+    ):
+        conn.execute(stmt)  # constant DDL
+
+
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

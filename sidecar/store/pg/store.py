@@ -35,6 +35,7 @@ from sidecar.store.pg import search as _vector_search
 from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
 from sidecar.store.pg.saved_terms import PgTermsPlace
+from sidecar.store.pg.saved_views import PgViewPlace
 from sidecar.store.pg.schema import SCHEMA_VERSION
 from sidecar.store.pg.state import PgState
 from sidecar.store.types import (
@@ -300,6 +301,9 @@ class PgStore(PgState, StoreCore):
 
     def terms_place(self) -> PgTermsPlace:
         return PgTermsPlace(self)
+
+    def view_place(self) -> PgViewPlace:
+        return PgViewPlace(self)
 
     def ping(self, timeout: float = 2.0) -> str | None:
         """Whether the server answers (None) or why not (masked): ``health``'s probe."""
