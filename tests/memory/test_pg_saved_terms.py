@@ -14,6 +14,7 @@ from sidecar.assembly import view_terms
 from sidecar.assembly.cache import CollectionView
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
+from sidecar.store.pg.saved_terms import PgTermsPlace
 from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import Put
 
@@ -53,7 +54,9 @@ def _answers(view: CollectionView) -> list[object]:
 
 def _saved_rows(url: str) -> int:
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT count(*) FROM libravdb.saved_terms").fetchone()
+        row = conn.execute(
+            "SELECT count(*) FROM libravdb.saved_parts WHERE kind = 1 AND part = 0"
+        ).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -151,7 +154,7 @@ def test_a_damaged_row_is_dropped_and_every_text_analyzed(pg_url: str) -> None:
     with _open(pg_url) as store:
         first = _load(store)
         with psycopg.connect(pg_url) as conn:
-            conn.execute("UPDATE libravdb.saved_terms SET body = body || '\\x00'::bytea")
+            conn.execute("UPDATE libravdb.saved_parts SET body = body || '\\x00'::bytea")
         second = _load(store)
         assert second.analyzed == N
         assert _answers(second) == _answers(first)
@@ -175,3 +178,21 @@ def test_two_daemons_saving_one_collection_at_once_leave_one_whole_row(pg_url: s
         assert results == [True] * 4
         assert _saved_rows(pg_url) == 1
         assert _load(two).analyzed == 0  # whole: it checks and every record's terms hold
+
+
+def test_terms_in_many_parts_read_back_whole_and_a_missing_part_drops_them(pg_url: str) -> None:
+    _seed(pg_url)
+    with _open(pg_url) as store:
+        snap = _snapshot(store)
+        place = PgTermsPlace(store, part_bytes=1000)  # type: ignore[arg-type]
+        assert view_terms.save(place, snap)
+        with psycopg.connect(pg_url) as conn:
+            parts = [r[0] for r in conn.execute("SELECT part FROM libravdb.saved_parts")]
+        assert sorted(parts) == list(range(len(parts))) and len(parts) > 10
+        whole = _load(store)
+        assert whole.analyzed == 0  # every record's terms from the parts
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("DELETE FROM libravdb.saved_parts WHERE part = 2")
+        assert place.read(COLL) is None
+        assert _saved_rows(pg_url) == 0  # dropped
+        assert _answers(_load(store)) == _answers(whole)

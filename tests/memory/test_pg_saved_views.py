@@ -1,4 +1,4 @@
-"""A PostgreSQL store's saved views (sidecar/store/pg/saved_views.py): one daemon's view
+"""A PostgreSQL store's saved views (sidecar/store/pg/saved_views.py, saves.py): one daemon's view
 saves its rows in the database, another daemon's start takes them and replays what was
 written since, a removal deletes them in its own transaction, a save taken before a
 removal is refused, damaged or incomplete parts are dropped, and a kill -9 during a save
@@ -49,7 +49,9 @@ def _load(store: StoreBackend, min_rows: int = MIN_ROWS, ann_rows: int = 100_000
 
 def _parts(url: str) -> list[int]:
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT part FROM libravdb.saved_views ORDER BY cid, part").fetchall()
+        rows = conn.execute(
+            "SELECT part FROM libravdb.saved_parts WHERE kind = 2 ORDER BY cid, part"
+        ).fetchall()
     return [int(r[0]) for r in rows]
 
 
@@ -62,6 +64,14 @@ def _place(store: StoreBackend) -> PgViewPlace:
     place = store.view_place()
     assert isinstance(place, PgViewPlace)
     return place
+
+
+def _unsaved(store: StoreBackend) -> tuple[CollectionView, view_snapshot.Snapshot]:
+    """A view read from the rows (saving nothing itself) and its snapshot now."""
+    view = _load(store, min_rows=10**9)
+    state = store.collection_states([COLL])[COLL]
+    assert view.matrix is not None
+    return view, view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
 
 
 def test_a_daemon_takes_the_view_another_saved_and_replays_what_came_since(pg_url: str) -> None:
@@ -98,10 +108,9 @@ def test_a_daemon_takes_the_view_another_saved_and_replays_what_came_since(pg_ur
 def test_a_view_in_many_parts_reads_back_whole_and_a_missing_part_drops_it(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as store:
-        view = _load(store, min_rows=10**9)
-        state = store.collection_states([COLL])[COLL]
+        view, snap = _unsaved(store)
+        state = snap.state
         assert view.matrix is not None
-        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
         place = PgViewPlace(store, part_bytes=4096)  # type: ignore[arg-type]
         assert view_snapshot.save(place, snap)
         parts = _parts(pg_url)
@@ -109,7 +118,7 @@ def test_a_view_in_many_parts_reads_back_whole_and_a_missing_part_drops_it(pg_ur
         got = view_snapshot.load(place, COLL, state, 8)
         assert got is not None and got.rows.ids == view.ids
         assert got.matrix[: len(view.ids)].tobytes() == view.matrix[: len(view.ids)].tobytes()
-        _sql(pg_url, "DELETE FROM libravdb.saved_views WHERE part = 3")
+        _sql(pg_url, "DELETE FROM libravdb.saved_parts WHERE kind = 2 AND part = 3")
         assert view_snapshot.load(place, COLL, state, 8) is None
         assert _parts(pg_url) == []  # dropped
 
@@ -121,8 +130,8 @@ def test_a_damaged_view_is_dropped_and_the_view_loads_from_the_rows(pg_url: str)
         assert _parts(pg_url) == [0]
         _sql(
             pg_url,
-            "UPDATE libravdb.saved_views SET body = overlay(body placing '\\xff00ff'::bytea "
-            "from length(body) - 400)",
+            "UPDATE libravdb.saved_parts SET body = overlay(body placing '\\xff00ff'::bytea "
+            "from length(body) - 400) WHERE kind = 2",
         )
         again = _load(store)  # dropped, read from the rows, saved anew
         assert again.restored == 0 and _content(again) == expected
@@ -144,19 +153,11 @@ def test_a_removal_deletes_the_saved_view_in_its_own_transaction(pg_url: str) ->
 def test_a_save_taken_before_a_removal_is_refused(pg_url: str) -> None:
     _seed(pg_url)
     with _open(pg_url) as store:
-        view = _load(store, min_rows=10**9)
-        state = store.collection_states([COLL])[COLL]
-        assert view.matrix is not None
-        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
+        _, snap = _unsaved(store)
         assert store.delete(COLL, "r00010")
         assert not view_snapshot.save(_place(store), snap)
         assert _parts(pg_url) == []
-        fresh = store.collection_states([COLL])[COLL]
-        view2 = _load(store, min_rows=10**9)
-        assert view2.matrix is not None
-        assert view_snapshot.save(
-            _place(store), view_snapshot.snapshot(COLL, fresh, view2.rows, view2.matrix)
-        )
+        assert view_snapshot.save(_place(store), _unsaved(store)[1])
         assert _parts(pg_url) == [0]
 
 

@@ -211,7 +211,7 @@ def _downgrade(location: Location) -> None:
             "DROP INDEX records_cid_session_time",
             "ALTER TABLE records DROP COLUMN session_key, DROP COLUMN marks",
             "CREATE INDEX records_cid_ts ON records (cid, ts_ms)",
-            "DROP TABLE saved_terms, saved_views",  # and what came after version 4
+            "DROP TABLE saved_parts",  # and what came after version 4 (v6 dropped v5's table)
             "DELETE FROM schema_version WHERE version >= 4",
         ):
             pg.execute(stmt)

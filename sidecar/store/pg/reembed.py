@@ -23,6 +23,7 @@ import psycopg
 import structlog
 
 from sidecar.store import names as N
+from sidecar.store.pg import saves
 from sidecar.store.pg.conn import LOCK_PRESENCE, SCHEMA, map_pg_error, redact, register_vector
 from sidecar.store.pg.locks import DatabaseInUse, holders
 from sidecar.store.pg.schema import migrate
@@ -157,7 +158,7 @@ class _Job(ReembedJob):
                 f"FROM {STAGE} s WHERE s.rid = r.rid"
             )
             # the saved views hold the old vectors (a start would replay every record)
-            conn.execute(f"DELETE FROM {SCHEMA}.saved_views")
+            conn.execute(f"DELETE FROM {SCHEMA}.saved_parts WHERE kind = %s", (saves.VIEW,))
             # versions after the records' seqs: a version stays above its records' seqs
             # (CollectionState.max_seq is the version)
             for cid, name in colls:

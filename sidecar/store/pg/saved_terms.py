@@ -1,40 +1,29 @@
-"""Saved BM25 terms in the database (``terms_place.py``; schema ``_v5``).
+"""Saved BM25 terms in the database (``terms_place.py``; ``saves.py``: the
+``saved_parts`` blobs of kind ``TERMS``).
 
-Every daemon on the database reads one collection's terms from ``saved_terms`` at a
-view's load instead of analyzing every text again, and the first daemon that had to
-analyze saves them for the others. The row is kept out of the removal's way:
-
-* any transaction that removes a record of the collection deletes the row, after it has
-  taken the collection row's lock (``finish_collection``), so no forgotten record's words
-  stay behind its commit;
-* a save takes that lock in share mode first and writes only while the collection's
-  ``removals`` is the one the terms were taken at: a save that raced a removal either
-  waited for its commit and is refused, or committed first and is deleted by it.
-
-The body is stored uncompressed (``STORAGE EXTERNAL``: it is mostly integers, and a 1M
-view's 355 MB would cost a compression at every save and a decompression at every
-start). The header carries the body's SHA-256, checked at every read, as a file's is.
+Every daemon on the database reads one collection's terms at a view's load instead of
+analyzing every text again, and the first daemon that had to analyze saves them for the
+others. The blob is a terms file's bytes (``lexical_files.py``: the magic, the header,
+the body), the body read straight into one buffer a part at a time; the header carries
+the body's SHA-256, checked at every read, as a file's is. It never outlives a removal
+(``saves.py``): a save that raced a removal either waited for its commit and is refused,
+or committed first and is deleted by it.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from sidecar.store.lexical_files import Piece, as_bytes, is_sealed, sealed_header
+from sidecar.store.lexical_files import LEN, MAGIC, Piece, as_bytes, is_sealed, sealed_header
+from sidecar.store.pg import saves
 from sidecar.store.pg.conn import LOCK_SAVED_TERMS
-from sidecar.store.pg.saves import LEN, SIGNATURE, TRAILER, claim
 from sidecar.store.terms_place import Saved
 
-#: One row in PostgreSQL's binary COPY format, written piece by piece (a value is its
-#: length, then its bytes: bigint 8 bytes big-endian, text and bytea as they are).
-_COPY = "COPY saved_terms (cid, header, body) FROM STDIN (FORMAT BINARY)"
-_ROW = struct.Struct(">hiqi")  # fields, the cid's length and value, the header's length
 #: A save at a time in this process: a view's save holds its encoded arrays while it
 #: writes (a 100k view's 36 MB), and a start's views finish their loads together.
 _one_save = threading.Lock()
@@ -44,60 +33,60 @@ if TYPE_CHECKING:
 
 
 class PgTermsPlace:
-    """The saved terms of one PostgreSQL store (``store``: its state, whose pool it uses)."""
+    """The saved terms of one PostgreSQL store (``store``: its state, whose pool it uses);
+    ``part_bytes``: the size of a row's part (the last one shorter)."""
 
-    def __init__(self, store: PgState) -> None:
+    def __init__(self, store: PgState, part_bytes: int = saves.PART_BYTES) -> None:
         self.store = store
+        self.part_bytes = part_bytes
 
     def read(self, collection: str) -> Saved | None:
         if "\x00" in collection:  # not a name the database can hold
             return None
-        rows = self.store.db.read(
-            "SELECT t.header, t.body FROM saved_terms t JOIN collections c USING (cid) "
-            "WHERE c.name = %s",
-            (collection,),
-            binary=True,  # the body as it is: text format would send it as hex, twice its size
+
+        def use(parts: saves.Parts) -> Saved | None:
+            lead = parts.read(len(MAGIC) + LEN.size)
+            if len(lead) != len(MAGIC) + LEN.size or not lead.startswith(MAGIC):
+                return None
+            head = parts.read(LEN.unpack_from(lead, len(MAGIC))[0])
+            meta = json.loads(head)
+            body = bytearray(parts.size - len(lead) - len(head))
+            if parts.readinto(memoryview(body)) != len(body) or parts.read(1):
+                return None
+            return (meta, body) if isinstance(meta, dict) else None
+
+        found, got = self.store.db.call(
+            lambda conn: saves.read_parts(conn, collection, saves.TERMS, use), "read terms"
         )
-        if not rows:
-            return None
-        header, body = rows[0][0], rows[0][1]
-        try:
-            meta = json.loads(header)
-        except ValueError:
-            meta = None
-        if isinstance(meta, dict) and is_sealed(meta, collection, body):
-            return meta, body
-        self.remove(collection)
+        if got is not None and is_sealed(got[0], collection, got[1]):
+            return got
+        if found:
+            self.remove(collection)
         return None
 
     def write(self, collection: str, header: dict[str, Any], body: Sequence[Piece]) -> bool:
         if "\x00" in collection:
             return False
         head = sealed_header(header, collection, body)
-        size = sum(as_bytes(piece).nbytes for piece in body)
+        lead = [MAGIC, LEN.pack(len(head)), head]
+        size = sum(len(b) for b in lead) + sum(as_bytes(piece).nbytes for piece in body)
+
+        def pieces() -> Iterator[memoryview]:
+            for piece in (*lead, *body):
+                yield as_bytes(piece)
 
         def save(conn: psycopg.Connection[Any]) -> bool:
-            cid = claim(conn, collection, header, LOCK_SAVED_TERMS)
+            cid = saves.claim(conn, collection, header, LOCK_SAVED_TERMS)
             if cid is None:
                 return False
-            conn.execute("DELETE FROM saved_terms WHERE cid = %s", (cid,))
-            with conn.cursor() as cur, cur.copy(_COPY) as copy:
-                copy.write(SIGNATURE + _ROW.pack(3, 8, cid, len(head)) + head + LEN.pack(size))
-                for piece in body:  # streamed: the body is never one more copy in memory
-                    copy.write(as_bytes(piece))
-                copy.write(TRAILER)
+            saves.write_parts(conn, cid, saves.TERMS, size, pieces(), self.part_bytes)
             return True
 
         with _one_save:
             return self.store.db.transact(save, "save terms")
 
     def remove(self, collection: str) -> None:
-        if "\x00" in collection:
-            return
-        self.store.db.transact(
-            lambda conn: conn.execute(
-                "DELETE FROM saved_terms WHERE cid = (SELECT cid FROM collections WHERE name = %s)",
-                (collection,),
-            ),
-            "remove terms",
-        )
+        if "\x00" not in collection:
+            self.store.db.transact(
+                lambda conn: saves.delete_saved(conn, saves.TERMS, collection), "remove terms"
+            )

@@ -1,20 +1,48 @@
-"""What the saves of derived data in the database share (``saved_terms.py``,
-``saved_views.py``): the claim on the collection a save starts with, and the framing of
-PostgreSQL's binary COPY, in which a save streams its body without joining it."""
+"""Derived data a view saves in the database (``saved_terms.py``, ``saved_views.py``):
+blobs of the ``saved_parts`` table (schema ``_v6``), one per collection and kind, each
+the bytes of the file a SQLite store keeps for it, cut into parts of
+:data:`PART_BYTES`. A blob is never one value (PostgreSQL's limit is 1 GB; a 1M view's
+matrix alone is 768 MB), and a read holds one part at a time beside the reader's own
+buffers (one value read whole is held twice: libpq's copy and Python's).
+
+What is saved is a function of the collection at a state and must never outlive a
+removal from it; the database enforces that:
+
+* any transaction that removes a record of the collection deletes its blobs, after it
+  has taken the collection row's lock (``finish_collection``);
+* a save :func:`claim` s that row in share mode first and writes only while the
+  collection's ``removals`` is the one the blob was taken at;
+* a dropped collection takes its blobs with it (``ON DELETE CASCADE``).
+
+The parts are stored uncompressed (``STORAGE EXTERNAL``: vectors and term ids hardly
+compress, and every start would pay the decompression).
+"""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, TypeVar
 
 import psycopg
 
+#: What a blob holds (``saved_parts.kind``) and the advisory lock a save of it takes.
+TERMS, VIEW = 1, 2
+#: The bytes of a blob in one row.
+PART_BYTES = 8 << 20
+
+T = TypeVar("T")
+_COPY = "COPY saved_parts (cid, kind, part, body) FROM STDIN (FORMAT BINARY)"
 #: Binary COPY: the signature with no flags and no extension, then rows; a row is its
 #: field count, then each value as its length and its bytes (integers big-endian).
-SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
-TRAILER = struct.pack(">h", -1)
-LEN = struct.Struct(">i")
+_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_TRAILER = struct.pack(">h", -1)
+# fields; the cid's length and value, the kind's, the part's; the body's length
+_ROW = struct.Struct(">hiqihiii")
+_READ = (
+    "SELECT p.part, p.body, sum(length(p.body)) OVER () FROM saved_parts p "
+    "JOIN collections c USING (cid) WHERE c.name = %s AND p.kind = %s ORDER BY p.part"
+)
 
 
 def claim(
@@ -36,3 +64,112 @@ def claim(
     cid = int(row[0])
     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (lock, cid))
     return cid
+
+
+def write_parts(
+    conn: psycopg.Connection[Any],
+    cid: int,
+    kind: int,
+    size: int,
+    pieces: Iterator[memoryview],
+    part_bytes: int = PART_BYTES,
+) -> None:
+    """Replace the ``kind`` blob of ``cid`` (claimed) with ``size`` bytes given as
+    ``pieces``, streamed in one binary COPY (never joined into one copy); ValueError when
+    the pieces do not add up to ``size`` (the transaction must not commit)."""
+    conn.execute("DELETE FROM saved_parts WHERE cid = %s AND kind = %s", (cid, kind))
+    with conn.cursor() as cur, cur.copy(_COPY) as copy:
+        copy.write(_SIGNATURE)
+        part, left = 0, 0
+        for piece in pieces:
+            rest = piece if piece.ndim == 1 and piece.format == "B" else piece.cast("B")
+            while rest.nbytes:
+                if left == 0:
+                    left = min(part_bytes, size - part * part_bytes)
+                    if left <= 0:
+                        raise ValueError(f"more than the {size} bytes announced")
+                    copy.write(_ROW.pack(4, 8, cid, 2, kind, 4, part, left))
+                    part += 1
+                take = min(left, rest.nbytes)
+                copy.write(rest[:take])  # a view: the piece cut where a part ends
+                rest, left = rest[take:], left - take
+        if left or part * part_bytes < size:
+            raise ValueError(f"fewer than the {size} bytes announced")
+        copy.write(_TRAILER)
+
+
+class Parts:
+    """The bytes of a blob's parts, in order: each part let go once read; a part missing
+    or out of order is ValueError. ``size``: the blob's whole size."""
+
+    def __init__(self, first: tuple[Any, ...], rest: Iterator[tuple[Any, ...]]) -> None:
+        self.size = int(first[2])
+        self._rows = rest
+        self._next = 0
+        self._part = memoryview(b"")
+        self._at = 0
+        self._take(first)
+
+    def _take(self, row: tuple[Any, ...]) -> None:
+        if int(row[0]) != self._next:
+            raise ValueError(f"part {row[0]} where {self._next} was due")
+        self._next += 1
+        self._part, self._at = memoryview(row[1]), 0
+
+    def readinto(self, buf: memoryview) -> int:
+        into = buf if buf.ndim == 1 and buf.format == "B" else buf.cast("B")
+        done = 0
+        while done < into.nbytes:
+            if self._at >= self._part.nbytes:
+                row = next(self._rows, None)
+                if row is None:
+                    break
+                self._take(row)
+                continue
+            k = min(into.nbytes - done, self._part.nbytes - self._at)
+            into[done : done + k] = self._part[self._at : self._at + k]
+            done += k
+            self._at += k
+        return done
+
+    def read(self, n: int) -> bytes:
+        out = bytearray(n)
+        return bytes(out[: self.readinto(memoryview(out))])
+
+
+def read_parts(
+    conn: psycopg.Connection[Any], collection: str, kind: int, use: Callable[[Parts], T]
+) -> tuple[bool, T | None]:
+    """``use(parts)`` on the ``kind`` blob of ``collection``, streamed from the server a
+    row at a time: ``(False, None)`` when there is none, ``(True, None)`` when ``use``
+    raised ValueError (parts missing or out of order, bytes that do not parse)."""
+    rows = conn.cursor(binary=True).stream(_READ, (collection, kind))
+    try:
+        first = next(rows, None)
+        if first is None:
+            return False, None
+        try:
+            return True, use(Parts(first, rows))
+        except ValueError:
+            return True, None
+    finally:
+        if isinstance(rows, Generator):  # the rest of one that did not check: not fetched
+            rows.close()
+
+
+def delete_saved(conn: psycopg.Connection[Any], kind: int, collection: str) -> None:
+    """Delete the ``kind`` blob of ``collection``."""
+    conn.execute(
+        "DELETE FROM saved_parts WHERE kind = %s AND cid = "
+        "(SELECT cid FROM collections WHERE name = %s)",
+        (kind, collection),
+    )
+
+
+def exists(conn: psycopg.Connection[Any], collection: str, kind: int) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM saved_parts p JOIN collections c USING (cid) "
+        "WHERE c.name = %s AND p.kind = %s AND p.part = 0",
+        (collection, kind),
+    ).fetchone()
+    return row is not None

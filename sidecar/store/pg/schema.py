@@ -196,8 +196,8 @@ def _v4(conn: Conn) -> None:
 
 def _finish_deleting(*tables: str) -> str:
     """``_FINISH``, and then the rows of ``tables`` (what was saved from the collection:
-    pg/saved_terms.py, pg/saved_views.py) go in the transaction of any removal from it,
-    once it holds the collection row's lock (a save takes that lock in share mode)."""
+    pg/saves.py) go in the transaction of any removal from it, once it holds the
+    collection row's lock (a save takes that lock in share mode)."""
     update = f"    UPDATE {SCHEMA}.collections\n"
     deletes = "".join(f"        DELETE FROM {SCHEMA}.{t} WHERE cid = p_cid;\n" for t in tables)
     delete = "    IF p_removed > 0 THEN\n" + deletes + "    END IF;\n"
@@ -223,18 +223,21 @@ def _v5(conn: Conn) -> None:
 
 
 def _v6(conn: Conn) -> None:
-    """Saved views shared by the daemons (pg/saved_views.py): a view file's bytes in
-    parts, stored uncompressed, deleted by the transaction of any removal from the
-    collection (as the saved terms are) and with the collection."""
+    """What views save, as blobs in parts (pg/saves.py): the saved BM25 terms (which move
+    here: v5's rows are dropped, derived data a load analyzes and saves again) and the
+    saved views, stored uncompressed, deleted by the transaction of any removal from the
+    collection (``_finish_deleting``) and with the collection."""
     for stmt in (
-        """CREATE TABLE saved_views (
+        """CREATE TABLE saved_parts (
             cid  bigint NOT NULL REFERENCES collections (cid) ON DELETE CASCADE,
+            kind smallint NOT NULL,
             part integer NOT NULL,
             body bytea NOT NULL,
-            PRIMARY KEY (cid, part)
+            PRIMARY KEY (cid, kind, part)
         )""",
-        "ALTER TABLE saved_views ALTER COLUMN body SET STORAGE EXTERNAL",
-        _finish_deleting("saved_terms", "saved_views"),
+        "ALTER TABLE saved_parts ALTER COLUMN body SET STORAGE EXTERNAL",
+        _finish_deleting("saved_parts"),
+        "DROP TABLE saved_terms",
     ):
         conn.execute(stmt)  # constant DDL
 
