@@ -2,8 +2,10 @@
 requests and loads leave (Linux keeps a niceness per thread; elsewhere nothing changes).
 
 Used by the threads whose work nothing waits for: the page check of a large database
-beside the start (``store/page_check.py``) and the build of a view's graph from scratch
-(``assembly/view_graph.py``), while the store's own index answers meanwhile.
+beside the start (``store/page_check.py``), the build of a view's graph from scratch
+(``assembly/view_graph.py``), while the store's own index answers meanwhile, and the
+saves of a view's rows and terms (``assembly/view_snapshot.py``, ``view_terms.py``),
+which only a shutdown waits for.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ import structlog
 from sidecar.assembly.density import SAVED, Density, SavedDensity
 from sidecar.assembly.view_load import capacity
 from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
+from sidecar.priority import lower_this_thread
 from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
@@ -202,10 +203,11 @@ def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) ->
 def save_in_background(
     place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None
 ) -> threading.Thread:
-    """:func:`save` in a daemon thread (a failure is logged; the next start loads from
-    the store)."""
+    """:func:`save` in a daemon thread at the lowest CPU priority (a failure is logged;
+    the next start loads from the store)."""
 
     def run() -> None:
+        lower_this_thread()  # nothing waits for it but a shutdown: the CPU loads leave
         try:
             save(place, snap, store)
         except Exception as exc:

@@ -56,6 +56,7 @@ import structlog
 
 from sidecar.memory.core.bm25_arrays import DocTerms, TermGroups, count_terms, ranges
 from sidecar.memory.core.lexical import BM25Index
+from sidecar.priority import lower_this_thread
 from sidecar.store import lexical_files
 from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import CollectionState
@@ -330,9 +331,11 @@ def save(place: TermsPlace, snap: Snapshot) -> bool:
 
 
 def save_in_background(place: TermsPlace, snap: Snapshot) -> threading.Thread:
-    """:func:`save` in a daemon thread (a failure is logged; the next load analyzes)."""
+    """:func:`save` in a daemon thread at the lowest CPU priority (a failure is logged;
+    the next load analyzes)."""
 
     def run() -> None:
+        lower_this_thread()  # nothing waits for it but a shutdown: the CPU loads leave
         try:
             if not save(place, snap):
                 log.info("lexical.save_refused", collection=snap.collection[:200])

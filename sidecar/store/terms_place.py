@@ -8,10 +8,10 @@ removal: it would keep a forgotten record's words.
 
 * SQLite (:class:`FilePlace`): a file beside the store (``lexical_files.py``: atomic
   writes, a checksum, the scrub after a forget). One daemon owns the directory.
-* PostgreSQL (``pg/saved_terms.py``): a row of ``saved_terms`` in the database, shared by
-  every daemon on it. The transaction of any removal from the collection deletes it, and
-  a save is refused unless the collection has had no removal since the state it was
-  taken at.
+* PostgreSQL (``pg/saved_terms.py``): the same bytes in rows of ``saved_parts``
+  (``pg/saves.py``), shared by every daemon on the database. The transaction of any
+  removal from the collection deletes them, and a save is refused unless the collection
+  has had no removal since the state it was taken at.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def _chunks(buf: memoryview) -> Iterator[memoryview]:
 
 class Source(Protocol):
     """Where a file's bytes are read from: the file itself, or its copy elsewhere (a
-    PostgreSQL store's ``saved_views``, read a part at a time)."""
+    PostgreSQL store's ``saved_parts``, read a part at a time)."""
 
     def read(self, n: int) -> bytes: ...
 

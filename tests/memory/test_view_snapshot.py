@@ -7,7 +7,10 @@ test_pg_saved_views.py."""
 
 from __future__ import annotations
 
+import os
 import textwrap
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import pytest
 
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.density import Density
+from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
@@ -421,5 +425,36 @@ def test_rows_appended_past_the_saved_capacity_grow_the_matrix(tmp_path: Path) -
         assert _content(grown) == _content(fresh)
         grown.close()
         fresh.close()
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _NiceRecording(FileViewPlace):
+    """Files as a store keeps them, and the CPU priority each write ran at."""
+
+    nice: list[int] = field(default_factory=list)
+
+    def write(self, *args: Any, **kwargs: Any) -> bool:
+        self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return FileViewPlace.write(self, *args, **kwargs)
+
+
+def test_a_background_save_runs_at_the_lowest_priority(tmp_path: Path) -> None:
+    """Only a shutdown waits for a view's save: it takes the CPU the loads leave."""
+    from sidecar.assembly import view_snapshot
+
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        view = CollectionView(COLL, snapshot_min_rows=10**9)
+        state = store.collection_states([COLL])[COLL]
+        view.reload(store, state)
+        assert view.matrix is not None
+        place = _NiceRecording(tmp_path)
+        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
+        view_snapshot.save_in_background(place, snap, store).join(60)
+        assert place.nice == [BACKGROUND_NICE] and view_files.path_of(tmp_path, COLL).exists()
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != BACKGROUND_NICE
     finally:
         store.close()

@@ -5,17 +5,23 @@ collection it removed records from. SQLite only: a shared store keeps no such fi
 
 from __future__ import annotations
 
+import os
 import textwrap
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from sidecar.assembly import view_terms
 from sidecar.assembly.cache import CollectionView
+from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import lexical_files
 from sidecar.store.backend import open_store
+from sidecar.store.terms_place import FilePlace
 from sidecar.store.types import Put
 from tests.support import kill_9_while_saving
 
@@ -277,5 +283,37 @@ def test_a_save_taken_before_a_removal_writes_no_file(tmp_path: Path) -> None:
         fresh = view_terms.snapshot(COLL, current, view.bm25, view.ids, texts)
         assert fresh is not None and view_terms.save(store.terms_place(), fresh)
         assert lexical_files.saved(tmp_path) == [COLL]
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _NiceRecording(FilePlace):
+    """Files as a store keeps them, and the CPU priority each write ran at."""
+
+    nice: list[int] = field(default_factory=list)
+
+    def write(self, *args: Any, **kwargs: Any) -> bool:
+        self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return FilePlace.write(self, *args, **kwargs)
+
+
+def test_a_background_save_runs_at_the_lowest_priority(tmp_path: Path) -> None:
+    """Only a shutdown waits for a terms save: it takes the CPU the loads leave."""
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    try:
+        view = CollectionView(COLL)
+        state = store.collection_states([COLL])[COLL]
+        view.reload(store, state)
+        view.close()
+        lexical_files.remove(tmp_path, COLL)
+        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
+        assert snap is not None
+        place = _NiceRecording(tmp_path, store.collection_states)
+        view_terms.save_in_background(place, snap).join(60)
+        assert place.nice == [BACKGROUND_NICE] and lexical_files.saved(tmp_path) == [COLL]
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != BACKGROUND_NICE
     finally:
         store.close()
