@@ -7,12 +7,14 @@ leaves a database that opens and answers the same (a real PostgreSQL server)."""
 from __future__ import annotations
 
 import textwrap
+import tracemalloc
 
 import numpy as np
 import psycopg
 
 from sidecar.assembly import view_snapshot
 from sidecar.assembly.cache import CollectionView
+from sidecar.store import view_files
 from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.pg.saved_views import PgViewPlace
@@ -206,3 +208,27 @@ def test_kill_9_during_saves_leaves_a_database_that_opens_and_answers_the_same(
             assert view.restored == (5_001 if had else 0)
             assert _content(view) == expected
             assert _parts(pg_url) != []  # taken (had) or saved anew
+
+
+def test_a_header_length_past_the_blob_allocates_no_more_than_the_blob(pg_url: str) -> None:
+    _seed(pg_url)
+    with _open(pg_url) as store:
+        _load(store)
+        assert _parts(pg_url) == [0]
+        with psycopg.connect(pg_url) as conn:  # the length after the magic: 2 GiB - 1
+            row = conn.execute("SELECT length(body) FROM libravdb.saved_parts").fetchone()
+            conn.execute(
+                "UPDATE libravdb.saved_parts SET body = overlay(body placing "
+                "'\\xffffff7f'::bytea from %s for 4)",
+                (len(view_files.KIND.magic) + 1,),
+            )
+        assert row is not None
+        state = store.collection_states([COLL])[COLL]
+        tracemalloc.start()
+        try:
+            assert view_snapshot.load(_place(store), COLL, state, 8, MIN_ROWS) is None
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 4 * int(row[0]) + (16 << 20)  # the blob's size, not 2 GiB
+        assert _parts(pg_url) == []  # dropped

@@ -133,7 +133,9 @@ class Parts:
         return done
 
     def read(self, n: int) -> bytes:
-        out = bytearray(n)
+        """Up to ``n`` bytes (a length read from damaged bytes allocates no more than the
+        blob holds)."""
+        out = bytearray(max(0, min(n, self.size)))
         return bytes(out[: self.readinto(memoryview(out))])
 
 
