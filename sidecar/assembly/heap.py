@@ -11,8 +11,7 @@ collections skip. Reference counting still frees a frozen object when its last r
 goes (a reloaded collection's old rows are released as before); only a reference cycle
 among frozen objects would outlive its last use, and the caches build none.
 
-:func:`paused` keeps the collector off *while* a cache loads (and tells
-:func:`wait_for_loads` when the last load ends): a load creates several
+:func:`paused` keeps the collector off *while* a cache loads: a load creates several
 objects per record and no garbage cycles, yet every 700 allocations start a collection,
 and the older generations' collections walk the growing cache again and again (3.4 s of
 collections in a 16.6 s first ``assemble`` at 100k memories; 10.9 s without them, the
@@ -39,21 +38,11 @@ FREEZE_MIN_ROWS = 2048
 #: Rows loaded since the heap's free pages were last released that make the next release
 #: worth its 1-5 ms: large views, not every cold namespace of a few hundred memories.
 RELEASE_MIN_ROWS = 50_000
-#: The longest a background save waits for the loads running to end (wait_for_loads).
-LOADS_WAIT_S = 60.0
 
 
-_pause_lock = threading.Condition()  # notified when the last pause ends
+_pause_lock = threading.Lock()
 _pauses = 0  # callers inside paused() now
 _resume = False  # whether the first of them found the collector enabled
-
-
-def wait_for_loads(timeout: float) -> bool:
-    """Wait until no load runs (nobody is inside :func:`paused`), at most ``timeout``
-    seconds; whether none does. Background saves wait so, to leave the cores (and, on
-    PostgreSQL, the server) to a start's loads (view_snapshot.py, view_terms.py)."""
-    with _pause_lock:
-        return _pause_lock.wait_for(lambda: _pauses == 0, timeout)
 
 
 @contextlib.contextmanager
@@ -71,10 +60,8 @@ def paused() -> Iterator[None]:
     finally:
         with _pause_lock:
             _pauses -= 1
-            if _pauses == 0:
-                if _resume:
-                    gc.enable()
-                _pause_lock.notify_all()
+            if _pauses == 0 and _resume:
+                gc.enable()
 
 
 class HeapSettler:

@@ -31,8 +31,7 @@ A view of :data:`MIN_ROWS` rows or more saves when rows were loaded or changed s
 file was written (or read) for a tenth of its rows and at least :data:`SAVE_MIN_CHANGED`:
 the lists and small arrays are copied under the caller's lock (:func:`snapshot`; the
 matrix is not: a row rewritten in place afterwards is one whose record has a greater
-``seq``, which the next start replays anyway) and written by a background thread, at the
-lowest CPU priority once no view is loading (``heap.wait_for_loads``).
+``seq``, which the next start replays anyway) and written by a background thread.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ import numpy.typing as npt
 import structlog
 
 from sidecar.assembly.density import SAVED, Density, SavedDensity
-from sidecar.assembly.heap import LOADS_WAIT_S, wait_for_loads
 from sidecar.assembly.view_load import capacity
 from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
 from sidecar.priority import lower_this_thread
@@ -205,13 +203,11 @@ def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) ->
 def save_in_background(
     place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None
 ) -> threading.Thread:
-    """:func:`save` in a daemon thread at the lowest CPU priority, once no view loads
-    (at most ``heap.LOADS_WAIT_S`` later; a failure is logged, the next start loads from
-    the store)."""
+    """:func:`save` in a daemon thread at the lowest CPU priority (a failure is logged;
+    the next start loads from the store)."""
 
     def run() -> None:
         lower_this_thread()  # nothing waits for it but a shutdown: the CPU loads leave
-        wait_for_loads(LOADS_WAIT_S)  # a start's other views load first
         try:
             save(place, snap, store)
         except Exception as exc:

@@ -22,8 +22,7 @@ analyzes everything, then saves anew.
 A view saves when its load or its catch-ups took :data:`SAVE_MIN_ANALYZED` records or
 more (a tenth of the view, for large ones) from anywhere but its own file since its last
 save (analyzed, copied from a twin, or read from a version-1 file): the arrays are taken under
-the caller's lock (:func:`snapshot`) and written by a background thread, at the lowest
-CPU priority once no view is loading (``heap.wait_for_loads``).
+the caller's lock (:func:`snapshot`) and written by a background thread.
 
 A load (:func:`index_texts`) gathers every document's terms into one flat CSR by document
 (the file's slots taken as a run, a twin's copied, analyzed texts counted with numpy) and
@@ -55,7 +54,6 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-from sidecar.assembly.heap import LOADS_WAIT_S, wait_for_loads
 from sidecar.memory.core.bm25_arrays import DocTerms, TermGroups, count_terms, ranges
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.priority import lower_this_thread
@@ -333,13 +331,11 @@ def save(place: TermsPlace, snap: Snapshot) -> bool:
 
 
 def save_in_background(place: TermsPlace, snap: Snapshot) -> threading.Thread:
-    """:func:`save` in a daemon thread at the lowest CPU priority, once no view loads
-    (``heap.LOADS_WAIT_S`` at most; a failure is logged, the next load
-    analyzes)."""
+    """:func:`save` in a daemon thread at the lowest CPU priority (a failure is logged;
+    the next load analyzes)."""
 
     def run() -> None:
         lower_this_thread()  # nothing waits for it but a shutdown: the CPU loads leave
-        wait_for_loads(LOADS_WAIT_S)  # a start's other views load first
         try:
             if not save(place, snap):
                 log.info("lexical.save_refused", collection=snap.collection[:200])

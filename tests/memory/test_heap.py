@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
 from collections.abc import Iterator
 
@@ -69,18 +68,3 @@ def test_the_collector_is_paused_while_caches_load_and_restored_after() -> None:
     except KeyError:
         pass
     assert gc.isenabled()
-
-
-def test_waiting_for_loads_returns_once_the_last_one_ends() -> None:
-    """A background save waits for the loads running (view_snapshot.py, view_terms.py)."""
-    assert heap.wait_for_loads(0)  # none runs
-    ended: list[bool] = []
-    with heap.paused():
-        waiter = threading.Thread(target=lambda: ended.append(heap.wait_for_loads(60)))
-        waiter.start()
-        with heap.paused():  # nested: still running after the inner one ends
-            pass
-        waiter.join(0.3)
-        assert waiter.is_alive() and not heap.wait_for_loads(0.01)
-    waiter.join(60)
-    assert ended == [True]

@@ -458,26 +458,3 @@ def test_a_background_save_runs_at_the_lowest_priority(tmp_path: Path) -> None:
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != BACKGROUND_NICE
     finally:
         store.close()
-
-
-def test_a_background_save_waits_for_the_loads_running(tmp_path: Path) -> None:
-    """A start's first view saves once the others have loaded (heap.wait_for_loads)."""
-    from sidecar.assembly import heap, view_snapshot
-
-    _seed(tmp_path)
-    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
-    try:
-        view = CollectionView(COLL, snapshot_min_rows=10**9)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        assert view.matrix is not None
-        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
-        path = view_files.path_of(tmp_path, COLL)
-        with heap.paused():  # a load running
-            saving = view_snapshot.save_in_background(FileViewPlace(tmp_path), snap, store)
-            saving.join(0.5)
-            assert saving.is_alive() and not path.exists()
-        saving.join(60)
-        assert path.exists()
-    finally:
-        store.close()
