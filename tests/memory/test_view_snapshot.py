@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sidecar.assembly import view_snapshot
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.density import Density
+from sidecar.assembly.view_snapshot import Snapshot
 from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.backend import open_store
@@ -154,8 +156,6 @@ def test_a_file_of_other_dimensions_is_not_used(tmp_path: Path) -> None:
         _load(store).close()
     finally:
         store.close()
-    from sidecar.assembly import view_snapshot
-
     state = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
         st = state.collection_states([COLL])[COLL]
@@ -307,17 +307,20 @@ def test_a_start_takes_the_saved_density_when_its_labels_are_the_same(tmp_path: 
         store.close()
 
 
-def test_a_save_does_not_put_back_records_removed_while_it_was_written(tmp_path: Path) -> None:
-    from sidecar.assembly import view_snapshot
+def _snapshot_now(store: StoreBackend) -> tuple[CollectionView, Snapshot]:
+    """A view loaded now (saving nothing itself) and its rows as a save takes them."""
+    view = CollectionView(COLL, snapshot_min_rows=10**9)
+    state = store.collection_states([COLL])[COLL]
+    view.reload(store, state)
+    assert view.matrix is not None
+    return view, view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
 
+
+def test_a_save_does_not_put_back_records_removed_while_it_was_written(tmp_path: Path) -> None:
     _seed(tmp_path)
     store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
-        view = CollectionView(COLL, snapshot_min_rows=10**9)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        assert view.matrix is not None
-        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
+        view, snap = _snapshot_now(store)
         store.delete(COLL, "r00001")  # a forget between the snapshot and the write
         assert not view_snapshot.save(FileViewPlace(tmp_path), snap, store)
         assert not view_files.path_of(tmp_path, COLL).exists()
@@ -442,17 +445,11 @@ class _NiceRecording(FileViewPlace):
 
 def test_a_background_save_runs_at_the_lowest_priority(tmp_path: Path) -> None:
     """Only a shutdown waits for a view's save: it takes the CPU the loads leave."""
-    from sidecar.assembly import view_snapshot
-
     _seed(tmp_path)
     store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
-        view = CollectionView(COLL, snapshot_min_rows=10**9)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        assert view.matrix is not None
+        _, snap = _snapshot_now(store)
         place = _NiceRecording(tmp_path)
-        snap = view_snapshot.snapshot(COLL, state, view.rows, view.matrix)
         view_snapshot.save_in_background(place, snap, store).join(60)
         assert place.nice == [BACKGROUND_NICE] and view_files.path_of(tmp_path, COLL).exists()
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != BACKGROUND_NICE

@@ -21,6 +21,7 @@ from sidecar.assembly.cache import CollectionView
 from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import lexical_files
 from sidecar.store.backend import open_store
+from sidecar.store.interface import StoreBackend
 from sidecar.store.terms_place import FilePlace
 from sidecar.store.types import Put
 from tests.support import kill_9_while_saving
@@ -261,20 +262,29 @@ def test_a_file_that_is_not_whole_is_refused_and_removed(
     assert not path.exists()
 
 
+def _unsaved_snapshot(
+    store: StoreBackend, data_dir: Path
+) -> tuple[CollectionView, list[str], view_terms.Snapshot]:
+    """A view loaded now, its saved terms file removed, its texts, and its terms as a
+    save takes them."""
+    view = CollectionView(COLL)
+    state = store.collection_states([COLL])[COLL]
+    view.reload(store, state)
+    view.close()
+    lexical_files.remove(data_dir, COLL)
+    texts = [view.rows.record_text(i) for i in range(len(view.rows))]
+    snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
+    assert snap is not None
+    return view, texts, snap
+
+
 def test_a_save_taken_before_a_removal_writes_no_file(tmp_path: Path) -> None:
     """A view's background save that ends after a forget (and after the forget's scrub)
     must not put the forgotten record's words back on disk."""
     _seed(tmp_path)
     store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
-        view = CollectionView(COLL)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        view.close()
-        lexical_files.remove(tmp_path, COLL)
-        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
-        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
-        assert snap is not None
+        view, texts, snap = _unsaved_snapshot(store, tmp_path)
         assert store.delete(COLL, "r00011")
         assert lexical_files.scrub_store(store) == 0  # the forget's scrub: nothing yet
         assert not view_terms.save(store.terms_place(), snap)
@@ -303,14 +313,7 @@ def test_a_background_save_runs_at_the_lowest_priority(tmp_path: Path) -> None:
     _seed(tmp_path)
     store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
     try:
-        view = CollectionView(COLL)
-        state = store.collection_states([COLL])[COLL]
-        view.reload(store, state)
-        view.close()
-        lexical_files.remove(tmp_path, COLL)
-        texts = [view.rows.record_text(i) for i in range(len(view.rows))]
-        snap = view_terms.snapshot(COLL, state, view.bm25, view.ids, texts)
-        assert snap is not None
+        _, _, snap = _unsaved_snapshot(store, tmp_path)
         place = _NiceRecording(tmp_path, store.collection_states)
         view_terms.save_in_background(place, snap).join(60)
         assert place.nice == [BACKGROUND_NICE] and lexical_files.saved(tmp_path) == [COLL]
