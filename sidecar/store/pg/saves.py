@@ -10,7 +10,7 @@ removal from it; the database enforces that:
 
 * any transaction that removes a record of the collection deletes its blobs, after it
   has taken the collection row's lock (``finish_collection``);
-* a save :func:`claim` s that row in share mode first and writes only while the
+* a save claims that row in share mode first (:func:`claim`) and writes only while the
   collection's ``removals`` is the one the blob was taken at;
 * a dropped collection takes its blobs with it (``ON DELETE CASCADE``).
 
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-#: What a blob holds (``saved_parts.kind``) and the advisory lock a save of it takes.
+#: What a blob holds (``saved_parts.kind``).
 TERMS, VIEW = 1, 2
 #: The bytes of a blob in one row.
 PART_BYTES = 8 << 20
