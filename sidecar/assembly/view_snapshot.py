@@ -350,7 +350,6 @@ def load(
     if place is None or state.count < min_rows:
         return None
     reader: list[_Reader] = []
-    existed = place.exists(collection)
 
     def check(meta: dict[str, Any]) -> bool:
         reader.clear()  # (a read started again)
@@ -371,7 +370,7 @@ def load(
                 return False
         return ok
 
-    meta = place.read(collection, check, lambda i, size: reader[0].target(i, size))
+    existed, meta = place.read(collection, check, lambda i, size: reader[0].target(i, size))
     got = None
     if meta is not None:
         try:

@@ -21,7 +21,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from sidecar.store.types import CollectionState
 
@@ -106,27 +106,46 @@ def write(
     return True
 
 
+class Source(Protocol):
+    """Where a saved blob's bytes are read from: its file, or its copy elsewhere (a
+    PostgreSQL store's ``saved_parts``, read a part at a time)."""
+
+    def read(self, n: int) -> bytes: ...
+
+    def readinto(self, buf: memoryview) -> int: ...
+
+
 def read(data_dir: Path, collection: str) -> tuple[dict[str, Any], bytearray] | None:
     """``(header, body)`` of ``collection``'s file when it is whole and names it (the
-    checksum matches); None otherwise (no file, or a damaged one, which is removed). The
-    body is read straight into its own buffer: a 1M view's file is about 370 MB, which
-    reading the whole file and then slicing the body out of it held twice."""
+    checksum matches); None otherwise (no file, or a damaged one, which is removed)."""
     path = path_of(data_dir, collection)
     try:
         with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            head = f.read(len(MAGIC) + LEN.size)
-            n = LEN.unpack_from(head, len(MAGIC))[0] if head.startswith(MAGIC) else 0
-            head += f.read(n)
-            got = _parse_header(head)
-            body = bytearray(max(size - len(head), 0)) if got is not None else None
-            whole = body is not None and f.readinto(body) == len(body) and not f.read(1)
+            got = read_blob(f, os.fstat(f.fileno()).st_size, collection)
     except (OSError, struct.error):
         return None
-    if got is not None and body is not None and whole and is_sealed(got[0], collection, body):
-        return got[0], body
+    if got is not None:
+        return got
     remove(data_dir, collection)
     return None
+
+
+def read_blob(src: Source, size: int, collection: str) -> tuple[dict[str, Any], bytearray] | None:
+    """``(header, body)`` of the ``size`` bytes of a saved-terms blob read from ``src``
+    when they are whole and ``collection``'s (the checksum matches), else None;
+    ``struct.error`` when they end inside the header's length. The body is read straight
+    into its own buffer: a 1M view's blob is about 370 MB, which reading it whole and
+    then slicing the body out of it held twice."""
+    head = src.read(len(MAGIC) + LEN.size)
+    n = LEN.unpack_from(head, len(MAGIC))[0] if head.startswith(MAGIC) else 0
+    head += src.read(n)
+    got = _parse_header(head)
+    if got is None:
+        return None
+    body = bytearray(max(size - len(head), 0))
+    if src.readinto(memoryview(body)) != len(body) or src.read(1):
+        return None
+    return (got[0], body) if is_sealed(got[0], collection, body) else None
 
 
 def remove(data_dir: Path, collection: str) -> None:

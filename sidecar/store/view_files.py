@@ -65,16 +65,7 @@ def _chunks(buf: memoryview) -> Iterator[memoryview]:
     return (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK))
 
 
-class Source(Protocol):
-    """Where a file's bytes are read from: the file itself, or its copy elsewhere (a
-    PostgreSQL store's ``saved_parts``, read a part at a time)."""
-
-    def read(self, n: int) -> bytes: ...
-
-    def readinto(self, buf: memoryview) -> int: ...
-
-
-def _read_all(f: Source, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
+def _read_all(f: LF.Source, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
     """Fill each of ``parts`` from ``f`` in turn (hashed into ``digest``); False at the
     file's end."""
     for part in parts:
@@ -203,7 +194,7 @@ def read(
     try:
         with f:
             size = os.fstat(f.fileno()).st_size
-            meta = read_checked(f, size, collection, check, target, kind.magic, f)
+            meta = read_checked(f, size, collection, check, target, kind.magic)
             ok = meta is not None
     except (OSError, ValueError):
         meta = None
@@ -218,19 +209,19 @@ def remove(data_dir: Path, collection: str, kind: LF.FileKind = KIND) -> None:
 
 
 def read_checked(
-    f: Source,
+    f: LF.Source,
     size: int,
     collection: str,
     check: Callable[[dict[str, Any]], bool],
     target: Target,
     magic: bytes,
-    file: io.BufferedReader | None = None,
 ) -> dict[str, Any] | None:
     """Read a file's ``size`` bytes from ``f`` (module doc; :func:`read`'s rules): its
     header, when it names ``collection`` and ``check(header)`` holds, then each section
     into ``target(i, size)``; the header when everything checks, else None (ValueError:
-    a header that is not JSON). A :class:`Mappable` target maps its section from ``file``
-    (the file ``f`` reads) once everything checked; without one, it is read into."""
+    a header that is not JSON). A :class:`Mappable` target maps its section from ``f``
+    once everything checked when ``f`` is the file itself; otherwise it is read into."""
+    file = f if isinstance(f, io.BufferedReader) else None  # what can be mapped from
     digest = _Crc()
     lead = f.read(len(magic) + LF.LEN.size)
     if not lead.startswith(magic) or len(lead) != len(magic) + LF.LEN.size:

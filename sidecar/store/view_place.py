@@ -9,8 +9,8 @@ and vector.
 * SQLite (:class:`FileViewPlace`): a file beside the store (atomic writes, mapped at a
   start; ``lexical_files.scrub`` removes the stale ones after a forget). One daemon owns
   the directory.
-* PostgreSQL (``pg/saved_views.py``): the same bytes in parts, rows of ``saved_views``,
-  shared by every daemon on the database. The transaction of any removal from the
+* PostgreSQL (``pg/saved_views.py``): the same bytes in parts, rows of ``saved_parts``
+  (``pg/saves.py``), shared by every daemon on the database. The transaction of any removal from the
   collection deletes them, and a save is refused unless the collection has had no
   removal since the state it was taken at.
 """
@@ -31,9 +31,10 @@ class ViewPlace(Protocol):
 
     def read(
         self, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
-    ) -> dict[str, Any] | None:
-        """Read ``collection``'s saved view (``view_files.read_checked``'s rules): its
-        header when all of it checked, else None; one that does not check is removed."""
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Read ``collection``'s saved view (``view_files.read_checked``'s rules): whether
+        there was one, and its header when all of it checked (else None: one that does not
+        check is removed)."""
 
     def write(
         self,
@@ -50,9 +51,6 @@ class ViewPlace(Protocol):
     def remove(self, collection: str) -> None:
         """Drop ``collection``'s saved view (one that does not hold)."""
 
-    def exists(self, collection: str) -> bool:
-        """Whether a saved view of ``collection`` is there (for the log)."""
-
 
 @dataclass(frozen=True, slots=True)
 class FileViewPlace:
@@ -62,8 +60,9 @@ class FileViewPlace:
 
     def read(
         self, collection: str, check: Callable[[dict[str, Any]], bool], target: Target
-    ) -> dict[str, Any] | None:
-        return view_files.read(self.data_dir, collection, check, target)
+    ) -> tuple[bool, dict[str, Any] | None]:
+        found = view_files.path_of(self.data_dir, collection).exists()
+        return found, view_files.read(self.data_dir, collection, check, target)
 
     def write(
         self,
@@ -76,6 +75,3 @@ class FileViewPlace:
 
     def remove(self, collection: str) -> None:
         view_files.remove(self.data_dir, collection)
-
-    def exists(self, collection: str) -> bool:
-        return view_files.path_of(self.data_dir, collection).exists()

@@ -264,7 +264,9 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
     with _open(pg_url, fingerprint="fp2") as store:
         assert store.get("user:u1", "a") is not None
         views = store.view_place()
-        assert views is not None and not views.exists("user:u1")
+        assert views is not None
+        found, _ = views.read("user:u1", lambda _m: True, lambda _i, n: memoryview(bytearray(n)))
+        assert not found
 
 
 # ---- the server going away ----------------------------------------------------------------------

@@ -228,14 +228,17 @@ def test_version_5_database_gets_saved_views_removed_by_a_delete(empty_url: str)
         assert views.write("user:u1", header, [view_files.of_buffer(memoryview(b"rows"))])
         assert terms.write("user:u1", header, [b"terms"])
         into = bytearray(4)
-        meta = views.read(
-            "user:u1", lambda m: m["cid"] == state.cid, lambda _i, _n: memoryview(into)
-        )
-        assert meta is not None and meta["sections"] == [4] and into == b"rows"
-        assert views.exists("user:u1")
+
+        def read() -> tuple[bool, dict[str, Any] | None]:
+            return views.read(
+                "user:u1", lambda m: m["cid"] == state.cid, lambda *_: memoryview(into)
+            )
+
+        found, meta = read()
+        assert found and meta is not None and meta["sections"] == [4] and into == b"rows"
         store.put("user:u1", "b", vector=[0, 0, 1, 0])  # no removal: both stay
-        assert views.exists("user:u1") and terms.read("user:u1") is not None
+        assert read()[1] is not None and terms.read("user:u1") is not None
         store.delete("user:u1", "a")
-        assert not views.exists("user:u1") and terms.read("user:u1") is None
+        assert read() == (False, None) and terms.read("user:u1") is None
         now = store.collection_states(["user:u1"])["user:u1"]
         assert (now.removals, now.count) == (state.removals + 1, state.count)

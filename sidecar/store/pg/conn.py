@@ -42,8 +42,8 @@ LOCK_SESSION = 0x6C76_0004  # Store.session_lock(key): second key hashtext(key)
 # daemon that holds the session lock, taken exclusively (and at once let go) by the next
 # holder before it reads anything, so that it waits for the writes of a holder that died.
 LOCK_FENCE = 0x6C76_0005
-LOCK_SAVED_TERMS = 0x6C76_0006  # one save of a collection's BM25 terms at a time (saved_terms.py)
-LOCK_SAVED_VIEWS = 0x6C76_0007  # one save of a collection's view at a time (saved_views.py)
+LOCK_SAVED_TERMS = 0x6C76_0006  # one save of a collection's BM25 terms at a time (saves.py)
+LOCK_SAVED_VIEWS = 0x6C76_0007  # one save of a collection's view at a time (saves.py)
 # Deadlocks, serialization failures and a collection dropped under a concurrent write
 # (its records' foreign key) are retried with the whole transaction, this many times.
 MAX_ATTEMPTS = 6

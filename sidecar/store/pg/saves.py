@@ -21,13 +21,20 @@ compress, and every start would pay the decompression).
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, TypeVar
 
 import psycopg
 
-#: What a blob holds (``saved_parts.kind``).
+from sidecar.store.pg.conn import LOCK_SAVED_TERMS, LOCK_SAVED_VIEWS, Db
+
+#: What a blob holds (``saved_parts.kind``), its name in errors, the advisory lock its
+#: saves take, and the lock that has this process save one of the kind at a time.
 TERMS, VIEW = 1, 2
+_NAMES = {TERMS: "terms", VIEW: "view"}
+_LOCKS = {TERMS: LOCK_SAVED_TERMS, VIEW: LOCK_SAVED_VIEWS}
+_ONE_SAVE = {TERMS: threading.Lock(), VIEW: threading.Lock()}
 #: The bytes of a blob in one row.
 PART_BYTES = 8 << 20
 
@@ -66,7 +73,7 @@ def claim(
     return cid
 
 
-def write_parts(
+def _write_parts(
     conn: psycopg.Connection[Any],
     cid: int,
     kind: int,
@@ -139,7 +146,7 @@ class Parts:
         return bytes(out[: self.readinto(memoryview(out))])
 
 
-def read_parts(
+def _read_parts(
     conn: psycopg.Connection[Any], collection: str, kind: int, use: Callable[[Parts], T]
 ) -> tuple[bool, T | None]:
     """``use(parts)`` on the ``kind`` blob of ``collection``, streamed from the server a
@@ -159,19 +166,60 @@ def read_parts(
             rows.close()
 
 
-def delete_saved(conn: psycopg.Connection[Any], kind: int, collection: str) -> None:
-    """Delete the ``kind`` blob of ``collection``."""
-    conn.execute(
-        "DELETE FROM saved_parts WHERE kind = %s AND cid = "
-        "(SELECT cid FROM collections WHERE name = %s)",
-        (kind, collection),
-    )
+class SavedBlobs:
+    """The ``kind`` blobs of one store's collections (``db``: its pool); ``part_bytes``:
+    the size of a row's part (the last one shorter). A collection name the database
+    cannot hold (a NUL) has none."""
 
+    def __init__(self, db: Db, kind: int, part_bytes: int = PART_BYTES) -> None:
+        self.db = db
+        self.kind = kind
+        self.part_bytes = part_bytes
 
-def exists(conn: psycopg.Connection[Any], collection: str, kind: int) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM saved_parts p JOIN collections c USING (cid) "
-        "WHERE c.name = %s AND p.kind = %s AND p.part = 0",
-        (collection, kind),
-    ).fetchone()
-    return row is not None
+    def read(self, collection: str, use: Callable[[Parts], T | None]) -> tuple[bool, T | None]:
+        """``(whether there was one, use(parts))``; one that ``use`` did not take (None, or
+        ValueError) is deleted."""
+        if "\x00" in collection:
+            return False, None
+        found, got = self.db.call(
+            lambda conn: _read_parts(conn, collection, self.kind, use), f"read {_NAMES[self.kind]}"
+        )
+        if found and got is None:
+            self.remove(collection)
+        return found, got
+
+    def write(
+        self,
+        collection: str,
+        header: Mapping[str, Any],
+        blob: Callable[[], tuple[int, Iterator[memoryview]]],
+    ) -> bool:
+        """Replace ``collection``'s blob with ``blob()``'s bytes (its size and pieces,
+        asked inside the transaction) once the collection is claimed (:func:`claim`);
+        False when it is not. One save of a kind at a time in this process: a save holds
+        its encoded arrays, and a start's views finish their loads together."""
+        if "\x00" in collection:
+            return False
+
+        def save(conn: psycopg.Connection[Any]) -> bool:
+            cid = claim(conn, collection, header, _LOCKS[self.kind])
+            if cid is None:
+                return False
+            size, pieces = blob()
+            _write_parts(conn, cid, self.kind, size, pieces, self.part_bytes)
+            return True
+
+        with _ONE_SAVE[self.kind]:
+            return self.db.transact(save, f"save {_NAMES[self.kind]}")
+
+    def remove(self, collection: str) -> None:
+        if "\x00" in collection:
+            return
+        self.db.transact(
+            lambda conn: conn.execute(
+                "DELETE FROM saved_parts WHERE kind = %s AND cid = "
+                "(SELECT cid FROM collections WHERE name = %s)",
+                (self.kind, collection),
+            ),
+            f"remove {_NAMES[self.kind]}",
+        )
