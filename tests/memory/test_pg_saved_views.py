@@ -6,7 +6,6 @@ leaves a database that opens and answers the same (a real PostgreSQL server)."""
 
 from __future__ import annotations
 
-import textwrap
 import tracemalloc
 
 import numpy as np
@@ -19,7 +18,7 @@ from sidecar.store.backend import open_store
 from sidecar.store.interface import StoreBackend
 from sidecar.store.pg.saved_views import PgViewPlace
 from sidecar.store.types import Put
-from tests.memory.test_view_snapshot import _content, _meta
+from tests.memory.test_view_snapshot import CHILD, _content, _meta
 from tests.support import kill_9_while_saving
 
 COLL = "turns:u1"
@@ -170,27 +169,6 @@ def test_dropping_the_collection_drops_its_saved_view(pg_url: str) -> None:
         assert _parts(pg_url) == [0]
         assert store.drop_collections([COLL]) == 1
         assert _parts(pg_url) == []
-
-
-CHILD = textwrap.dedent(
-    """
-    import sys
-    from sidecar.assembly import view_snapshot
-    from sidecar.assembly.cache import CollectionView
-    from sidecar.store.backend import open_store
-
-    url, coll, ann_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = open_store(url, embed_dims=8, fingerprint="fp")
-    view = CollectionView(coll, ann_rows, snapshot_min_rows=10**9)  # no save of its own
-    state = store.collection_states([coll])[coll]
-    view.reload(store, state)
-    snap = view_snapshot.snapshot(coll, state, view.rows, view.matrix)
-    place = store.view_place()
-    print("saving", flush=True)
-    while True:  # saves until killed
-        view_snapshot.save(place, snap)
-    """
-)
 
 
 def test_kill_9_during_saves_leaves_a_database_that_opens_and_answers_the_same(

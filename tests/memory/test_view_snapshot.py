@@ -173,24 +173,25 @@ def test_a_file_of_other_dimensions_is_not_used(tmp_path: Path) -> None:
         state.close()
 
 
+#: A child that saves a view of ``sys.argv[2]`` again and again where its store keeps
+#: views (``sys.argv[1]``: a data directory, or a PostgreSQL URL: test_pg_saved_views.py).
 CHILD = textwrap.dedent(
     """
     import sys
-    from pathlib import Path
     from sidecar.assembly import view_snapshot
     from sidecar.assembly.cache import CollectionView
     from sidecar.store.backend import open_store
-    from sidecar.store.view_place import FileViewPlace
 
-    data_dir, coll, ann_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = open_store(data_dir, embed_dims=8, fingerprint="fp")
+    where, coll, ann_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    store = open_store(where, embed_dims=8, fingerprint="fp")
     view = CollectionView(coll, ann_rows, snapshot_min_rows=10**9)  # no save of its own
     state = store.collection_states([coll])[coll]
     view.reload(store, state)
     snap = view_snapshot.snapshot(coll, state, view.rows, view.matrix)
+    place = store.view_place()
     print("saving", flush=True)
     while True:  # saves until killed
-        view_snapshot.save(FileViewPlace(Path(data_dir)), snap)
+        view_snapshot.save(place, snap)
     """
 )
 
