@@ -25,7 +25,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,8 +60,6 @@ from sidecar.engines import int8scan
 from sidecar.engines.int8scan import Int8Rows, Scan
 from sidecar.memory.core.lexical import BM25Index
 from sidecar.memory.core.lexical_index import LexicalIndex
-from sidecar.memory.core.shared_locks import is_shared
-from sidecar.store import lexical_files
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState, Record
 from sidecar.store.view_place import ViewPlace
@@ -130,6 +127,7 @@ class CollectionView:
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
     layout: str = ""  # the rows' layout token: which saved graph labels them (graph_file.py)
+    layout_base: tuple[str, int] | None = None  # the layout its first rows are (a database's)
     _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
     _saving: threading.Thread | None = None  # the save of the terms running
     snapshot_min_rows: int = view_snapshot.MIN_ROWS  # rows saved from this many
@@ -264,9 +262,8 @@ class CollectionView:
         its twin's text takes the twin's analyzed terms instead of analyzing them again, and
         the twin's id and text strings (``ViewRows.share_strings``)."""
         dims = store.embed_dims
-        files_dir = _files_dir(store)
         if state.count >= self.ann_min_rows and not graph_file.resumable(
-            files_dir, self.name, self.graph_params is not None
+            store.graph_place(), self.name, self.graph_params is not None
         ):
             store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
         got, since, rows_place = None, 0, store.view_place()
@@ -280,8 +277,9 @@ class CollectionView:
         self._metas.clear()
         lean = want == HALF  # as the float16 matrix: metadata read from the store
         self.layout = got.layout if got is not None and got.layout else graph_file.new_layout()
+        self.layout_base = got.base if got is not None else None
         if got is not None:
-            rows, mat, since, self.saved_density, _ = got
+            rows, mat, since, self.saved_density = got[:4]
             self.restored = len(rows)
         elif recs is None:  # paged: one page of columns at a time, straight into the rows
             rows, mat = read_rows(store, self.name, state.count, dims, want, lean)
@@ -439,6 +437,7 @@ class CollectionView:
         if self._ann is None and len(rows) >= self.ann_min_rows:
             self._ann = store
             self._settle_dtype()
+            self.layout = graph_file.new_layout()  # rows past what it took: its own order
             self._restart_graph(dims, self.state or CollectionState())
         elif self._graph is not None:
             self._graph.note(itertools.chain(replaced, range(n, len(rows))))
@@ -488,8 +487,9 @@ class CollectionView:
             n, seq = len(self.rows), state.max_seq if seq is None else seq
             stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
             seqs = self.rows.seq[:n]  # a copy: the build reads it while rows grow
+            place, base = self._ann.graph_place(), self.layout_base
             hooks = graph_file.hooks(
-                _files_dir(self._ann), self.name, self._ann, stamp, seqs, dims, self.graph_params
+                place, self.name, self._ann, stamp, seqs, dims, self.graph_params, base
             )
             self._graph = ViewGraph(self.name, dims, self.graph_params)
             self._graph.start(self._mat, n, *hooks)
@@ -642,9 +642,3 @@ SAVE_WAIT_S = 30.0
 #: Documents a load hands the BM25 index at once: their term counts (a ``Counter`` each)
 #: and flat postings are held together while it sorts them.
 BM25_PART = 16_384
-
-
-def _files_dir(store: StoreBackend) -> Path | None:
-    """Where the view's graph file is saved (a local store no other daemon writes), or
-    None; its terms and rows go to ``store.terms_place()`` and ``store.view_place()``."""
-    return None if is_shared(store) else lexical_files.local_dir(store)

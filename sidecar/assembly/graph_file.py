@@ -1,34 +1,40 @@
-"""A large view's graph (``view_graph.py``) saved beside its rows, so that a start loads it
-instead of building it again and never needs the store's own graph (issue 36).
+"""A large view's graph (``view_graph.py``) saved where its rows are saved, so that a
+start loads it instead of building it again and never needs the store's own graph (issue
+36). Where it is saved is the store's (``StoreBackend.graph_place``,
+``sidecar/store/graph_place.py``: two files beside a SQLite store, a blob of a PostgreSQL
+one); what it says and when it holds is decided here.
 
 Labels are the view's row numbers, so a graph only means something over the row layout
 it was built on. A view gets a layout token when it loads from the store; its saved rows
 (``view_snapshot.py``) carry the token, and a start that takes them takes the token with
-them. A graph is two files: ``<data dir>/views/<hash>.usearch``, usearch's own
-serialisation (written and read by usearch itself: no second copy of the graph in
-memory), and ``<hash>.graph``, its header (written as the rows' files are:
-``view_files``, atomic, CRC-checked) with the body's size and CRC-32 and:
+them. A graph's header holds, beside usearch's serialisation:
 
 * ``layout``, ``cid``, ``removals``: the layout and collection state it was built over. A
-  start uses the file only when the view took its rows from a file of that layout and
-  nothing was removed since (``lexical_files.holds``; the scrub after a forget removes a
-  graph file that no longer holds, as it removes the rows' and terms' files);
+  start uses the graph only when the view took its rows from a saved view of that layout
+  (or whose ``layout_base`` names it, below) and nothing was removed since
+  (``lexical_files.holds``; the scrub after a forget removes a graph file that no longer
+  holds, as it removes the rows' and terms' files; on PostgreSQL the removal's
+  transaction deletes it);
 * ``seq`` and ``rows``: rows ``0 .. rows-1`` are in the graph, as their records were at
   ``seq``. A load inserts again every row past ``rows`` and every row whose record's
   ``seq`` is greater (appended or rewritten since), from the view's matrix, before the
   graph answers;
-* ``dims`` and ``m``: a file of other parameters is rebuilt.
+* ``dims`` and ``m``: a graph of other parameters is rebuilt.
+
+Rows past those a daemon took are in the order it saw their records, and two daemons
+on one PostgreSQL database may see them in different orders (a record patched between
+one's two syncs comes after another for the daemon that synced once). So a PostgreSQL
+view is saved under a new layout token each time, with ``layout_base``: the token and
+row count of the layout its first rows are (``saved_views.py``). A graph matches the
+view's own token, or the base's when it holds no more rows than the base does.
 
 A build from scratch saves its graph before it answers; a load that had to insert a
-tenth of the rows again saves anew. Nothing is saved for a store without a local
-directory (PostgreSQL: each daemon's graph is its own).
+tenth of the rows again saves anew.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import zlib
 from array import array
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,17 +46,18 @@ import structlog
 from usearch.index import Index
 
 from sidecar.assembly.view_graph import GraphParams, Resume, Saver, new_index
-from sidecar.store import lexical_files, view_files
+from sidecar.store import lexical_files
+from sidecar.store.graph_place import GraphPlace
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import CollectionState
 
 log = structlog.get_logger(__name__)
 
 VERSION = 1
-KIND = lexical_files.GRAPHS
-companion = lexical_files.companion  # the graph's body beside its header file
-CHUNK = 1 << 20
 I64 = npt.NDArray[np.int64]
+#: The layouts a view's rows are: its own token, and the layout of its first rows with
+#: their count (``layout_base``), each with the most rows a graph over it may hold.
+Layouts = dict[str, int]
 
 
 def new_layout() -> str:
@@ -69,120 +76,85 @@ class GraphStamp:
     rows: int
 
 
-def exists(data_dir: Path | None, collection: str) -> bool:
-    return data_dir is not None and view_files.path_of(data_dir, collection, KIND).exists()
+def layouts(layout: str, base: tuple[str, int] | None) -> Layouts:
+    """The layouts of a view's rows (:data:`Layouts`): ``layout``, any number of rows,
+    and ``base`` (a saved view's ``layout_base``) up to its count."""
+    out = {layout: 1 << 62}
+    if base is not None and base[0] != layout:
+        out[base[0]] = base[1]
+    return out
 
 
-def resumable(data_dir: Path | None, collection: str, graph: bool) -> bool:
-    """Whether a view with a ``graph`` will likely load it from its file (the rows' file
-    and the graph's are there): the store's own graph is then not loaded ahead."""
-    return (
-        graph
-        and data_dir is not None
-        and exists(data_dir, collection)
-        and view_files.path_of(data_dir, collection).exists()
-    )
+def resumable(place: GraphPlace | None, collection: str, graph: bool) -> bool:
+    """Whether a view with a ``graph`` will likely load it from ``place``: the store's own
+    graph is then not loaded ahead."""
+    return graph and place is not None and place.exists(collection)
 
 
 def save(
-    data_dir: Path,
+    place: GraphPlace,
     collection: str,
     stamp: GraphStamp,
     params: GraphParams,
     index: Index,
     store: StoreBackend | None = None,
 ) -> bool:
-    """Write ``index``'s files; with ``store``, only while nothing was removed from the
-    collection since ``stamp`` (a forget's records must not go back on disk)."""
-    folder = lexical_files.directory(data_dir, KIND)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    body = companion(view_files.path_of(data_dir, collection, KIND))
-    raw = body.with_name(f"{body.stem}-usearch.{os.getpid()}.tmp")
-    try:
-        index.save(str(raw))  # usearch writes it: no copy of the graph in memory
-        size, crc = _size_and_crc(raw)
-        header: dict[str, Any] = {
-            "version": VERSION,
-            **asdict(stamp),
-            "dims": int(index.ndim),
-            "m": params.m,
-            "size": size,
-            "crc": crc,
-        }
+    """Save ``index`` in ``place``; with ``store``, only while nothing was removed from
+    the collection since ``stamp`` (a forget's records must not be saved again)."""
+    header: dict[str, Any] = {"version": VERSION, **asdict(stamp), "dims": int(index.ndim)}
+    header["m"] = params.m
 
-        def holds() -> bool:
-            # under the files' lock, as the scrub after a forget: the body is renamed into
-            # place only when the header follows it
-            if store is not None and not lexical_files.holds(
-                header, store.collection_states([collection])[collection]
-            ):
-                return False
-            os.replace(raw, body)
-            return True
+    def holds() -> bool:
+        return store is None or lexical_files.holds(
+            header, store.collection_states([collection])[collection]
+        )
 
-        return view_files.write(data_dir, collection, header, [], holds, KIND)
-    finally:
-        lexical_files.unlink(raw)
+    def dump(path: Path) -> None:
+        index.save(str(path))  # usearch writes it: no copy of the graph in memory
+
+    return place.write(collection, header, dump, holds)
 
 
 def load(
-    data_dir: Path,
+    place: GraphPlace,
     collection: str,
-    layout: str,
+    layout: str | Layouts,
     state: CollectionState,
     dims: int,
     params: GraphParams,
 ) -> tuple[Index, GraphStamp] | None:
-    """The saved graph when it was built over ``layout`` at ``state``'s ``cid`` and
-    ``removals`` with these parameters; files that do not hold are removed."""
+    """The saved graph when it was built over one of the view's ``layout`` tokens (with
+    no more rows than the token allows) at ``state``'s ``cid`` and ``removals`` with these
+    parameters; one that does not hold is removed. The stamp returned names the graph's
+    own layout, seq and rows."""
+    allowed = {layout: 1 << 62} if isinstance(layout, str) else layout
 
     def check(meta: dict[str, Any]) -> bool:
         return (
             meta.get("version") == VERSION
-            and meta.get("layout") == layout
+            and isinstance(meta.get("layout"), str)
             and lexical_files.holds(meta, state)
             and (meta.get("dims"), meta.get("m")) == (dims, params.m)
-            and all(
-                isinstance(meta.get(k), int) and meta[k] >= 0
-                for k in ("seq", "rows", "size", "crc")
-            )
-            and meta.get("sections") == []
+            and all(isinstance(meta.get(k), int) and meta[k] >= 0 for k in ("seq", "rows"))
+            and meta["rows"] <= allowed.get(meta["layout"], -1)
         )
 
-    meta = view_files.read(data_dir, collection, check, lambda _i, _n: None, KIND)
-    body = companion(view_files.path_of(data_dir, collection, KIND))
-    index = None
-    try:
-        if meta is not None and _size_and_crc(body) == (meta["size"], meta["crc"]):
-            index = new_index(dims, params)
-            index.load(str(body))  # read by usearch into its own memory: no copy
-    except (OSError, RuntimeError, ValueError) as exc:  # checked, yet not a graph it reads
-        log.warning("view_graph.file_unreadable", collection=collection[:200], error=str(exc))
-        index = None
-    if meta is None or index is None:
-        remove(data_dir, collection)
+    def read_index(path: Path) -> Index:
+        index = new_index(dims, params)
+        index.load(str(path))  # read by usearch into its own memory: no copy
+        return index
+
+    got = place.read(collection, check, read_index)
+    if got is None:
         return None
+    meta, index = got
     if index.ndim != dims or index.connectivity != params.m or len(index) > int(meta["rows"]):
-        remove(data_dir, collection)
+        place.remove(collection)
         return None
-    stamp = GraphStamp(layout, state.cid, state.removals, int(meta["seq"]), int(meta["rows"]))
+    stamp = GraphStamp(
+        meta["layout"], state.cid, state.removals, int(meta["seq"]), int(meta["rows"])
+    )
     return index, stamp
-
-
-def remove(data_dir: Path, collection: str) -> None:
-    """Both files of ``collection``'s graph."""
-    path = view_files.path_of(data_dir, collection, KIND)
-    with lexical_files.lock:
-        lexical_files.unlink(path)
-        lexical_files.unlink(companion(path))
-
-
-def _size_and_crc(path: Path) -> tuple[int, int]:
-    crc, size = 0, 0
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
-    return size, crc
 
 
 def redo(seqs: array[int], rows: int, stamp: GraphStamp) -> I64:
@@ -194,28 +166,31 @@ def redo(seqs: array[int], rows: int, stamp: GraphStamp) -> I64:
 
 
 def hooks(
-    data_dir: Path | None,
+    place: GraphPlace | None,
     collection: str,
     store: StoreBackend,
     stamp: GraphStamp,
     seqs: array[int],
     dims: int,
     params: GraphParams,
+    base: tuple[str, int] | None = None,
 ) -> tuple[Resume | None, Saver | None]:
     """How a graph over a view's current rows (``stamp``; ``seqs``: a copy of the rows'
-    record seqs) resumes from its file and saves itself; (None, None) without a local
-    directory."""
-    if data_dir is None:
+    record seqs; ``base``: the saved view's ``layout_base``) resumes from ``place`` and
+    saves itself; (None, None) without a place."""
+    if place is None:
         return None, None
-    where = data_dir
+    where = place
 
-    def resume() -> tuple[Index, I64] | None:
+    def resume() -> tuple[Index, I64, bool] | None:
         state = CollectionState(cid=stamp.cid, removals=stamp.removals)
-        got = load(where, collection, stamp.layout, state, dims, params)
+        got = load(where, collection, layouts(stamp.layout, base), state, dims, params)
         if got is None:
             return None
         index, saved = got
-        return index, redo(seqs, stamp.rows, saved)
+        # one over the base's layout is saved again under the view's own: the next save of
+        # the view names this one as its base, and the base's graph would no longer match
+        return index, redo(seqs, stamp.rows, saved), saved.layout != stamp.layout
 
     def saver(index: Index) -> None:
         try:
@@ -223,4 +198,4 @@ def hooks(
         except (OSError, ValueError, RuntimeError) as exc:  # the next start builds again
             log.warning("view_graph.save_failed", collection=collection[:200], error=str(exc))
 
-    return (resume if exists(where, collection) else None), saver
+    return (resume if where.exists(collection) else None), saver

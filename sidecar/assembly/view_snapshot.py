@@ -331,13 +331,16 @@ def _split(off: I64, buf: bytearray | None) -> list[str]:
 
 class Loaded(NamedTuple):
     """A file's rows and matrix, the ``max_seq`` to replay changes after, the density it
-    held (None: none) and the rows' layout token ("": a file saved before tokens)."""
+    held (None: none), the rows' layout token ("": a file saved before tokens) and the
+    layout its first rows are, with their count (``layout_base``: a view saved in a
+    database, ``graph_file.py``; None: none)."""
 
     rows: ViewRows
     matrix: Matrix
     max_seq: int
     density: SavedDensity | None
     layout: str = ""
+    base: tuple[str, int] | None = None
 
 
 def load(
@@ -377,12 +380,22 @@ def load(
             r = reader[0]
             layout = meta.get("layout")
             layout = layout if isinstance(layout, str) else ""
-            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout)
+            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout, _base(meta))
         except (ValueError, UnicodeDecodeError):
             place.remove(collection)
     if got is None and existed:
         log.info("view.saved_rows_dropped", collection=collection[:200])
     return got
+
+
+def _base(meta: dict[str, Any]) -> tuple[str, int] | None:
+    """The header's ``layout_base`` when it is well formed."""
+    base = meta.get("layout_base")
+    if isinstance(base, list) and len(base) == 2:
+        token, rows = base
+        if isinstance(token, str) and isinstance(rows, int) and 0 <= rows <= meta["rows"]:
+            return token, rows
+    return None
 
 
 class SavedView(Protocol):

@@ -24,6 +24,7 @@ from typing import Any, Protocol, Self
 from sidecar.store import by_time, ndjson
 from sidecar.store.common import check_changed_since, iter_pages, merge_searches
 from sidecar.store.errors import InvalidInput, StoreClosed
+from sidecar.store.graph_place import GraphPlace
 from sidecar.store.rows import Columns
 from sidecar.store.terms_place import TermsPlace
 from sidecar.store.types import (
@@ -514,6 +515,11 @@ class StoreCore(Closable, abc.ABC):
     def view_place(self) -> ViewPlace | None:
         """Where the views of this store save their rows (``view_place.py``): files beside
         a SQLite store, a table of a PostgreSQL one; None keeps none."""
+        return None
+
+    def graph_place(self) -> GraphPlace | None:
+        """Where the large views of this store save their graphs (``graph_place.py``):
+        files beside a SQLite store, a table of a PostgreSQL one; None keeps none."""
         return None
 
     def on_failure(self, callback: Callable[[Exception], None]) -> None:

@@ -51,6 +51,7 @@ from sidecar.store.files import DB_NAME as DB_NAME
 from sidecar.store.files import INDEX_DIR as INDEX_DIR
 from sidecar.store.files import PROFILE_FILE as PROFILE_FILE
 from sidecar.store.files import warn_if_shared
+from sidecar.store.graph_place import FileGraphPlace
 from sidecar.store.indexer import Indexer
 from sidecar.store.interface import SessionLease
 from sidecar.store.lock import DirLock
@@ -238,6 +239,9 @@ class Store(SqliteState, StoreCore):
 
     def view_place(self) -> FileViewPlace:
         return FileViewPlace(self.data_dir)
+
+    def graph_place(self) -> FileGraphPlace:
+        return FileGraphPlace(self.data_dir)
 
     def _close_conns(self) -> None:
         self._shut = True

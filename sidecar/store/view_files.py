@@ -21,7 +21,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from sidecar.store import lexical_files as LF
 
@@ -65,14 +65,21 @@ def _chunks(buf: memoryview) -> Iterator[memoryview]:
     return (flat[a : a + _CHUNK] for a in range(0, flat.nbytes, _CHUNK))
 
 
-def _read_all(f: LF.Source, parts: Iterable[memoryview], digest: _Crc | None) -> bool:
-    """Fill each of ``parts`` from ``f`` in turn (hashed into ``digest``); False at the
-    file's end."""
+def _read_all(
+    f: LF.Source,
+    parts: Iterable[memoryview],
+    digest: _Crc | None,
+    spill: BinaryIO | None = None,
+) -> bool:
+    """Fill each of ``parts`` from ``f`` in turn (hashed into ``digest``, then written to
+    ``spill``); False at the file's end."""
     for part in parts:
         if f.readinto(part) != part.nbytes:
             return False
         if digest is not None:
             digest.update(part)
+        if spill is not None:
+            spill.write(part)
     return True
 
 
@@ -168,10 +175,18 @@ class Mappable(Protocol):
         ...
 
 
-#: Given a section's index and size, the writable buffer to read it into, or a
-#: :class:`Mappable` (None: the sizes do not fit what the reader expects, the file is not
-#: used).
-Target = Callable[[int, int], "memoryview | Mappable | None"]
+class Spill(NamedTuple):
+    """A section's destination written as its bytes stream past, a chunk at a time (a
+    saved graph's body, which its library reads from a file); whether all of it checked
+    is :func:`read_checked`'s answer."""
+
+    file: BinaryIO
+
+
+#: Given a section's index and size, the writable buffer to read it into, a
+#: :class:`Mappable` or a :class:`Spill` (None: the sizes do not fit what the reader
+#: expects, the file is not used).
+Target = Callable[[int, int], "memoryview | Mappable | Spill | None"]
 
 
 def read(
@@ -220,7 +235,9 @@ def read_checked(
     header, when it names ``collection`` and ``check(header)`` holds, then each section
     into ``target(i, size)``; the header when everything checks, else None (ValueError:
     a header that is not JSON). A :class:`Mappable` target maps its section from ``f``
-    once everything checked when ``f`` is the file itself; otherwise it is read into."""
+    once everything checked when ``f`` is the file itself; otherwise it is read into. A
+    :class:`Spill` is written as it is read (the caller drops what it wrote unless the
+    header comes back)."""
     file = f if isinstance(f, io.BufferedReader) else None  # what can be mapped from
     digest = _Crc()
     lead = f.read(len(magic) + LF.LEN.size)
@@ -244,6 +261,13 @@ def read_checked(
         got = target(i, wanted)  # the sizes were checked above
         if got is None:
             return None
+        if isinstance(got, Spill):
+            chunk = scratch if scratch is not None else memoryview(bytearray(_CHUNK))
+            spilt = (chunk[: min(_CHUNK, wanted - a)] for a in range(0, wanted, _CHUNK))
+            if not _read_all(f, spilt, digest, got.file):
+                return None
+            at += wanted
+            continue
         if isinstance(got, memoryview):
             into, parts = got, _chunks(got)
         elif scratch is None:  # nothing to map from: read into its buffer

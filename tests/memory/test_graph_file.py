@@ -20,6 +20,7 @@ from sidecar.assembly.view_graph import GraphParams, new_index
 from sidecar.assembly.view_snapshot import SAVE_MIN_CHANGED
 from sidecar.store import lexical_files, view_files
 from sidecar.store.backend import open_store
+from sidecar.store.graph_place import KIND, FileGraphPlace
 from sidecar.store.interface import StoreBackend
 from sidecar.store.types import Put
 from tests.support import kill_9_while_saving
@@ -168,13 +169,12 @@ def test_a_save_does_not_put_back_records_removed_while_it_was_built(tmp_path: P
         stamp = graph_file.GraphStamp(view.layout, state.cid, state.removals, 0, N)
         index = new_index(DIMS, GraphParams())
         index.add(np.arange(3, dtype=np.uint64), np.eye(3, DIMS, dtype=np.float32))
-        graph_file.remove(tmp_path, COLL)  # the build's own
+        place = FileGraphPlace(tmp_path)
+        place.remove(COLL)  # the build's own
         store.delete(COLL, "r00001")  # a forget between the build and the write
-        assert not graph_file.save(tmp_path, COLL, stamp, GraphParams(), index, store)
-        assert not graph_file.exists(tmp_path, COLL)
-        assert not lexical_files.companion(
-            view_files.path_of(tmp_path, COLL, graph_file.KIND)
-        ).exists()
+        assert not graph_file.save(place, COLL, stamp, GraphParams(), index, store)
+        assert not place.exists(COLL)
+        assert not lexical_files.companion(view_files.path_of(tmp_path, COLL, KIND)).exists()
         assert not list(lexical_files.directory(tmp_path, lexical_files.GRAPHS).glob("*.tmp"))
     finally:
         store.close()
@@ -183,8 +183,8 @@ def test_a_save_does_not_put_back_records_removed_while_it_was_built(tmp_path: P
 def _intact(data_dir: Path) -> bool:
     """Whether the graph's header and body are there and agree (a kill between the body's
     rename and the header's leaves a body the header does not describe)."""
-    meta = view_files.read(data_dir, COLL, lambda _m: True, lambda _i, _n: None, graph_file.KIND)
-    body = lexical_files.companion(view_files.path_of(data_dir, COLL, graph_file.KIND))
+    meta = view_files.read(data_dir, COLL, lambda _m: True, lambda _i, _n: None, KIND)
+    body = lexical_files.companion(view_files.path_of(data_dir, COLL, KIND))
     if meta is None or not body.exists():
         return False
     data = body.read_bytes()
@@ -194,20 +194,20 @@ def _intact(data_dir: Path) -> bool:
 CHILD = textwrap.dedent(
     """
     import sys
-    from pathlib import Path
     from sidecar.assembly import graph_file
     from sidecar.assembly.view_graph import GraphParams
     from sidecar.store.backend import open_store
 
-    data_dir, coll, layout = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    store = open_store(data_dir, embed_dims=8, fingerprint="fp")
+    where, coll, layout = sys.argv[1], sys.argv[2], sys.argv[3]  # a directory or a URL
+    store = open_store(where, embed_dims=8, fingerprint="fp")
+    place = store.graph_place()
     state = store.collection_states([coll])[coll]
-    got = graph_file.load(data_dir, coll, layout, state, 8, GraphParams())
+    got = graph_file.load(place, coll, layout, state, 8, GraphParams())
     assert got is not None
     index, stamp = got
     print("saving", flush=True)
     while True:  # saves until killed
-        graph_file.save(data_dir, coll, stamp, GraphParams(), index)
+        graph_file.save(place, coll, stamp, GraphParams(), index)
     """
 )
 

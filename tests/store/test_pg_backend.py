@@ -248,6 +248,13 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
         assert views is not None
         header = {"cid": state.cid, "removals": state.removals}
         assert views.write("user:u1", header, [view_files.of_buffer(memoryview(b"rows"))])
+        graphs = store.graph_place()  # and so does a saved graph
+
+        def dump(path: Path) -> None:
+            path.write_bytes(b"graph")
+
+        assert graphs is not None and graphs.write("user:u1", header, dump)
+        assert graphs.exists("user:u1")
         with pytest.raises(StoreLocked, match="stop them before `libravdb reembed`"):
             reembed(pg_url, embed, "fp2", embed_dims=4)
     seen: list[str] = []
@@ -267,6 +274,8 @@ def test_reembed_waits_for_no_daemon_and_a_daemon_for_no_reembed(pg_url: str) ->
         assert views is not None
         found, _ = views.read("user:u1", lambda _m: True, lambda _i, n: memoryview(bytearray(n)))
         assert not found
+        graphs = store.graph_place()
+        assert graphs is not None and not graphs.exists("user:u1")
 
 
 # ---- the server going away ----------------------------------------------------------------------

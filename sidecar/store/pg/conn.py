@@ -44,6 +44,7 @@ LOCK_SESSION = 0x6C76_0004  # Store.session_lock(key): second key hashtext(key)
 LOCK_FENCE = 0x6C76_0005
 LOCK_SAVED_TERMS = 0x6C76_0006  # one save of a collection's BM25 terms at a time (saves.py)
 LOCK_SAVED_VIEWS = 0x6C76_0007  # one save of a collection's view at a time (saves.py)
+LOCK_SAVED_GRAPHS = 0x6C76_0008  # one save of a collection's view graph at a time
 # Deadlocks, serialization failures and a collection dropped under a concurrent write
 # (its records' foreign key) are retried with the whole transaction, this many times.
 MAX_ATTEMPTS = 6

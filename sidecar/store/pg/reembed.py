@@ -157,8 +157,12 @@ class _Job(ReembedJob):
                 f"UPDATE records r SET embedding = s.embedding, seq = nextval('seq') "
                 f"FROM {STAGE} s WHERE s.rid = r.rid"
             )
-            # the saved views hold the old vectors (a start would replay every record)
-            conn.execute(f"DELETE FROM {SCHEMA}.saved_parts WHERE kind = %s", (saves.VIEW,))
+            # the saved views and their graphs hold the old vectors (a start would replay
+            # every record, and a graph's neighbours are the old vectors')
+            conn.execute(
+                f"DELETE FROM {SCHEMA}.saved_parts WHERE kind IN (%s, %s)",
+                (saves.VIEW, saves.GRAPH),
+            )
             # versions after the records' seqs: a version stays above its records' seqs
             # (CollectionState.max_seq is the version)
             for cid, name in colls:

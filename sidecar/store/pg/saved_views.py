@@ -16,6 +16,7 @@ It never outlives a removal (``saves.py``).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,14 @@ class PgViewPlace:
         holds: Callable[[], bool] | None = None,
     ) -> bool:
         del holds  # the transaction checks the collection itself (saves.claim)
+        # Rows past those this daemon took are in its own order, which another daemon's
+        # may not share: saved under a new token, naming the one its rows so far are
+        # (graph_file.py: which saved graph labels them)
+        header = {
+            **header,
+            "layout": secrets.token_hex(8),
+            "layout_base": [header.get("layout", ""), header.get("rows", 0)],
+        }
         # (a save rerun by the connection layer finds its pieces spent and fails:
         # ValueError, nothing saved; the next save of the view writes it)
         return self.blobs.write(

@@ -1,4 +1,5 @@
-"""Derived data a view saves in the database (``saved_terms.py``, ``saved_views.py``):
+"""Derived data a view saves in the database (``saved_terms.py``, ``saved_views.py``,
+``saved_graphs.py``):
 blobs of the ``saved_parts`` table (schema ``_v6``), one per collection and kind, each
 the bytes of the file a SQLite store keeps for it, cut into parts of
 :data:`PART_BYTES`. A blob is never one value (PostgreSQL's limit is 1 GB; a 1M view's
@@ -27,14 +28,14 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from sidecar.store.pg.conn import LOCK_SAVED_TERMS, LOCK_SAVED_VIEWS, Db
+from sidecar.store.pg.conn import LOCK_SAVED_GRAPHS, LOCK_SAVED_TERMS, LOCK_SAVED_VIEWS, Db
 
 #: What a blob holds (``saved_parts.kind``), its name in errors, the advisory lock its
 #: saves take, and the lock that has this process save one of the kind at a time.
-TERMS, VIEW = 1, 2
-_NAMES = {TERMS: "terms", VIEW: "view"}
-_LOCKS = {TERMS: LOCK_SAVED_TERMS, VIEW: LOCK_SAVED_VIEWS}
-_ONE_SAVE = {TERMS: threading.Lock(), VIEW: threading.Lock()}
+TERMS, VIEW, GRAPH = 1, 2, 3
+_NAMES = {TERMS: "terms", VIEW: "view", GRAPH: "graph"}
+_LOCKS = {TERMS: LOCK_SAVED_TERMS, VIEW: LOCK_SAVED_VIEWS, GRAPH: LOCK_SAVED_GRAPHS}
+_ONE_SAVE = {kind: threading.Lock() for kind in _NAMES}
 #: The bytes of a blob in one row.
 PART_BYTES = 8 << 20
 
@@ -49,6 +50,10 @@ _ROW = struct.Struct(">hiqihiii")
 _READ = (
     "SELECT p.part, p.body, sum(length(p.body)) OVER () FROM saved_parts p "
     "JOIN collections c USING (cid) WHERE c.name = %s AND p.kind = %s ORDER BY p.part"
+)
+_EXISTS = (
+    "SELECT EXISTS (SELECT 1 FROM saved_parts p JOIN collections c USING (cid) "
+    "WHERE c.name = %s AND p.kind = %s AND p.part = 0)"
 )
 
 
@@ -175,6 +180,15 @@ class SavedBlobs:
         self.db = db
         self.kind = kind
         self.part_bytes = part_bytes
+
+    def exists(self, collection: str) -> bool:
+        if "\x00" in collection:
+            return False
+        row = self.db.call(
+            lambda conn: conn.execute(_EXISTS, (collection, self.kind)).fetchone(),
+            f"find {_NAMES[self.kind]}",
+        )
+        return bool(row and row[0])
 
     def read(self, collection: str, use: Callable[[Parts], T | None]) -> tuple[bool, T | None]:
         """``(whether there was one, use(parts))``; one that ``use`` did not take (None, or

@@ -34,6 +34,7 @@ from sidecar.store.pg import reads as _reads
 from sidecar.store.pg import search as _vector_search
 from sidecar.store.pg import time_reads as _time_reads
 from sidecar.store.pg import writes as _writes
+from sidecar.store.pg.saved_graphs import PgGraphPlace
 from sidecar.store.pg.saved_terms import PgTermsPlace
 from sidecar.store.pg.saved_views import PgViewPlace
 from sidecar.store.pg.schema import SCHEMA_VERSION
@@ -304,6 +305,9 @@ class PgStore(PgState, StoreCore):
 
     def view_place(self) -> PgViewPlace:
         return PgViewPlace(self)
+
+    def graph_place(self) -> PgGraphPlace:
+        return PgGraphPlace(self)
 
     def ping(self, timeout: float = 2.0) -> str | None:
         """Whether the server answers (None) or why not (masked): ``health``'s probe."""
