@@ -27,8 +27,9 @@ For each backend and each size N, side by side in one run on one machine:
   **after a restart** (the daemon stopped and started on the same store, which then holds
   what the first one saved beside it, such as the views' BM25 terms), with the peak
   resident memory by then, and before it the time from the restart's start to its
-  endpoint line (the store's open, which checks every page of the database); then the
-  **graph build**: the wait until the in-process graphs of the large views are built
+  endpoint line (the store's open, which checks every page of the database), and after
+  it the wait until the restart's graphs were ready (loaded from where the first daemon
+  saved them, or built); then the first daemon's **graph build**: the wait until the in-process graphs of the large views are built
   (``store.assemble_graph``; polled with ``debug.denseTop``, progress printed), so that
   the figures are the steady state. The daemon's **peak
   resident memory** (VmHWM at the end).
@@ -108,6 +109,7 @@ class Point:
     # saved beside the store, e.g. the BM25 terms) and the peak resident memory by then
     restart_s: float = 0.0
     restart_rss_mb: float = 0.0
+    restart_graph_s: float = 0.0  # then until its views' graphs were loaded (or built)
     # the restart's start until its endpoint line: the store's open (which checks every
     # page of the database), before which no request is answered
     restart_ready_s: float = 0.0
@@ -351,6 +353,7 @@ def _restart(endpoint: str, pid: int, point: Point) -> None:
         client.call("assemble", {**base, "prompt": BA.prompts(1, seed=47)[0]})
         point.restart_s = time.perf_counter() - start
         point.restart_rss_mb = _peak_rss_mb(pid)
+        point.restart_graph_s = _wait_graphs(client, Point(point.backend, point.n))
 
 
 def _growth(now: float, before: float | None) -> str:
@@ -362,7 +365,7 @@ def table(points: list[Point]) -> str:
         "| backend | memories (records) | store writes | index build | ingest RPC | "
         "assemble p50 / p95 | embed p50 | assemble / embed | dense recall@10 (assemble) "
         "| store search recall@10 | search p50 | first assemble | graph build | "
-        "daemon peak RSS | restart: endpoint after + first assemble (peak RSS) |"
+        "daemon peak RSS | restart: endpoint after + first assemble (peak RSS), graphs |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     prev: dict[str, Point] = {}
@@ -379,7 +382,8 @@ def table(points: list[Point]) -> str:
             f"| {a50 / e50:.2f}x | {p.view_recall:.3f} ({p.view_modes.get(TURNS, '?')}) "
             f"| {p.recall:.3f} | {p.search_ms:.2f} ms "
             f"| {p.cold_s:.1f} s | {p.graph_s:.0f} s | {p.rss_mb:,.0f} MB "
-            f"| {p.restart_ready_s:.1f} + {p.restart_s:.1f} s ({p.restart_rss_mb:,.0f} MB) |"
+            f"| {p.restart_ready_s:.1f} + {p.restart_s:.1f} s ({p.restart_rss_mb:,.0f} MB), "
+            f"{p.restart_graph_s:.0f} s |"
         )
         prev[p.backend] = p
     lines += ["", "| backend | memories | assemble daemon-side phases, p50 (ms) |", "|---|---|---|"]
