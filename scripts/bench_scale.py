@@ -29,10 +29,10 @@ For each backend and each size N, side by side in one run on one machine:
   resident memory by then, and before it the time from the restart's start to its
   endpoint line (the store's open, which checks every page of the database), and after
   it the wait until the restart's graphs were ready (loaded from where the first daemon
-  saved them, or built); then the first daemon's **graph build**: the wait until the in-process graphs of the large views are built
-  (``store.assemble_graph``; polled with ``debug.denseTop``, progress printed), so that
-  the figures are the steady state. The daemon's **peak
-  resident memory** (VmHWM at the end).
+  saved them, or built); then the first daemon's **graph build**: the wait until the
+  in-process graphs of the large views are built (``store.assemble_graph``; polled with
+  ``debug.denseTop``, progress printed), so that the figures are the steady state. The
+  daemon's **peak resident memory** (VmHWM at the end).
 * **Dense recall** for 100 prompts against the exact top-10 by numpy over every vector of
   ``turns:bench`` (read in-process after the daemon stops): the dense top-10 ``assemble``
   ranks with (``debug.denseTop`` on the daemon: its view's graph, the store's index, or an
