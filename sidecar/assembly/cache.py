@@ -52,6 +52,7 @@ from sidecar.assembly.view_rows import (
     row_fields,
 )
 from sidecar.assembly.view_rows import scope_of as scope_of  # where callers import it
+from sidecar.assembly.view_snapshot import Bases
 
 if TYPE_CHECKING:
     from sidecar.assembly.density import Density
@@ -127,7 +128,7 @@ class CollectionView:
     _ann: StoreBackend | None = None
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
     layout: str = ""  # the rows' layout token: which saved graph labels them (graph_file.py)
-    layout_base: tuple[str, int] | None = None  # the layout its first rows are (a database's)
+    layout_bases: Bases = ()  # the layouts its first rows are (a database's saved view)
     _unsaved: int = 0  # texts analyzed since the terms were last saved (view_terms.py)
     _saving: threading.Thread | None = None  # the save of the terms running
     snapshot_min_rows: int = view_snapshot.MIN_ROWS  # rows saved from this many
@@ -277,7 +278,7 @@ class CollectionView:
         self._metas.clear()
         lean = want == HALF  # as the float16 matrix: metadata read from the store
         self.layout = got.layout if got is not None and got.layout else graph_file.new_layout()
-        self.layout_base = got.base if got is not None else None
+        self.layout_bases = got.bases if got is not None else ()
         if got is not None:
             rows, mat, since, self.saved_density = got[:4]
             self.restored = len(rows)
@@ -487,9 +488,9 @@ class CollectionView:
             n, seq = len(self.rows), state.max_seq if seq is None else seq
             stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
             seqs = self.rows.seq[:n]  # a copy: the build reads it while rows grow
-            place, base = self._ann.graph_place(), self.layout_base
+            place, bases = self._ann.graph_place(), self.layout_bases
             hooks = graph_file.hooks(
-                place, self.name, self._ann, stamp, seqs, dims, self.graph_params, base
+                place, self.name, self._ann, stamp, seqs, dims, self.graph_params, bases
             )
             self._graph = ViewGraph(self.name, dims, self.graph_params)
             self._graph.start(self._mat, n, *hooks)

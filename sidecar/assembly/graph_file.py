@@ -46,6 +46,7 @@ import structlog
 from usearch.index import Index
 
 from sidecar.assembly.view_graph import GraphParams, Resume, Saver, new_index
+from sidecar.assembly.view_snapshot import Bases
 from sidecar.store import lexical_files
 from sidecar.store.graph_place import GraphPlace
 from sidecar.store.interface import StoreBackend
@@ -76,12 +77,11 @@ class GraphStamp:
     rows: int
 
 
-def layouts(layout: str, base: tuple[str, int] | None) -> Layouts:
+def layouts(layout: str, bases: Bases) -> Layouts:
     """The layouts of a view's rows (:data:`Layouts`): ``layout``, any number of rows,
-    and ``base`` (a saved view's ``layout_base``) up to its count."""
-    out = {layout: 1 << 62}
-    if base is not None and base[0] != layout:
-        out[base[0]] = base[1]
+    and each of ``bases`` (a saved view's ``layout_bases``) up to its count."""
+    out = {token: rows for token, rows in reversed(bases)}
+    out[layout] = 1 << 62
     return out
 
 
@@ -173,24 +173,22 @@ def hooks(
     seqs: array[int],
     dims: int,
     params: GraphParams,
-    base: tuple[str, int] | None = None,
+    bases: Bases = (),
 ) -> tuple[Resume | None, Saver | None]:
     """How a graph over a view's current rows (``stamp``; ``seqs``: a copy of the rows'
-    record seqs; ``base``: the saved view's ``layout_base``) resumes from ``place`` and
+    record seqs; ``bases``: the saved view's ``layout_bases``) resumes from ``place`` and
     saves itself; (None, None) without a place."""
     if place is None:
         return None, None
     where = place
 
-    def resume() -> tuple[Index, I64, bool] | None:
+    def resume() -> tuple[Index, I64] | None:
         state = CollectionState(cid=stamp.cid, removals=stamp.removals)
-        got = load(where, collection, layouts(stamp.layout, base), state, dims, params)
+        got = load(where, collection, layouts(stamp.layout, bases), state, dims, params)
         if got is None:
             return None
         index, saved = got
-        # one over the base's layout is saved again under the view's own: the next save of
-        # the view names this one as its base, and the base's graph would no longer match
-        return index, redo(seqs, stamp.rows, saved), saved.layout != stamp.layout
+        return index, redo(seqs, stamp.rows, saved)
 
     def saver(index: Index) -> None:
         try:

@@ -254,7 +254,7 @@ class Retrieval:
 
     def _graph_params(self) -> GraphParams | None:
         # on both backends: int8 rows (view_graph.py) cost a third of the store's float32
-        # graph, and a saved one (graph_file.py, SQLite) spares a start loading the store's
+        # graph, and a saved one (graph_file.py, both backends) spares a start building it
         return None if self.graph == "off" else self.graph_params
 
     def _durable_top(

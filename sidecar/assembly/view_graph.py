@@ -50,9 +50,8 @@ log = structlog.get_logger(__name__)
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
-#: Loads a saved graph and names the rows to insert again, and whether to save it anew
-#: whatever their number (None: there is none that holds).
-Resume = Callable[[], "tuple[Index, I64, bool] | None"]
+#: Loads a saved graph and names the rows to insert again (None: there is none that holds).
+Resume = Callable[[], "tuple[Index, I64] | None"]
 Saver = Callable[[Index], None]
 
 #: Memory left to everything else when a graph is built (a daemon killed for memory loses
@@ -161,12 +160,11 @@ class ViewGraph:
         t0 = time.perf_counter()
         try:
             got = resume() if resume is not None else None
-            again = False
             if got is None:
                 self.loading = False  # no saved graph after all: a build takes long
                 index, todo = new_index(self.dims, self.params), None
             else:
-                index, todo, again = got
+                index, todo = got
             self._fill(index, mat, rows, todo)
         except Exception as exc:  # the store's index keeps answering
             with self._lock:
@@ -176,7 +174,7 @@ class ViewGraph:
             return
         if self._cancel.is_set():
             return
-        if save is not None and (todo is None or again or len(todo) >= max(1, rows // 10)):
+        if save is not None and (todo is None or len(todo) >= max(1, rows // 10)):
             save(index)  # before it answers: no search meanwhile (usearch reads it)
         with self._lock:
             if self._cancel.is_set():

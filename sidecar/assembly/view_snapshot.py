@@ -57,6 +57,8 @@ from sidecar.store.types import CollectionState
 from sidecar.store.view_files import Section
 from sidecar.store.view_place import ViewPlace
 
+#: Layout tokens a view's first rows are, each with how many (``graph_file.py``).
+Bases = tuple[tuple[str, int], ...]
 log = structlog.get_logger(__name__)
 I64 = npt.NDArray[np.int64]
 
@@ -91,6 +93,7 @@ class Snapshot:
     matrix: Matrix  # the view's; its first len(ids) rows are written
     density: SavedDensity | None = None  # in step with the rows (copies)
     layout: str = ""  # the rows' layout token (graph_file.py)
+    bases: Bases = ()  # the layouts its first rows are, with their counts (graph_file.py)
 
 
 def snapshot(
@@ -100,6 +103,7 @@ def snapshot(
     matrix: Matrix,
     density: SavedDensity | None = None,
     layout: str = "",
+    bases: Bases = (),
 ) -> Snapshot:
     return Snapshot(
         collection,
@@ -115,6 +119,7 @@ def snapshot(
         matrix,
         density,
         layout,
+        bases,
     )
 
 
@@ -196,6 +201,7 @@ def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) ->
         "sessions": len(snap.sessions),
         "density": None if snap.density is None else _density_header(snap.density),
         "layout": snap.layout,
+        "layout_bases": [list(b) for b in snap.bases],
     }
     return place.write(snap.collection, header, sections(snap), None if store is None else holds)
 
@@ -332,15 +338,15 @@ def _split(off: I64, buf: bytearray | None) -> list[str]:
 class Loaded(NamedTuple):
     """A file's rows and matrix, the ``max_seq`` to replay changes after, the density it
     held (None: none), the rows' layout token ("": a file saved before tokens) and the
-    layout its first rows are, with their count (``layout_base``: a view saved in a
-    database, ``graph_file.py``; None: none)."""
+    layouts its first rows are, with their counts (``layout_bases``: a view saved in a
+    database, ``graph_file.py``)."""
 
     rows: ViewRows
     matrix: Matrix
     max_seq: int
     density: SavedDensity | None
     layout: str = ""
-    base: tuple[str, int] | None = None
+    bases: Bases = ()
 
 
 def load(
@@ -380,7 +386,7 @@ def load(
             r = reader[0]
             layout = meta.get("layout")
             layout = layout if isinstance(layout, str) else ""
-            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout, _base(meta))
+            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout, _bases(meta))
         except (ValueError, UnicodeDecodeError):
             place.remove(collection)
     if got is None and existed:
@@ -388,14 +394,16 @@ def load(
     return got
 
 
-def _base(meta: dict[str, Any]) -> tuple[str, int] | None:
-    """The header's ``layout_base`` when it is well formed."""
-    base = meta.get("layout_base")
-    if isinstance(base, list) and len(base) == 2:
-        token, rows = base
-        if isinstance(token, str) and isinstance(rows, int) and 0 <= rows <= meta["rows"]:
-            return token, rows
-    return None
+def _bases(meta: dict[str, Any]) -> Bases:
+    """The header's ``layout_bases`` that are well formed."""
+    got = meta.get("layout_bases")
+    out: list[tuple[str, int]] = []
+    for base in got if isinstance(got, list) else ():
+        if isinstance(base, list) and len(base) == 2:
+            token, rows = base
+            if isinstance(token, str) and isinstance(rows, int) and 0 <= rows <= meta["rows"]:
+                out.append((token, rows))
+    return tuple(out)
 
 
 class SavedView(Protocol):
@@ -408,6 +416,7 @@ class SavedView(Protocol):
     stamp: int
     touched: list[str]
     layout: str
+    layout_bases: Bases
 
     @property
     def matrix(self) -> Matrix | None: ...
@@ -470,7 +479,7 @@ class RowsFile:
         assert mat is not None
         d = self._in_step(view)
         density = None if d is None else d.saved()  # copied once, for the save only
-        snap = snapshot(view.name, state, view.rows, mat, density, view.layout)
+        snap = snapshot(view.name, state, view.rows, mat, density, view.layout, view.layout_bases)
         self.thread = save_in_background(place, snap, self.store)
         self.changed = 0
         self.gen, self.with_density = view.gen, density is not None

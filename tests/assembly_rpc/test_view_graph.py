@@ -259,7 +259,7 @@ def test_a_build_from_scratch_runs_at_the_lowest_priority_a_resumed_one_does_not
     assert built_nice == BACKGROUND_NICE and built_by.startswith("libravdb-view-graph-build")
     nice.clear()
     resumed = ViewGraph("turns:t", DIMS, GraphParams(ef_search=200))
-    resumed.start(mat, 200, resume=lambda: (VG.new_index(DIMS, resumed.params), None, False))
+    resumed.start(mat, 200, resume=lambda: (VG.new_index(DIMS, resumed.params), None))
     assert resumed.wait(60) and resumed.origin == "built"
     [(resumed_by, resumed_nice)] = nice.items()
     assert resumed_nice == os.getpriority(os.PRIO_PROCESS, 0) and resumed_by != built_by

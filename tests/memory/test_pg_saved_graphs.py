@@ -75,12 +75,9 @@ def test_another_daemon_loads_the_graph_the_first_one_saved(pg_url: str) -> None
         taker = _load(other)
         # the saved view names the first daemon's rows as its base, under a token of its own
         assert taker.restored == N and taker.layout != built.layout
-        assert taker.layout_base == (built.layout, N)
+        assert taker.layout_bases == ((built.layout, N),)
         assert _origin(taker) == "loaded"
         _ranks_exactly(taker, _queries(taker, [0, 3, 777]))
-        # taken through the base: saved again under the view's own token
-        again = _graph_header(other)
-        assert again is not None and again["layout"] == taker.layout
         taker.close()
         # put and patched since: inserted again over the loaded graph
         old = np.asarray(taker.matrix)[3].astype(np.float32).copy()
@@ -90,7 +87,23 @@ def test_another_daemon_loads_the_graph_the_first_one_saved(pg_url: str) -> None
         later = _load(third)
         assert _origin(later) == "loaded" and later.ids[-1] == "zz-new"
         _ranks_exactly(later, [old, -old, np.ones(DIMS, np.float32)])
+        # enough written since for this daemon to save the view again: under a third
+        # token, whose bases name the second's and the first daemon's
+        rng = np.random.default_rng(5)
+        more = [Put(COLL, f"more{i}", "x", {"ts": i}, rng.random(DIMS)) for i in range(1100)]
+        third.put_many(more)
+        later.catch_up(third, third.collection_states([COLL])[COLL])
         later.close()
+    with _open(pg_url) as fourth:
+        last = _load(fourth)
+        assert [b[0] for b in last.layout_bases] == [later.layout, built.layout]
+        graph = last.graph
+        assert _origin(last) == "loaded" and graph is not None  # the first daemon's graph
+        assert graph.built_rows == len(more) + 2  # the rows after the first's, and r00003
+        _ranks_exactly(last, _queries(last, [0, 50, len(last.ids) - 1]))
+        header = _graph_header(fourth)  # a tenth of its rows redone: saved again, its own
+        assert header is not None and header["layout"] == last.layout
+        last.close()
 
 
 def test_a_removal_deletes_the_graph_and_a_damaged_one_is_built_anew(pg_url: str) -> None:

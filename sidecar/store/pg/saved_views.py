@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from sidecar.store.pg.state import PgState
 
 
+#: The layouts a saved view names as its first rows' (the last saves'): a graph over an
+#: older one is built again.
+MAX_BASES = 8
+
+
 class PgViewPlace:
     """The saved views of one PostgreSQL store (``store``: its state, whose pool it uses);
     ``part_bytes``: the size of a row's part (the last one shorter)."""
@@ -54,13 +59,11 @@ class PgViewPlace:
     ) -> bool:
         del holds  # the transaction checks the collection itself (saves.claim)
         # Rows past those this daemon took are in its own order, which another daemon's
-        # may not share: saved under a new token, naming the one its rows so far are
+        # may not share: saved under a new token, naming the ones its rows so far are
         # (graph_file.py: which saved graph labels them)
-        header = {
-            **header,
-            "layout": secrets.token_hex(8),
-            "layout_base": [header.get("layout", ""), header.get("rows", 0)],
-        }
+        bases = [[header.get("layout", ""), header.get("rows", 0)]]
+        bases += list(header.get("layout_bases") or ())[: MAX_BASES - 1]
+        header = {**header, "layout": secrets.token_hex(8), "layout_bases": bases}
         # (a save rerun by the connection layer finds its pieces spent and fails:
         # ValueError, nothing saved; the next save of the view writes it)
         return self.blobs.write(
