@@ -11,7 +11,7 @@ them. A graph's header holds, beside usearch's serialisation:
 
 * ``layout``, ``cid``, ``removals``: the layout and collection state it was built over. A
   start uses the graph only when the view took its rows from a saved view of that layout
-  (or whose ``layout_base`` names it, below) and nothing was removed since
+  (or whose ``layout_bases`` name it, below) and nothing was removed since
   (``lexical_files.holds``; the scrub after a forget removes a graph file that no longer
   holds, as it removes the rows' and terms' files; on PostgreSQL the removal's
   transaction deletes it);
@@ -24,9 +24,11 @@ them. A graph's header holds, beside usearch's serialisation:
 Rows past those a daemon took are in the order it saw their records, and two daemons
 on one PostgreSQL database may see them in different orders (a record patched between
 one's two syncs comes after another for the daemon that synced once). So a PostgreSQL
-view is saved under a new layout token each time, with ``layout_base``: the token and
-row count of the layout its first rows are (``saved_views.py``). A graph matches the
-view's own token, or the base's when it holds no more rows than the base does.
+view is saved under a new layout token each time, with ``layout_bases``: the token and
+row count of the layout its first rows are, then the bases of the view the saving daemon
+took (``saved_views.py``). A graph matches the view's own token, or a base's when it
+holds no more rows than that base does: every daemon that took one saved view has those
+rows in the same order, and its own later saves keep them first.
 
 A build from scratch saves its graph before it answers; a load that had to insert a
 tenth of the rows again saves anew.
@@ -56,8 +58,8 @@ log = structlog.get_logger(__name__)
 
 VERSION = 1
 I64 = npt.NDArray[np.int64]
-#: The layouts a view's rows are: its own token, and the layout of its first rows with
-#: their count (``layout_base``), each with the most rows a graph over it may hold.
+#: The layouts a view's rows are: its own token, and the layouts of its first rows with
+#: their counts (``layout_bases``), each with the most rows a graph over it may hold.
 Layouts = dict[str, int]
 
 
