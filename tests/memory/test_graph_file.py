@@ -240,3 +240,34 @@ def test_kill_9_during_graph_saves_leaves_a_store_that_opens_and_answers_the_sam
             assert not list(lexical_files.directory(tmp_path, lexical_files.GRAPHS).glob("*.tmp"))
         finally:
             store.close()
+
+
+def test_a_view_that_grows_past_the_graph_threshold_builds_under_a_new_layout(
+    tmp_path: Path,
+) -> None:
+    """Rows appended after a view took its saved rows are in this daemon's order: a graph
+    over them must not carry the saved rows' token, which another daemon that took the
+    same rows (and appended in its own order) would match."""
+    _seed(tmp_path, 1100)  # past SAVE_MIN_CHANGED: saved at its load
+    store = open_store(tmp_path, embed_dims=DIMS, fingerprint="fp")
+    try:
+        first = CollectionView(COLL, 2500, GraphParams(), snapshot_min_rows=500)
+        first.reload(store, store.collection_states([COLL])[COLL])
+        first.close()  # its rows saved, under its token
+        taker = CollectionView(COLL, 2500, GraphParams(), snapshot_min_rows=500)
+        taker.reload(store, store.collection_states([COLL])[COLL])
+        assert taker.restored == 1100 and taker.layout == first.layout and taker.graph is None
+        rng = np.random.default_rng(3)
+        store.put_many(
+            [Put(COLL, f"z{i:05d}", f"more {i}", {"ts": i}, rng.random(DIMS)) for i in range(1500)]
+        )
+        taker.catch_up(store, store.collection_states([COLL])[COLL])
+        graph = taker.graph
+        assert graph is not None and graph.wait(60) and _origin(taker) == "built"
+        assert taker.layout != first.layout
+        meta = view_files.read(tmp_path, COLL, lambda _m: True, lambda _i, _n: None, KIND)
+        assert meta is not None and meta["layout"] == taker.layout  # saved under the new one
+        _ranks_exactly(taker, _queries(taker, [0, 2599]))
+        taker.close()
+    finally:
+        store.close()
