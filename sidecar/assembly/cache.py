@@ -263,15 +263,16 @@ class CollectionView:
         its twin's text takes the twin's analyzed terms instead of analyzing them again, and
         the twin's id and text strings (``ViewRows.share_strings``)."""
         dims = store.embed_dims
-        if state.count >= self.ann_min_rows and not graph_file.resumable(
-            store.graph_place(), self.name, self.graph_params is not None
-        ):
-            store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
         got, since, rows_place = None, 0, store.view_place()
         if recs is None and self.state is None:  # a start: the rows the store saved, if any
             got = view_snapshot.load(rows_place, self.name, state, dims, self.snapshot_min_rows)
             if got is not None and got.matrix.dtype != FULL and len(got.rows) < self.ann_min_rows:
                 got = None  # rounded rows where the exact scan needs the store's: read again
+        if state.count >= self.ann_min_rows and not (  # a saved graph labels saved rows only
+            got is not None
+            and graph_file.resumable(store.graph_place(), self.name, self.graph_params is not None)
+        ):
+            store.prefetch_index(self.name)  # it ranks until a graph is built: load it now
         want = dtype_for(state.count if recs is None else len(recs), self.ann_min_rows)
         self.restored, self.saved_density = 0, None
         self._metas.store = store
@@ -481,19 +482,23 @@ class CollectionView:
 
     def _restart_graph(self, dims: int, state: CollectionState, seq: int | None = None) -> None:
         """A new in-process graph over the current rows (a large view with graph params),
-        loaded from its file or built in the background (``seq``: the rows hold their
-        records as of it, graph_file.py); the old one, over another layout, is dropped."""
+        loaded from where it was saved or built in the background (``seq``: the rows were
+        taken from a saved view and hold their records as of it, graph_file.py; None: a
+        new layout, which no saved graph labels); the old one, over another, is dropped."""
         self.close()
         if self._ann is not None and self.graph_params is not None and self._mat is not None:
-            n, seq = len(self.rows), state.max_seq if seq is None else seq
-            stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, seq, n)
+            n, at = len(self.rows), state.max_seq if seq is None else seq
+            stamp = graph_file.GraphStamp(self.layout, state.cid, state.removals, at, n)
             seqs = self.rows.seq[:n]  # a copy: the build reads it while rows grow
             place, bases = self._ann.graph_place(), self.layout_bases
-            hooks = graph_file.hooks(
+            resume, save = graph_file.hooks(
                 place, self.name, self._ann, stamp, seqs, dims, self.graph_params, bases
             )
             self._graph = ViewGraph(self.name, dims, self.graph_params)
-            self._graph.start(self._mat, n, *hooks)
+            # a search waits for a saved graph's load where the store's own index would
+            # have to load too (SQLite), not where the server's answers at once
+            wait = self._ann.ann_loads
+            self._graph.start(self._mat, n, None if seq is None else resume, save, wait)
 
     def _grow(self, rows: int) -> None:
         """A larger matrix; the candidates built over the old one are dropped (no stale

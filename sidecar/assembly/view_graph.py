@@ -113,15 +113,20 @@ class ViewGraph:
     # ---- building ------------------------------------------------------------------------
 
     def start(
-        self, mat: Matrix, rows: int, resume: Resume | None = None, save: Saver | None = None
+        self,
+        mat: Matrix,
+        rows: int,
+        resume: Resume | None = None,
+        save: Saver | None = None,
+        wait: bool = True,
     ) -> None:
         """Build over ``mat[:rows]`` in the background. The caller keeps writing its own
         matrix and reports every row it appends or rewrites through :meth:`note`.
         ``resume``: loads a saved graph and names the rows to insert again (None: build
-        from scratch); ``save``: writes a graph that was built (or largely redone) before it
-        answers (``graph_file.py``)."""
+        from scratch), which searches wait for when ``wait``; ``save``: writes a graph that
+        was built (or largely redone) before it answers (``graph_file.py``)."""
         self.total_rows = rows
-        self.loading = resume is not None
+        self.loading = resume is not None and wait
         (_BUILDS if resume is not None else _FRESH_BUILDS).submit(
             self._build, mat, rows, resume, save
         )

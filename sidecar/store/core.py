@@ -103,6 +103,9 @@ class StoreCore(Closable, abc.ABC):
     what they do alike; see the module docstring and docs/store.md."""
 
     backend: str  # "sqlite" or "postgresql"
+    # whether the ANN index loads into this process before it answers (SQLite's saved
+    # graphs), where PostgreSQL's server answers at once
+    ann_loads: bool = False
     schema_version: int
     embed_dims: int
     fingerprint: str

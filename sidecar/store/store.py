@@ -82,6 +82,7 @@ class Store(SqliteState, StoreCore):
     Implements :class:`sidecar.store.interface.StoreBackend`."""
 
     backend = "sqlite"
+    ann_loads = True
     schema_version = SCHEMA_VERSION
 
     # ---- lifecycle ---------------------------------------------------------------------

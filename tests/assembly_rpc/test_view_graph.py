@@ -263,3 +263,29 @@ def test_a_build_from_scratch_runs_at_the_lowest_priority_a_resumed_one_does_not
     assert resumed.wait(60) and resumed.origin == "built"
     [(resumed_by, resumed_nice)] = nice.items()
     assert resumed_nice == os.getpriority(os.PRIO_PROCESS, 0) and resumed_by != built_by
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_a_search_waits_for_a_saved_graph_only_where_asked(wait: bool) -> None:
+    """On SQLite the store's own graph would have to load too, so a search waits for a
+    saved graph's load; on PostgreSQL the server answers at once, so it does not."""
+    rng = np.random.default_rng(11)
+    mat = _units(rng, 300)
+    release = threading.Event()
+
+    def slow_resume() -> tuple[Index, Any]:
+        release.wait(30)  # the saved graph still loading
+        index = VG.new_index(DIMS, GraphParams(ef_search=200))
+        return index, None
+
+    g = ViewGraph("turns:t", DIMS, GraphParams(ef_search=200))
+    g.start(mat, 300, resume=slow_resume, wait=wait)
+    assert g.loading is wait
+    if not wait:
+        assert g.search(mat, mat[0], 5) is None  # the store answers meanwhile
+        release.set()
+    else:
+        threading.Timer(0.2, release.set).start()
+        found = g.search(mat, mat[0], 5)  # waited for the load
+        assert found is not None and found[0].tolist() == _exact(mat, 300, mat[0], 5)
+    assert g.wait(60) and g.ready
