@@ -98,12 +98,14 @@ class FileGraphPlace:
         meta = view_files.read(self.data_dir, collection, whole, lambda _i, _n: None, KIND)
         body = lexical_files.companion(self._header(collection))
         try:
-            if meta is not None and size_and_crc(body) == (meta["size"], meta["crc"]):
-                return meta, load(body)  # read by usearch into its own memory: no copy
-        except UNREADABLE as exc:  # checked, yet not a graph it reads
-            log.warning("view_graph.file_unreadable", collection=collection[:200], error=str(exc))
-        self.remove(collection)
-        return None
+            whole_body = meta is not None and size_and_crc(body) == (meta["size"], meta["crc"])
+        except OSError:
+            whole_body = False
+        got = load_body(collection, load, body) if meta is not None and whole_body else None
+        if meta is None or got is None:
+            self.remove(collection)
+            return None
+        return meta, got
 
     def write(
         self,
@@ -138,6 +140,16 @@ class FileGraphPlace:
         with lexical_files.lock:
             lexical_files.unlink(path)
             lexical_files.unlink(lexical_files.companion(path))
+
+
+def load_body(collection: str, load: Load[T], body: Path) -> T | None:
+    """``load(body)`` (usearch reads the file into its own memory: no copy), or None when
+    the body checked yet is not a graph it reads."""
+    try:
+        return load(body)
+    except UNREADABLE as exc:
+        log.warning("view_graph.file_unreadable", collection=collection[:200], error=str(exc))
+        return None
 
 
 def size_and_crc(path: Path) -> tuple[int, int]:

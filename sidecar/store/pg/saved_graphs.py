@@ -20,17 +20,14 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import structlog
-
 from sidecar.store import view_files
-from sidecar.store.graph_place import CHUNK, KIND, UNREADABLE, Dump, Load
+from sidecar.store.graph_place import CHUNK, KIND, Dump, Load, load_body
 from sidecar.store.pg import saves
 from sidecar.store.view_files import Section, Spill
 
 if TYPE_CHECKING:
     from sidecar.store.pg.state import PgState
 
-log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
@@ -64,17 +61,11 @@ class PgGraphPlace:
                         KIND.magic,
                     )
 
-            meta = self.blobs.read(collection, spill)[1]
-            if meta is None:
-                return None
-            try:
-                return meta, load(body)
-            except UNREADABLE as exc:  # checked, yet not a graph usearch reads
-                log.warning(
-                    "view_graph.file_unreadable", collection=collection[:200], error=str(exc)
-                )
-        self.remove(collection)
-        return None
+            meta = self.blobs.read(collection, spill)[1]  # (one that did not check: removed)
+            got = None if meta is None else load_body(collection, load, body)
+        if meta is not None and got is None:
+            self.remove(collection)
+        return None if meta is None or got is None else (meta, got)
 
     def write(
         self,
