@@ -57,7 +57,7 @@ def _rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 def _graph_header(store: StoreBackend) -> dict[str, Any] | None:
     place = store.graph_place()
     assert place is not None
-    got = place.read(COLL, lambda _m: True, lambda _p: None)
+    got = place.read(COLL, lambda _m: True, lambda path: path.stat().st_size)
     return None if got is None else got[0]
 
 
