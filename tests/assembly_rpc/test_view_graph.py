@@ -241,7 +241,8 @@ def test_a_build_from_scratch_runs_at_the_lowest_priority_a_resumed_one_does_not
 ) -> None:
     """Nothing waits for a build from scratch (the store's index ranks meanwhile): it
     takes only the CPU the daemon's loads and requests leave. A graph resumed from its
-    file, which a search may wait for, keeps the daemon's priority."""
+    file, which a search may wait for, keeps the daemon's priority; one resumed where
+    nothing waits for it (PostgreSQL) does not."""
     rng = np.random.default_rng(8)
     mat = _units(rng, 200)
     nice: dict[str, int] = {}
@@ -263,6 +264,12 @@ def test_a_build_from_scratch_runs_at_the_lowest_priority_a_resumed_one_does_not
     assert resumed.wait(60) and resumed.origin == "built"
     [(resumed_by, resumed_nice)] = nice.items()
     assert resumed_nice == os.getpriority(os.PRIO_PROCESS, 0) and resumed_by != built_by
+    nice.clear()
+    unwaited = ViewGraph("turns:t", DIMS, GraphParams(ef_search=200))
+    unwaited.start(mat, 200, lambda: (VG.new_index(DIMS, unwaited.params), None), wait=False)
+    assert unwaited.wait(60)
+    [(unwaited_by, unwaited_nice)] = nice.items()
+    assert unwaited_nice == BACKGROUND_NICE and unwaited_by == built_by
 
 
 @pytest.mark.parametrize("wait", [True, False])
