@@ -120,16 +120,15 @@ def save(
 def load(
     place: GraphPlace,
     collection: str,
-    layout: str | Layouts,
+    allowed: Layouts,
     state: CollectionState,
     dims: int,
     params: GraphParams,
 ) -> tuple[Index, GraphStamp] | None:
-    """The saved graph when it was built over one of the view's ``layout`` tokens (with
-    no more rows than the token allows) at ``state``'s ``cid`` and ``removals`` with these
+    """The saved graph when it was built over one of the view's layouts (``allowed``, with
+    no more rows than the layout allows) at ``state``'s ``cid`` and ``removals`` with these
     parameters; one that does not hold is removed. The stamp returned names the graph's
     own layout, seq and rows."""
-    allowed = {layout: 1 << 62} if isinstance(layout, str) else layout
 
     def check(meta: dict[str, Any]) -> bool:
         return (

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -152,9 +152,15 @@ def load_body(collection: str, load: Load[T], body: Path) -> T | None:
         return None
 
 
-def size_and_crc(path: Path) -> tuple[int, int]:
-    crc, size = 0, 0
+def chunks_of(path: Path) -> Iterator[bytes]:
+    """The file's bytes, a chunk at a time."""
     with path.open("rb") as f:
         while chunk := f.read(CHUNK):
-            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+            yield chunk
+
+
+def size_and_crc(path: Path) -> tuple[int, int]:
+    crc, size = 0, 0
+    for chunk in chunks_of(path):
+        crc, size = zlib.crc32(chunk, crc), size + len(chunk)
     return size, crc

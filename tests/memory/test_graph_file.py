@@ -202,7 +202,7 @@ CHILD = textwrap.dedent(
     store = open_store(where, embed_dims=8, fingerprint="fp")
     place = store.graph_place()
     state = store.collection_states([coll])[coll]
-    got = graph_file.load(place, coll, layout, state, 8, GraphParams())
+    got = graph_file.load(place, coll, graph_file.layouts(layout, ()), state, 8, GraphParams())
     assert got is not None
     index, stamp = got
     print("saving", flush=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sidecar.store import view_files
-from sidecar.store.graph_place import CHUNK, KIND, Dump, Load, load_body
+from sidecar.store.graph_place import KIND, Dump, Load, chunks_of, load_body
 from sidecar.store.pg import saves
 from sidecar.store.view_files import Section, Spill
 
@@ -81,17 +81,10 @@ class PgGraphPlace:
             size = body.stat().st_size
 
             def blob() -> tuple[int, Iterator[memoryview]]:
-                section = Section(size, _chunks_of(body))
+                section = Section(size, chunks_of(body))
                 return view_files.encode(collection, header, [section], KIND)
 
             return self.blobs.write(collection, header, blob)
 
     def remove(self, collection: str) -> None:
         self.blobs.remove(collection)
-
-
-def _chunks_of(path: Path) -> Iterator[bytes]:
-    """The file's bytes, a chunk at a time."""
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            yield chunk
