@@ -191,7 +191,9 @@ def test_corrupt_or_foreign_index_is_rebuilt(filled: Any, damage: str) -> None:
     else:
         meta_path.write_text("{not json")
     with _open(path) as store:
-        assert store.open_report["indexes_loaded"] == 0
+        # a flipped byte keeps the file's size: its checksum is read at the load, which
+        # the first search runs (graph_lazy.py), and the graph is rebuilt from there
+        assert store.open_report["indexes_loaded"] == (damage == "flip")
         assert _answers(store, queries) == before
         assert store.wait_indexed(60)
         assert _agreement(before, _answers(store, queries)) >= 0.98

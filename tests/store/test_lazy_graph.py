@@ -204,6 +204,25 @@ def test_a_file_damaged_after_the_open_is_rebuilt_at_the_load(saved: Any) -> Non
         assert _mode(store) == "hnsw"
 
 
+def test_a_scrub_does_not_checksum_a_damaged_file_as_its_own(saved: Any) -> None:
+    """A delete while the graph is not loaded rewrites the file and its stamp; a file
+    damaged since its save is dropped there, not given a checksum of the damage (which the
+    load would then accept)."""
+    data_dir, queries, before = saved
+    graph = next((data_dir / "index").glob("*.hnsw"))
+    with _open(data_dir, background=False) as store:
+        assert _mode(store) == "saved"
+        raw = bytearray(graph.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        graph.write_bytes(bytes(raw))
+        store.delete(COLL, "r000008")
+        store.checkpoint()  # the scrub of the file the graph was not loaded from
+        assert not graph.exists() and not graph.with_suffix(".json").exists()
+        want = [[h for h in a if h[0] != "r000008"] for a in before]
+        got = _answers(store, queries)
+        assert [[h for h, _ in a][:9] for a in got] == [[h for h, _ in a][:9] for a in want]
+
+
 def test_an_idle_graph_goes_back_to_its_file_and_loads_again(saved: Any) -> None:
     data_dir, queries, before = saved
     with _open(data_dir, background=False) as store:
