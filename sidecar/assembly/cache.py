@@ -124,8 +124,7 @@ class CollectionView:
     _turns: list[Candidate] | None = None  # chronological turns, cached
     _speakers: Counter[str] | None = None  # speaker -> records, counted on first use
     _top_speakers: list[str] | None = None  # the most frequent of them, cached
-    # the store whose ANN index ranks this collection (ANN_MIN_ROWS records and more)
-    _ann: StoreBackend | None = None
+    _ann: StoreBackend | None = None  # the store whose ANN index ranks it (ann_min_rows on)
     _graph: ViewGraph | None = None  # over this layout's rows (large views, graph_params)
     layout: str = ""  # the rows' layout token: which saved graph labels them (graph_file.py)
     layout_bases: Bases = ()  # the layouts its first rows are (a database's saved view)
@@ -293,6 +292,7 @@ class CollectionView:
         for rid in gone:
             self.bm25.remove(rid)
         other = twin.bm25 if twin is not None else None  # its term strings shared, or copied
+        in_order = self.bm25.empty and not len(self.rows)  # then slot i is row i
         place = store.terms_place()
         saved = view_terms.load(place, self.name, state, self.bm25, other) if place else None
         self.analyzed, self._unsaved = view_terms.index_texts(
@@ -302,11 +302,12 @@ class CollectionView:
             other,
             None if twin is None else view_terms.twin_text(twin.by_id, twin.rows.record_text),
             BM25_PART,
+            None if got is None else got.digests,  # of every row: taken when docs are all
         )
         del docs, saved
         self.bm25.warm()  # a large index: the first queries do not weigh its common terms
-        self.rows = rows
-        self.by_id = {rid: i for i, rid in enumerate(rows.ids)}
+        self.rows, in_order = rows, in_order and len(self.bm25) == len(rows)
+        self.by_id = self.bm25.slot_map() if in_order else {r: i for i, r in enumerate(rows.ids)}
         self._made = {}
         self._mat = mat
         self._settle_dtype()
@@ -326,8 +327,7 @@ class CollectionView:
         self.reloads += 1
         self.stamp = next(_STAMPS)
         self.touched = []
-        self._turns = None
-        self._speakers = self._top_speakers = None
+        self._turns = self._speakers = self._top_speakers = None
         self._save_terms(store, state)
         file = self.file
         file.loaded(self.gen, n, got)

@@ -8,8 +8,11 @@ atomic streamed writes, the checksum, the scrub after a forget) holds the view's
 :class:`~sidecar.assembly.view_rows.ViewRows` as they were when it was saved, section by
 section: the ids, candidate texts and metadata JSON (each an offset array and a UTF-8
 blob), the role and session tables, the byte flags and codes, the record numbers
-(``seq``, version, times) and the unit-vector matrix (row for row, in the view's type:
-float32, or float16 for a view the store's index ranks). Its header holds the
+(``seq``, version, times), the unit-vector matrix (row for row, in the view's type:
+float32, or float16 for a view the store's index ranks), the implicit-recall density
+when saved with it, and (version 3) each row's record-text digest, the key of its saved
+BM25 terms (``view_terms.text_digests``: made by the save's thread, so that a start
+compares two arrays instead of hashing a million texts, 2 s at 1M). Its header holds the
 collection's ``cid``, ``removals`` and ``max_seq`` of the state the view held when saved,
 the rows, the vectors' dimensions and the matrix's type (``matrix``; a version 1 file,
 which has none, holds float32). A lean view's rows (float16) keep no metadata: its
@@ -50,6 +53,7 @@ import structlog
 from sidecar.assembly.density import SAVED, Density, SavedDensity
 from sidecar.assembly.view_load import capacity
 from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
+from sidecar.assembly.view_terms import text_digests
 from sidecar.priority import lower_this_thread
 from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.interface import StoreBackend
@@ -61,10 +65,12 @@ from sidecar.store.view_place import ViewPlace
 Bases = tuple[tuple[str, int], ...]
 log = structlog.get_logger(__name__)
 I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
 
-VERSION = 2
-#: Versions a start reads: 1 is version 2 with float32 matrices only.
-READS = (1, 2)
+VERSION = 3
+#: Versions a start reads: 1 is version 2 with float32 matrices only, 2 is 3 without the
+#: texts' digests (a start computes them).
+READS = (1, 2, 3)
 #: The matrix types a file may hold, by their header name.
 MATRIX_TYPES: dict[str, np.dtype[Any]] = {"float32": FULL, "float16": HALF}
 #: Views smaller than this load from the store quickly enough (10k rows: 0.3 s).
@@ -160,6 +166,9 @@ def sections(snap: Snapshot) -> list[Section]:
     out.append(view_files.of_buffer(np.ascontiguousarray(snap.matrix[:n]).data))
     if snap.density is not None:
         out += [view_files.of_buffer(a.data) for a in _density_arrays(snap.density)]
+    own = snap.flags[_FLAGS.index("own_text")]
+    texts = [t if own[i] else "" for i, t in enumerate(snap.texts)]
+    out.append(view_files.of_buffer(text_digests(texts).astype("<u8").data))
     return out
 
 
@@ -189,7 +198,13 @@ def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) ->
             header, store.collection_states([snap.collection])[snap.collection]
         )
 
-    header = {
+    header = header_of(snap)
+    return place.write(snap.collection, header, sections(snap), None if store is None else holds)
+
+
+def header_of(snap: Snapshot) -> dict[str, Any]:
+    """The header a save of ``snap`` writes (before the file's own keys)."""
+    return {
         "version": VERSION,
         "cid": snap.state.cid,
         "removals": snap.state.removals,
@@ -202,8 +217,8 @@ def save(place: ViewPlace, snap: Snapshot, store: StoreBackend | None = None) ->
         "density": None if snap.density is None else _density_header(snap.density),
         "layout": snap.layout,
         "layout_bases": [list(b) for b in snap.bases],
+        "digests": True,
     }
-    return place.write(snap.collection, header, sections(snap), None if store is None else holds)
 
 
 def save_in_background(
@@ -247,6 +262,7 @@ class _Reader:
         self._mapped = mapped_rows.MappedRows(capacity(n), n, self.dims, dtype) if big else None
         self._matrix: Matrix | None = None if big else np.zeros((capacity(n), self.dims), dtype)
         self.density: SavedDensity | None = None
+        self.digests: U64 | None = np.zeros(n, "<u8") if meta.get("digests") is True else None
         d = meta.get("density")
         if isinstance(d, dict):
             specs = [(np.dtype(code), tuple(int(x) for x in shape)) for code, shape in d["arrays"]]
@@ -290,9 +306,13 @@ class _Reader:
                 return self._mapped
             return self.matrix[: self.n].data.cast("B")
         i -= len(plain) + 1
-        if self.density is None or i >= len(SAVED):
-            return None
-        return self.density.arrays[SAVED[i]].data.cast("B")
+        if self.density is not None:
+            if i < len(SAVED):
+                return self.density.arrays[SAVED[i]].data.cast("B")
+            i -= len(SAVED)
+        if i == 0 and self.digests is not None:
+            return self.digests.data.cast("B")
+        return None
 
     def rows(self) -> ViewRows:
         """The rows the sections hold; each blob is let go once its strings are made (a
@@ -347,6 +367,7 @@ class Loaded(NamedTuple):
     density: SavedDensity | None
     layout: str = ""
     bases: Bases = ()
+    digests: U64 | None = None  # each row's record-text digest (None: not saved)
 
 
 def load(
@@ -386,7 +407,10 @@ def load(
             r = reader[0]
             layout = meta.get("layout")
             layout = layout if isinstance(layout, str) else ""
-            got = Loaded(r.rows(), r.matrix, int(meta["max_seq"]), r.density, layout, _bases(meta))
+            rows = r.rows()
+            got = Loaded(
+                rows, r.matrix, int(meta["max_seq"]), r.density, layout, _bases(meta), r.digests
+            )
         except (ValueError, UnicodeDecodeError):
             place.remove(collection)
     if got is None and existed:

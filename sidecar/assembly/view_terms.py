@@ -147,8 +147,11 @@ class SavedTerms:
         lens = np.fromiter(map(len, head), np.int64, m)
         return bool(np.array_equal(np.cumsum(lens), self.id_off[1:])) and "".join(head) == text
 
-    def slots_of(self, rids: Sequence[str], texts: Sequence[str]) -> I64:
-        """The slot of each record whose text has the saved digest (-1: none)."""
+    def slots_of(
+        self, rids: Sequence[str], texts: Sequence[str], digests: U64 | None = None
+    ) -> I64:
+        """The slot of each record whose text has the saved digest (-1: none);
+        ``digests``: the texts' own, when known (a saved view's: nothing is hashed)."""
         n, m = len(rids), len(self)
         got = np.full(n, -1, dtype=np.int64)
         if self.leads(rids):  # the others are not in the file: a view's ids are distinct
@@ -157,7 +160,8 @@ class SavedTerms:
             got[:] = np.fromiter(map(self.slots.get, rids, itertools.repeat(-1)), np.int64, n)
         have = np.flatnonzero(got >= 0)
         if have.size == n:
-            got[text_digests(texts) != self.digests[got]] = -1
+            mine = text_digests(texts) if digests is None else digests
+            got[mine != self.digests[got]] = -1
         elif have.size:
             mine = text_digests(list(map(texts.__getitem__, have.tolist())))
             got[have[mine != self.digests[got[have]]]] = -1
@@ -376,6 +380,7 @@ def index_texts(
     twin: BM25Index | None,
     twin_text: TwinText | None,
     part_size: int,
+    digests: U64 | None = None,
 ) -> Indexed:
     """Add ``(id, text)`` pairs to ``index``: a text with saved terms takes them, else one
     the ``twin`` index (analyzing alike) holds for the same id and text (``twin_text``)
@@ -383,7 +388,10 @@ def index_texts(
     flat arrays (a load's 100k documents hold a few MB) and handed to the index at once
     (``BM25Index.add_arrays``); texts are analyzed ``part_size`` at a time, each part's
     terms turned into ids before the next. When every document comes from the saved file
-    in its order (a restart), the file's postings by term are taken as they are."""
+    in its order (a restart), the file's forward index and postings by term are taken
+    as they are. ``digests``: the :func:`text_digests` of every row of the caller's,
+    taken when ``docs`` are one per row (then in row order: a view's texts that changed
+    are in its order), else ignored."""
     if twin_text is None or (twin is not None and not twin.analyzes_like(index)):
         twin = None
     pairs = list(docs)
@@ -393,7 +401,13 @@ def index_texts(
     n = len(rids)
     if not n:
         return Indexed(0, 0)
-    saved_at = saved.slots_of(rids, texts) if saved is not None else np.full(n, -1)
+    if digests is not None and digests.shape[0] != n:
+        digests = None
+    saved_at = saved.slots_of(rids, texts, digests) if saved is not None else np.full(n, -1)
+    if saved is not None and index.empty and _in_file_order(saved_at, len(saved)):
+        # a restart: every document from the file in its order, the file's arrays taken
+        index.take_forward(rids, saved.docs, saved.groups)
+        return Indexed(0, 0 if saved.groups is not None else n)
     twin_at = np.full(n, -1, dtype=np.int64)
     if twin is not None and twin_text is not None:
         rest = np.flatnonzero(saved_at < 0)
@@ -445,6 +459,12 @@ def index_texts(
     index.add_arrays(rids, nterms, flat_t, flat_f, groups)
     own = 0 if saved is None or saved.groups is None else int((saved_at >= 0).sum())
     return Indexed(int(todo.shape[0]), n - own)
+
+
+def _in_file_order(saved_at: I64, saved: int) -> bool:
+    """Whether the documents are the file's ``saved`` ones, in its order."""
+    n = int(saved_at.shape[0])
+    return n == saved and bool((saved_at == np.arange(n)).all())
 
 
 def twin_text(by_id: Mapping[str, int], record_text: Callable[[int], str]) -> TwinText:

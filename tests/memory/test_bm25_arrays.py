@@ -7,6 +7,7 @@ import random
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from sidecar.memory.core import lexical
 from sidecar.memory.core.bm25_arrays import ARRAY_MIN, DocTerms, Postings
@@ -66,6 +67,27 @@ def test_a_bulk_load_is_the_same_index_as_one_add_after_another() -> None:
     bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in more)
     _same(one, bulk, queries)
     assert dict(bulk.doc_terms("d5")) == {"ball": 1, "w7": 1}
+
+
+def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> None:
+    docs = _docs(600, 2)
+    bulk = BM25Index()
+    bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in docs)
+    off, tids, tfs = bulk.forward.arrays()
+    saved = DocTerms.from_arrays(list(bulk.forward.terms), off, tids, tfs)
+    taken = BM25Index()
+    taken.take_forward([d for d, _ in docs], saved, None)
+    assert taken.forward is saved  # taken as it is, not copied
+    assert taken.slot_map() == {d: i for i, (d, _) in enumerate(docs)}
+    queries = ["dog park", "w1 w2 w3", "cat ball w250", "nothing here"]
+    _same(bulk, taken, queries)
+    _same_postings(bulk, taken)
+    for index in (bulk, taken):  # and it goes on as the other: adds, replacements, removals
+        index.add_bulk([("d5", Counter(["dog", "park"])), ("new", Counter(["w3"]))])
+        index.remove("d9")
+    _same(bulk, taken, queries)
+    with pytest.raises(ValueError, match="empty index"):
+        taken.take_forward(["x"], DocTerms.from_arrays([], off[:2], tids, tfs), None)
 
 
 def test_removals_and_compaction_keep_the_statistics() -> None:

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sidecar.assembly import view_snapshot
+from sidecar.assembly import view_snapshot, view_terms
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.density import Density
 from sidecar.assembly.view_snapshot import Snapshot
+from sidecar.assembly.view_terms import text_digests
 from sidecar.priority import BACKGROUND_NICE
 from sidecar.store import lexical_files, mapped_rows, view_files
 from sidecar.store.backend import open_store
@@ -111,6 +112,53 @@ def test_a_start_takes_the_saved_rows_and_serves_the_same(tmp_path: Path) -> Non
         # enough changed, not before
         third.close()
         fresh.close()
+    finally:
+        store.close()
+
+
+def test_a_saved_view_holds_its_texts_digests_and_a_file_without_them_still_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start compares the saved view's digests with the saved terms' instead of hashing
+    every text; a version-2 file (no digests) is read as before, the texts hashed."""
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=8, fingerprint="fp")
+    place = FileViewPlace(tmp_path)
+    try:
+        first = _load(store)
+        first.close()
+        expected = _content(first)
+        state = store.collection_states([COLL])[COLL]
+        got = view_snapshot.load(place, COLL, state, 8)
+        assert got is not None and got.digests is not None
+        assert got.digests.tolist() == text_digests(got.rows.record_texts()).tolist()
+        hashed: list[int] = []
+
+        def counted(texts: Any) -> Any:
+            hashed.append(len(texts))
+            return text_digests(texts)
+
+        monkeypatch.setattr(view_terms, "text_digests", counted)
+        second = _load(store)
+        assert second.restored == N + 1 and second.analyzed == 0  # terms from their file
+        assert hashed == []  # the file's digests compared, no text hashed
+        for view in (first, second):  # keyed as the index's slots (copied) or anew: by row
+            assert view.by_id == {rid: i for i, rid in enumerate(view.ids)}
+            assert view.by_id is not view.bm25._slot_of
+        assert _content(second) == expected
+        snap = view_snapshot.snapshot(COLL, state, second.rows, second.matrix)
+        header = view_snapshot.header_of(snap)
+        header["version"] = 2
+        del header["digests"]
+        assert place.write(COLL, header, view_snapshot.sections(snap)[:-1])
+        old = view_snapshot.load(place, COLL, state, 8)
+        assert old is not None and old.digests is None
+        third = _load(store)
+        assert third.restored == N + 1 and third.analyzed == 0
+        assert hashed == [N + 1]
+        assert _content(third) == expected
+        second.close()
+        third.close()
     finally:
         store.close()
 
