@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from sidecar.memory.core import lexical
+from sidecar.memory.core import bm25_arrays, lexical
 from sidecar.memory.core.bm25_arrays import ARRAY_MIN, DocTerms, Postings
 from sidecar.memory.core.lexical import BM25Index
 
@@ -88,6 +88,21 @@ def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> N
     _same(bulk, taken, queries)
     with pytest.raises(ValueError, match="empty index"):
         taken.take_forward(["x"], DocTerms.from_arrays([], off[:2], tids, tfs), None)
+
+
+def test_an_array_grown_for_appends_keeps_its_items() -> None:
+    arr = np.arange(5, dtype=np.int32)
+    out = bm25_arrays.grown(arr, 1 << 22)  # 16 MiB: its own pages, mapped on first write
+    assert out.shape == (1 << 22,) and out.dtype == np.int32
+    assert out[:5].tolist() == [0, 1, 2, 3, 4]
+    docs = DocTerms()  # growing past its first capacity many times: every slot intact
+    for i in range(3000):
+        docs.append(np.array([2], np.int64), np.array([i, i + 1], np.int32), np.ones(2, np.int32))
+    assert [docs.row(i)[0].tolist() for i in (0, 1999, 2999)] == [
+        [0, 1],
+        [1999, 2000],
+        [2999, 3000],
+    ]
 
 
 def test_removals_and_compaction_keep_the_statistics() -> None:
