@@ -119,6 +119,12 @@ def row_fields(name: str, r: Record) -> RowFields:
     )
 
 
+def record_texts(texts: Sequence[str], own_text: Sequence[int]) -> list[str]:
+    """Each row's stored record text: its candidate text where the record has its own
+    (``own_text``), else empty (the candidate took ``metadata.text``)."""
+    return [t if own else "" for t, own in zip(texts, own_text, strict=True)]
+
+
 def candidate_of(name: str, r: Record, vec: F32, has_vector: bool | None = None) -> Candidate:
     """The candidate of record ``r`` of collection ``name`` whose unit vector is ``vec``
     (``has_vector``: whether it is not all zeros, when the caller knows)."""
@@ -370,7 +376,7 @@ class ViewRows:
 
     def record_texts(self) -> list[str]:
         """Every row's :meth:`record_text`, in row order (one pass, for a view's load)."""
-        return [t if own else "" for t, own in zip(self.texts, self.own_text, strict=True)]
+        return record_texts(self.texts, self.own_text)
 
     def texts_not_in(self, before: ViewRows) -> tuple[list[str], list[tuple[str, str]]]:
         """The ids of ``before`` whose record text changed or went, and the ``(id, text)``

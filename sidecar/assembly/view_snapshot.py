@@ -52,7 +52,7 @@ import structlog
 
 from sidecar.assembly.density import SAVED, Density, SavedDensity
 from sidecar.assembly.view_load import capacity
-from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows
+from sidecar.assembly.view_rows import FULL, HALF, NO_META, Matrix, ViewRows, record_texts
 from sidecar.assembly.view_terms import text_digests
 from sidecar.priority import lower_this_thread
 from sidecar.store import lexical_files, mapped_rows, view_files
@@ -166,8 +166,7 @@ def sections(snap: Snapshot) -> list[Section]:
     out.append(view_files.of_buffer(np.ascontiguousarray(snap.matrix[:n]).data))
     if snap.density is not None:
         out += [view_files.of_buffer(a.data) for a in _density_arrays(snap.density)]
-    own = snap.flags[_FLAGS.index("own_text")]
-    texts = [t if own[i] else "" for i, t in enumerate(snap.texts)]
+    texts = record_texts(snap.texts, snap.flags[_FLAGS.index("own_text")])
     out.append(view_files.of_buffer(text_digests(texts).astype("<u8").data))
     return out
 

@@ -443,11 +443,8 @@ def index_texts(
         counts, tids, tfs = count_terms(lens, ids, len(forward.terms))
         nterms[took] = counts
         parts.append((took, tids, tfs))
-    groups = None
-    if len(parts) == 1 and parts[0][0].shape[0] == n:  # one source (a restart): as they are
+    if len(parts) == 1 and parts[0][0].shape[0] == n:  # one source: as they are
         flat_t, flat_f = parts[0][1], parts[0][2]
-        if saved is not None and np.array_equal(saved_at, np.arange(n)):  # the file's order
-            groups = saved.groups
     else:
         starts = np.cumsum(nterms) - nterms
         flat_t = np.empty(int(nterms.sum()), dtype=np.int32)
@@ -456,7 +453,7 @@ def index_texts(
             at = ranges(starts[took], nterms[took])
             flat_t[at] = tids
             flat_f[at] = tfs
-    index.add_arrays(rids, nterms, flat_t, flat_f, groups)
+    index.add_arrays(rids, nterms, flat_t, flat_f)
     own = 0 if saved is None or saved.groups is None else int((saved_at >= 0).sum())
     return Indexed(int(todo.shape[0]), n - own)
 

@@ -238,13 +238,11 @@ class BM25Index:
         nterms: I64,
         tids: I32,
         tfs: I32,
-        groups: TermGroups | None = None,
     ) -> None:
         """:meth:`add_bulk` of documents given as flat arrays: document ``i`` holds the
         next ``nterms[i]`` distinct terms of ``tids`` (ids from :meth:`term_ids`, of this
-        index's vocabulary) with their frequencies ``tfs``. ``groups``: the same postings
-        by term (slot ``i`` = document ``i``), taken instead of sorting them when this
-        index is empty (a restart from saved terms: ``view_terms``)."""
+        index's vocabulary) with their frequencies ``tfs``. (A restart from saved terms,
+        whose postings by term are taken as they are, is :meth:`take_forward`.)"""
         src = self._docs  # a removal may compact: then the ids are of another vocabulary
         if len(set(ids)) != len(ids):  # an id twice: the later version wins, in turn
             ends = np.cumsum(nterms).tolist()
@@ -255,9 +253,9 @@ class BM25Index:
                 self._append([doc_id], nterms[i : i + 1], one, tfs[a:b])
             return
         self._remove_all(ids)
-        if self._docs is not src:  # the ids of another vocabulary now: neither fits
-            tids, groups = self._docs.translate(src, tids), None
-        self._append(ids, nterms, tids, tfs, groups)
+        if self._docs is not src:  # the ids of another vocabulary now
+            tids = self._docs.translate(src, tids)
+        self._append(ids, nterms, tids, tfs)
 
     def _remove_all(self, ids: Sequence[str]) -> None:
         if self._slot_of:
@@ -270,15 +268,13 @@ class BM25Index:
         nterms: I64,
         tids: I32,
         tfs: I32,
-        groups: TermGroups | None = None,
     ) -> None:
-        """Add new ids (none of them indexed) with their flat terms (:meth:`add_arrays`;
-        ``groups`` only into an empty index)."""
+        """Add new ids (none of them indexed) with their flat terms (:meth:`add_arrays`)."""
         if not ids:
             return
         held = self._docs.postings
         self._docs.append(nterms, tids, tfs)
-        self._index_appended(ids, nterms, tids, tfs, groups, not held)
+        self._index_appended(ids, nterms, tids, tfs, None, not held)
 
     def take_forward(self, ids: Sequence[str], docs: DocTerms, groups: TermGroups | None) -> None:
         """Index ``ids`` (distinct) whose analyzed terms are ``docs``' slots in order, into
