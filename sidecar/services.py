@@ -120,6 +120,7 @@ def install_memory(app: App, store: StoreService, hub: EngineHub | None = None) 
         max_bytes=settings.cache.max_bytes,
     )
     app.provide(Retrieval, retrieval)
+    memory.neighbours = retrieval
     app.provide(NamespaceMemory, NamespaceMemory(memory, ForgetQueries(retrieval)))
     if settings.authored.roots or (settings.data_path / STATE_FILE).exists():
         watcher = AuthoredWatcher(

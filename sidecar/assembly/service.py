@@ -52,7 +52,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 import structlog
 
 from sidecar.assembly.access_bumps import AccessBumps
@@ -75,9 +74,8 @@ from sidecar.assembly.selection import AssemblyConfig, AssemblyPlan
 from sidecar.assembly.speaker_focus import LabelVectors, named_in
 from sidecar.assembly.view_budget import DEFAULT_MAX_BYTES, CacheFigures, evict
 from sidecar.assembly.view_graph import GraphParams
-from sidecar.assembly.view_inputs import Twins, authored_nodes, message_turns
-from sidecar.assembly.view_matrix import full, positive_rows
-from sidecar.engines import int8scan
+from sidecar.assembly.view_inputs import Twins, authored_nodes, durable_top, message_turns
+from sidecar.assembly.view_neighbours import graph_neighbours
 from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.shared_locks import is_shared
@@ -190,8 +188,10 @@ class Retrieval:
         twin = self._colls.get(C.TURNS_PREFIX + name[len(C.USER_PREFIX) :])
         return twin if twin is not None and twin.state is not None and not twin.stale else None
 
-    def _sync(self, names: Iterable[str]) -> dict[str, CollectionView]:
-        """Bring the named collections up to date (runs in a worker thread).
+    def _sync(self, names: Iterable[str], *, loads: bool = True) -> dict[str, CollectionView]:
+        """Bring the named collections up to date (runs in a worker thread). ``loads``
+        False: only views loaded already and behind by puts and patches alone; the others
+        are left out.
 
         The stale marks and the collections' states are taken *before* the store is read,
         so a change that lands meanwhile is seen by the next call."""
@@ -210,17 +210,15 @@ class Retrieval:
         with paused():  # no collections while the caches grow (heap.py)
             for name in names:
                 coll = self._colls.get(name)
+                state = states.get(name, CollectionState())
+                if not loads and (coll is None or _needs_load(coll, state, shared)):
+                    continue
                 if coll is None:
                     coll = CollectionView(name, self.ann_min_rows, self._graph_params())
                     self._colls[name] = coll
                 self._colls.move_to_end(name)
-                state = states.get(name, CollectionState())
                 old = coll.state
-                full = (
-                    old is None
-                    or coll.stale
-                    or not (state.unchanged_since(old) or state.appended_since(old) or shared)
-                )
+                full = _needs_load(coll, state, shared)
                 t0 = time.perf_counter()
                 loaded = 0  # rows (re)loaded: the heap is settled after each view
                 if full or old is None:  # never loaded, marked, or records were removed
@@ -257,40 +255,23 @@ class Retrieval:
         # graph, and a saved one (graph_file.py, both backends) spares a start building it
         return None if self.graph == "off" else self.graph_params
 
-    def _durable_top(
-        self, user: CollectionView, turns: CollectionView, qvec: F32, tscan: Scan, k: int
-    ) -> list[int]:
-        """Rows of the durable memories' exact dense top ``k``. A durable record whose
-        history copy has the same vector (ingest writes both with one embedding) is
-        scored through the history's scan, restricted to those copies; the others are
-        scored on their own."""
-        tw = self._twins.get(user.name)
-        if tw is None or tw.turns != turns.name:
-            tw = Twins(turns.name)
-            self._twins[user.name] = tw
-        tw.update(user, turns)
-        rows: list[npt.NDArray[np.int64]] = []
-        sims: list[F32] = []
-        if tw.have.size:
-            pos, s = tscan.top(k, tw.src)
-            rows.append(tw.have[pos])
-            sims.append(s)
-        if tw.rest.size:
-            mat = user.matrix
-            assert mat is not None
-            if tw.rest.size < int8scan.MIN_ROWS:  # a few rows: a product over them alone
-                pos, s = Scan(full(mat[tw.rest]), qvec, None).top(k)
-            else:  # many: the collection's own (prefiltered) scan
-                own = user.scan(qvec)
-                assert own is not None
-                pos, s = own.top(k, tw.rest)
-            rows.append(tw.rest[pos])
-            sims.append(s)
-        if not rows:
-            return []
-        r, v = np.concatenate(rows), np.concatenate(sims)
-        order = np.lexsort((r, -v))[:k]
-        return positive_rows(r[order], v[order], k >= len(user.records))
+    async def neighbour_ids(
+        self, name: str, vecs: F32, k: int, role: str | None
+    ) -> list[list[str]] | None:
+        """Ingest's candidate neighbours of ``vecs`` in ``name`` (``role``: of that role),
+        from its loaded view's graph (view_neighbours.py); None when no such view answers
+        (none is loaded for it: only one behind by puts and patches is brought up to date)."""
+        async with self.lock:
+            return await asyncio.to_thread(self._neighbour_ids_sync, name, vecs, k, role)
+
+    def _neighbour_ids_sync(
+        self, name: str, vecs: F32, k: int, role: str | None
+    ) -> list[list[str]] | None:
+        held = self._colls.get(name)
+        if held is None or held.dense_mode != "graph":  # small views: the store is cheap
+            return None
+        view = self._sync([name], loads=False).get(name)
+        return None if view is None else graph_neighbours(view, vecs, k, role)
 
     async def embed_query(self, query: str) -> F32 | None:
         if not query.strip():
@@ -500,7 +481,7 @@ class Retrieval:
         # record per source (dedupe), and the pool's lexical normalisation is not skewed
         # by the small durable collection's BM25 statistics
         udense = (
-            self._durable_top(user_coll, turns_coll, qvec, tscan, SIDE_K)
+            durable_top(self._twins, user_coll, turns_coll, qvec, tscan, SIDE_K)
             if qvec is not None and tscan is not None and user_coll.records and uann is None
             else None  # ranked on its own: exactly, or by the store's ANN index when large
         )
@@ -637,6 +618,17 @@ class Retrieval:
             graph_rows=graph.built_rows if graph is not None else 0,
             rows=len(view.rows),
         )
+
+
+def _needs_load(coll: CollectionView, state: CollectionState, shared: bool) -> bool:
+    """Whether ``coll`` must be read anew to reach ``state``: never loaded, marked stale,
+    or records removed since (in a store only this daemon writes)."""
+    old = coll.state
+    return (
+        old is None
+        or coll.stale
+        or not (state.unchanged_since(old) or state.appended_since(old) or shared)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Planner input read from the cached views: the durable->history twin map
-(:class:`Twins`), authored rules in authored order (:func:`authored_nodes`) and the
+(:class:`Twins`) and the durable memories' dense top through it (:func:`durable_top`),
+authored rules in authored order (:func:`authored_nodes`) and the
 host's messages as session turns (:func:`message_turns`)."""
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ import numpy.typing as npt
 
 from sidecar.assembly.cache import CollectionView
 from sidecar.assembly.candidates import Candidate
+from sidecar.assembly.scoring import F32
 from sidecar.assembly.selection import AuthoredNode
+from sidecar.assembly.view_matrix import full, positive_rows
 from sidecar.assembly.view_rows import as_int as _int
 from sidecar.assembly.view_rows import as_str as _str
+from sidecar.engines import int8scan
+from sidecar.engines.int8scan import Scan
 from sidecar.memory.core import layout as C
 from sidecar.memory.core.tokens import message_text
 from sidecar.store.types import Record
@@ -74,6 +79,47 @@ class Twins:
             self.src = self.rows[self.have]
             self.rest = np.flatnonzero(~mask)
         return self.rows
+
+
+def durable_top(
+    twins: dict[str, Twins],
+    user: CollectionView,
+    turns: CollectionView,
+    qvec: F32,
+    tscan: Scan,
+    k: int,
+) -> list[int]:
+    """Rows of the durable memories' exact dense top ``k``. A durable record whose
+    history copy has the same vector (ingest writes both with one embedding) is scored
+    through the history's scan, restricted to those copies; the others are scored on
+    their own. ``twins``: the twin maps by durable collection (kept between calls)."""
+    tw = twins.get(user.name)
+    if tw is None or tw.turns != turns.name:
+        tw = Twins(turns.name)
+        twins[user.name] = tw
+    tw.update(user, turns)
+    rows: list[npt.NDArray[np.int64]] = []
+    sims: list[F32] = []
+    if tw.have.size:
+        pos, s = tscan.top(k, tw.src)
+        rows.append(tw.have[pos])
+        sims.append(s)
+    if tw.rest.size:
+        mat = user.matrix
+        assert mat is not None
+        if tw.rest.size < int8scan.MIN_ROWS:  # a few rows: a product over them alone
+            pos, s = Scan(full(mat[tw.rest]), qvec, None).top(k)
+        else:  # many: the collection's own (prefiltered) scan
+            own = user.scan(qvec)
+            assert own is not None
+            pos, s = own.top(k, tw.rest)
+        rows.append(tw.rest[pos])
+        sims.append(s)
+    if not rows:
+        return []
+    r, v = np.concatenate(rows), np.concatenate(sims)
+    order = np.lexsort((r, -v))[:k]
+    return positive_rows(r[order], v[order], k >= len(user.records))
 
 
 def authored_nodes(coll: CollectionView, tier: int) -> list[AuthoredNode]:

@@ -69,6 +69,7 @@ from sidecar.store.service import StoreService
 
 if TYPE_CHECKING:
     from sidecar.engines import EngineHub
+    from sidecar.memory.ingest.neighbours import ViewNeighbours
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +132,9 @@ class MemoryService:
         self.idle = IdleSessions(comp.idle_forget_s, clock)
         self._compaction_slots = asyncio.Semaphore(max(1, comp.max_concurrent))
         self.gating: GatingConfig = settings.gating
+        # retrieval's views, set once it exists (services.py): they propose a large
+        # collection's neighbours to ingest (memory/ingest/neighbours.py)
+        self.neighbours: ViewNeighbours | None = None
         self._ingest_locks = SharedLocks("ingest", self._store)
         self._compaction_locks = SharedLocks("compact", self._store)
         self._namespace_locks = SharedLocks("ns", self._store)

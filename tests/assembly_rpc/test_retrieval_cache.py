@@ -22,11 +22,12 @@ from sidecar.assembly.cache import CollectionView as _Coll
 from sidecar.assembly.scoring import access_count
 from sidecar.assembly.service import DAEMON_ASSEMBLY, Retrieval
 from sidecar.assembly.speaker_focus import without_labels
+from sidecar.assembly.view_inputs import durable_top
 from sidecar.assembly.view_where import rows_where
 from sidecar.config import load_settings
 from sidecar.memory.core import bm25_topk, lexical
 from sidecar.memory.core import layout as C
-from sidecar.memory.ingest import sessions as S
+from sidecar.memory.ingest import neighbours as N
 from sidecar.memory.service import MemoryService
 from sidecar.server.dispatch import Dispatcher
 from sidecar.services import install_memory
@@ -169,7 +170,7 @@ def _durable_top(h: Harness, q: Any, k: int) -> list[int]:
     user, turns = h.coll(C.user(NS)), h.coll(C.turns(NS))
     scan = turns.scan(q)
     assert scan is not None
-    return h.retrieval._durable_top(user, turns, q, scan, k)
+    return durable_top(h.retrieval._twins, user, turns, q, scan, k)
 
 
 async def test_ingest_updates_the_caches_incrementally(h: Harness) -> None:
@@ -420,7 +421,7 @@ async def test_filtered_neighbours_equal_the_filtered_search(tmp_path: Path) -> 
         q = base.reshape(1, -1)
         for where, k in (({"role": "user"}, 10), ({"role": "assistant"}, 10), ({"role": "x"}, 5)):
             want = [h.score for h in store.search("turns:x", q[0], k, where=where)]
-            got = S._filtered_top(store, "turns:x", q[0], k, where, store.count("turns:x"))
+            got = [h.score for h in N._filtered_top(store, "turns:x", q[0], k, where, 400)]
             assert got == pytest.approx(want), where
     finally:
         store.close()

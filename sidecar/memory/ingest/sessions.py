@@ -50,8 +50,14 @@ from sidecar.memory.core.tokens import estimate_tokens, message_text
 from sidecar.memory.core.turns import derive_turn_id, normalize_role, stability_weight
 from sidecar.memory.ingest.changes import is_change, superseded, superseded_marks
 from sidecar.memory.ingest.gate import GatingSignals, compute_gating
+from sidecar.memory.ingest.neighbours import (
+    Proposals,
+    ViewNeighbours,
+    neighbour_hits,
+    neighbour_scores,
+    proposals,
+)
 from sidecar.store.interface import StoreBackend
-from sidecar.store.names import metadata_matches
 from sidecar.store.timestamps import ts_problem
 from sidecar.store.types import Patch, Put
 
@@ -79,6 +85,11 @@ class IngestHost(Protocol):
     async def embed(self, texts: Sequence[str], kind: str = "document") -> F32: ...
 
     def note_ingested(self, session_id: str, tokens: int) -> Any: ...
+
+    @property
+    def neighbours(self) -> ViewNeighbours | None:
+        """Retrieval's views, which propose a large collection's neighbours (None: the
+        store's index alone)."""
 
 
 F32 = np.ndarray[Any, np.dtype[np.float32]]
@@ -227,87 +238,25 @@ def _turn_metadata(p: _Prepared, session_id: str, ns: str, gating: GatingSignals
     return meta
 
 
-MATRIX_MIN_ROWS = 2_000  # always score this many stored neighbours exactly in one matmul
-MATRIX_ROWS_PER_TURN = 64  # ...or up to this many per new turn of the batch
-
-
-def _neighbour_scores(
-    store: StoreBackend,
-    collection: str,
-    vecs: np.ndarray[Any, Any],
-    k: int,
-    where: Mapping[str, Any] | None,
-) -> list[list[float]]:
-    """Top-``k`` cosine scores of each row of ``vecs`` against ``collection`` (pre-insert).
-
-    Small collections (relative to the batch) are scored with one matrix product over
-    their stored vectors; large ones use the index, one search per turn.
-    """
-    n = len(vecs)
-    if store.collection(collection) is None or k <= 0:
-        return [[] for _ in range(n)]
-    count = store.count(collection)
-    if count <= max(MATRIX_MIN_ROWS, MATRIX_ROWS_PER_TURN * n):
-        recs = store.list_records(collection, where=where, include_vectors=True)
-        rows = [r.vector for r in recs if r.vector is not None]
-        if not rows:
-            return [[] for _ in range(n)]
-        mat = np.asarray(np.stack(rows), dtype=np.float32)
-        norms = np.linalg.norm(mat, axis=1)
-        norms[norms < 1e-12] = np.inf
-        qn = np.linalg.norm(vecs, axis=1)
-        qn[qn < 1e-12] = np.inf
-        scores = (vecs @ mat.T) / qn[:, None] / norms[None, :]
-        kk = min(k, scores.shape[1])
-        top = -np.partition(-scores, kk - 1, axis=1)[:, :kk]
-        return [sorted((float(x) for x in row), reverse=True) for row in top]
-    return [_filtered_top(store, collection, v, k, where, count) for v in vecs]
-
-
-#: A filtered neighbour search first asks for these multiples of k, unfiltered.
-FILTER_OVERSAMPLE = (4, 32)
-
-
-def _filtered_top(
-    store: StoreBackend,
-    collection: str,
-    vec: np.ndarray[Any, Any],
-    k: int,
-    where: Mapping[str, Any] | None,
-    count: int,
-) -> list[float]:
-    """Top-``k`` scores of the records matching ``where`` (metadata equality);
-    ``count``: the collection's record count.
-
-    A filtered store search materialises the allowed set (a scan of the whole collection,
-    hundreds of milliseconds at 50k records), so the matching records are first taken
-    from unfiltered searches for ``m * k`` records, ``m`` in :data:`FILTER_OVERSAMPLE`:
-    when at least ``k`` of those match, they are exactly the top ``k`` of the matching
-    records (the search is ordered by score). Otherwise the filtered search answers."""
-    if not where:
-        return [h.score for h in store.search(collection, vec, k)]
-    if count > FILTER_OVERSAMPLE[0] * k:
-        for m in FILTER_OVERSAMPLE:
-            hits = store.search(collection, vec, m * k)
-            ok = [h.score for h in hits if metadata_matches(h.metadata, where.items())]
-            if len(ok) >= k:
-                return ok[:k]
-            if len(hits) < m * k:  # the whole collection was searched
-                return ok
-    return [h.score for h in store.search(collection, vec, k, where=where)]
+def _gate_asks(ns: str, cfg: GatingConfig) -> list[tuple[str, int, str | None]]:
+    """The neighbours gating reads: ``centroid_k`` user turns, ``memory_k`` memories."""
+    return [(C.turns(ns), cfg.centroid_k, "user"), (C.user(ns), cfg.memory_k, None)]
 
 
 def _gate_batch(
     store: StoreBackend,
     ns: str,
     prepared: Sequence[_Prepared],
-    vecs: np.ndarray[Any, Any],
+    vecs: F32,
     svc: IngestHost,
+    proposed: Proposals,
 ) -> tuple[list[GatingSignals], list[bool]]:
     """Gating for each new turn, sequentially, before anything is inserted (thread)."""
     cfg = svc.gating
-    stored_turns = _neighbour_scores(store, C.turns(ns), vecs, cfg.centroid_k, {"role": "user"})
-    stored_mems = _neighbour_scores(store, C.user(ns), vecs, cfg.memory_k, None)
+    stored_turns, stored_mems = (
+        neighbour_scores(store, name, vecs, k, role, proposed)
+        for name, k, role in _gate_asks(ns, cfg)
+    )
     n = len(prepared)
     sims = vecs @ vecs.T if n > 1 else np.zeros((n, n), dtype=np.float32)
     signals: list[GatingSignals] = []
@@ -328,13 +277,19 @@ def _gate_batch(
     return signals, admitted
 
 
+def _changing(new: Sequence[_Prepared]) -> list[int]:
+    """The turns of the batch that say a fact of the user changed."""
+    return [i for i, p in enumerate(new) if p.role == "user" and is_change(p.text)]
+
+
 def _changes(
     store: StoreBackend,
     ns: str,
     session_id: str,
     new: Sequence[_Prepared],
-    vecs: np.ndarray[Any, Any],
+    vecs: F32,
     now: int,
+    proposed: Proposals,
 ) -> list[Patch]:
     """Marks for the earlier user turns that turns of this batch say have changed
     (``changes`` module doc), read before the batch is stored."""
@@ -342,10 +297,11 @@ def _changes(
     if store.collection(turns) is None:
         return []
     marks: list[Patch] = []
-    for p, vec in zip(new, vecs, strict=True):
-        if p.role != "user" or not is_change(p.text):
-            continue
-        old = superseded(p.text, store.search(turns, vec, CHANGE_K, where={"role": "user"}))
+    ids = proposed.get((turns, "user"))
+    for at, i in enumerate(_changing(new)):
+        p = new[i]
+        mine = None if ids is None else ids[at]
+        old = superseded(p.text, neighbour_hits(store, turns, vecs[i], CHANGE_K, "user", mine))
         if old is None:
             continue
         by = C.namespace_turn_id(session_id, p.id)
@@ -391,7 +347,7 @@ def _change_lock(
     svc: IngestHost, ns: str, new: Sequence[_Prepared]
 ) -> AbstractAsyncContextManager[None]:
     """The namespace lock when a user turn of the batch says a fact changed, else none."""
-    if any(p.role == "user" and is_change(p.text) for p in new):
+    if _changing(new):
         return svc.namespace_lock(ns)
     return contextlib.nullcontext()
 
@@ -480,7 +436,10 @@ async def ingest(
             return IngestOutcome(0, skipped, ids, ns, empty=empty, skips=skips)
 
         vecs = await _embed_reporting(svc, [p.text for p in new], progress)
-        signals, admitted = await asyncio.to_thread(_gate_batch, store.store, ns, new, vecs, svc)
+        near = await proposals(svc.neighbours, _gate_asks(ns, svc.gating), vecs)
+        signals, admitted = await asyncio.to_thread(
+            _gate_batch, store.store, ns, new, vecs, svc, near
+        )
         puts, admitted_ids = _turn_puts(session_id, ns, new, vecs, signals, admitted)
         state_meta = {
             "type": "ingest_state",
@@ -497,7 +456,7 @@ async def ingest(
         # Change marks patch earlier facts of the namespace (other sessions' too): read and
         # written under the namespace lock, taken only by a batch that states a change.
         async with _change_lock(svc, ns, new):
-            changes = await asyncio.to_thread(_changes, store.store, ns, session_id, new, vecs, now)
+            changes = await _changes_now(svc, ns, session_id, new, vecs, now)
             ops: list[Put | Patch] = [*puts, *changes]
             await store.write(ops)
 
@@ -512,6 +471,20 @@ async def ingest(
         empty=empty,
         skips=skips,
     )
+
+
+async def _changes_now(
+    svc: IngestHost, ns: str, session_id: str, new: Sequence[_Prepared], vecs: F32, now: int
+) -> list[Patch]:
+    """:func:`_changes`, with the neighbours proposed once the namespace lock is held (a
+    turn another session stored meanwhile is among them)."""
+    changing = _changing(new)
+    if not changing:
+        return []
+    asks = [(C.turns(ns), CHANGE_K, "user")]
+    near = await proposals(svc.neighbours, asks, vecs[changing])
+    store = svc.store.store
+    return await asyncio.to_thread(_changes, store, ns, session_id, new, vecs, now, near)
 
 
 async def _embed_reporting(svc: IngestHost, texts: list[str], progress: Progress) -> F32:
