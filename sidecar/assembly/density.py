@@ -163,7 +163,8 @@ class Density:
         self.eligible = np.zeros(0, dtype=bool)  # rows implicit recall may return
         # rows with the same text: not each other's neighbours (copy_of)
         self.copies = np.zeros(0, dtype=np.int64)
-        self._texts: dict[str, int] = {}
+        self._texts: dict[str, int] = {}  # the reference rows' texts -> their codes
+        self._next_code = 0  # the code of the next text not among them
         self._copy_of: Callable[[int], str] | None = None
         self._eligible_rows: Callable[[I64], npt.NDArray[np.bool_]] | None = None
         self._copy_keys: Callable[[I64], Sequence[str]] | None = None
@@ -305,7 +306,7 @@ class Density:
         self.norm = np.zeros(0, dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
         self.copies = np.zeros(0, dtype=np.int64)
-        self._texts, self._texts_stale = {}, False
+        self._texts, self._texts_stale, self._next_code = {}, False, 0
         self.top = np.zeros((0, self.k), dtype=np.float32)
         self.ref_rows = np.zeros(0, dtype=np.int64)
         self.ref = np.zeros((0, dims), dtype=np.float32)
@@ -343,8 +344,14 @@ class Density:
             ok = np.fromiter((eligible_of(i) for i in rows.tolist()), dtype=bool, count=rows.size)
         return label, coef, norm, ok & (norm >= MIN_NORM)
 
-    def _copy_codes(self, rows: I64) -> I64:
-        """One code per distinct text (``copy_of``); every row its own without it."""
+    def _copy_codes(self, rows: I64, joining: I64) -> I64:
+        """A code per row of ``rows`` (in order, after every row computed), equal for
+        rows of the same text (``copy_of``) as far as the densities can tell: a row is
+        only ever compared with the reference rows, so the codes of their texts are the
+        only ones kept (``_texts``, at most :attr:`reference` of them; a dict of every
+        text cost 27 MB at 100k rows, 10x that at 1M) and a row of another text gets a
+        code of its own. ``joining``: the rows that join the reference. Every row its own
+        code without ``copy_of``."""
         if self._copy_of is None:
             return -1 - rows  # distinct, and never the code of a text
         texts, key, many = self._texts, self._copy_of, self._copy_keys
@@ -352,13 +359,25 @@ class Density:
         def keys(at: I64) -> Sequence[str]:
             return many(at) if many is not None else [key(i) for i in at.tolist()]
 
-        if self._texts_stale:  # adopted: the codes of the rows computed so far
+        if self._texts_stale:  # adopted: the codes of the reference's texts
             self._texts_stale = False
-            done = self.copies.tolist()
-            for k, code in zip(keys(np.arange(len(done), dtype=np.int64)), done, strict=True):
+            codes = self.copies[self.ref_rows].tolist()
+            for k, code in zip(keys(self.ref_rows), codes, strict=True):
                 texts.setdefault(k, code)
-        # the code of a key seen first is how many keys were seen before it
-        return np.asarray([texts.setdefault(k, len(texts)) for k in keys(rows)], dtype=np.int64)
+            self._next_code = int(self.copies.max()) + 1 if self.copies.size else 0
+        out = np.empty(rows.size, dtype=np.int64)
+        joins = set(joining.tolist())
+        for lo in range(0, rows.size, CHUNK):  # bounded temporaries (the keys' strings)
+            part = rows[lo : lo + CHUNK]
+            for j, (i, k) in enumerate(zip(part.tolist(), keys(part), strict=True), lo):
+                code = texts.get(k)
+                if code is None:
+                    code = self._next_code
+                    self._next_code += 1
+                    if i in joins:
+                        texts[k] = code
+                out[j] = code
+        return out
 
     def free(self, matrix: Matrix, rows: I64) -> F32:
         """The label-free unit vectors of computed ``rows`` (zero where nothing is left)."""
@@ -380,15 +399,15 @@ class Density:
         joined the reference)."""
         rows = np.arange(lo, hi, dtype=np.int64)
         label, coef, norm, ok = self._rows_of(matrix, rows, speaker_of, eligible_of)
-        self.copies = np.concatenate([self.copies, self._copy_codes(rows)])
+        room = self.reference - self.ref_rows.size
+        joining = rows[norm >= MIN_NORM][: max(0, room)]
+        self.copies = np.concatenate([self.copies, self._copy_codes(rows, joining)])
         self.label = np.concatenate([self.label, label])
         self.coef = np.concatenate([self.coef, coef])
         self.norm = np.concatenate([self.norm, norm])
         self.eligible = np.concatenate([self.eligible, ok])
         self.top = np.concatenate([self.top, np.full((hi - lo, self.k), -np.inf, np.float32)])
         self.n = hi
-        room = self.reference - self.ref_rows.size
-        joining = rows[norm >= MIN_NORM][: max(0, room)]
         mine: F32 | None = None  # the new rows' label-free vectors, when computed
         if joining.size:
             # the earlier rows meet the new reference rows (the new rows are scored

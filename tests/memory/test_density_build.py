@@ -1,8 +1,9 @@
 """The densities' first build for a small view (sidecar/assembly/density.py) without
 Python per row: the rows keyed many at once (``copy_keys``, ``text_keys``), no speaker
 read when there is no label to take out, the new rows' label-free vectors computed once,
-the partition in place. The same bits as the build before these changes, which
-:class:`Before` keeps verbatim."""
+the partition in place, only the reference rows' texts keyed for good. The same bits
+as the build before these changes, which :class:`Before` keeps verbatim, but for the
+copy codes of rows that are no reference row's copy (each its own code now)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class Before(Density):
         ok = np.fromiter((eligible_of(i) for i in rows.tolist()), dtype=bool, count=rows.size)
         return label, coef, norm, ok & (norm >= MIN_NORM)
 
-    def _copy_codes(self, rows: I64) -> I64:
+    def _copy_codes(self, rows: I64, joining: I64) -> I64:
+        # a code for every text seen, the reference's or not
         texts, key = self._texts, self._copy_of
         assert key is not None
         return np.fromiter(
@@ -115,7 +117,21 @@ def test_a_first_build_and_its_updates_have_the_bits_of_the_build_before(
             copy_keys=lambda at: text_keys([roles[i] for i in at], [texts[i] for i in at]),
         )
         for name in (*SAVED, "values"):
-            assert getattr(old, name).tobytes() == getattr(new, name).tobytes(), (hi, name)
+            if name != "copies":
+                assert getattr(old, name).tobytes() == getattr(new, name).tobytes(), (hi, name)
+        _same_copies_as_the_reference_sees(old, new)
+
+
+def _same_copies_as_the_reference_sees(old: Density, new: Density) -> None:
+    """Rows are only compared with reference rows: each row (with a content direction
+    left) is a copy of the same reference rows in both."""
+    live = np.flatnonzero(new.norm >= MIN_NORM)
+    ref = new.ref_rows
+    assert ref.tobytes() == old.ref_rows.tobytes()
+    was = old.copies[live][:, None] == old.copies[ref][None, :]
+    now = new.copies[live][:, None] == new.copies[ref][None, :]
+    assert (was == now).all()
+    assert was.sum() > len(ref)  # copies beyond each reference row itself were compared
 
 
 def test_keys_of_many_rows_are_text_key_of_each() -> None:
@@ -134,3 +150,45 @@ def test_keys_of_many_rows_are_text_key_of_each() -> None:
         assert (
             text_keys(["user"], [t])[0] == "user\x1f" + re.sub(r"[\W_]+", " ", t.casefold()).strip()
         )
+
+
+def test_an_adopted_density_keys_only_the_references_texts_and_appends_the_same() -> None:
+    """A start that adopts a saved density keys the reference rows' texts again (not
+    every row's), and rows appended since, copies of reference rows among them, get
+    the densities a density built all along gives them."""
+    rng = np.random.default_rng(4)
+    dims, n, more = 16, 400, 60
+    mat = rng.normal(size=(n + more, dims)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    texts = [f"note {i % 150}" for i in range(n + more)]  # copies, of reference rows too
+    keyed: list[int] = []
+
+    def keys(at: I64) -> list[str]:
+        keyed.extend(at.tolist())
+        return text_keys(["user"] * at.size, [texts[i] for i in at.tolist()])
+
+    def update(d: Density, hi: int) -> None:
+        d.update(
+            0,
+            mat[:hi],
+            lambda i: "",
+            lambda i: True,
+            {},
+            (),
+            lambda i: text_key("user", texts[i]),
+            eligible_rows=lambda at: np.ones(at.size, dtype=bool),
+            copy_keys=keys,
+        )
+
+    built, first = Density(k=4, reference=64), Density(k=4, reference=64)
+    update(built, n + more)
+    update(first, n)
+    assert len(first._texts) <= 64  # the reference's texts alone
+    adopted = Density(k=4, reference=64)
+    assert adopted.adopt(first.saved(), 0, n, {})
+    keyed.clear()
+    update(adopted, n + more)
+    assert sorted(keyed) == sorted([*first.ref_rows.tolist(), *range(n, n + more)])
+    for name in ("top", "values", "ref_rows"):
+        assert getattr(adopted, name).tobytes() == getattr(built, name).tobytes(), name
+    _same_copies_as_the_reference_sees(built, adopted)
