@@ -141,8 +141,12 @@ def load(
         )
 
     def read_index(path: Path) -> Index:
+        # mapped, not read: the file's pages are the page cache's, which the kernel can
+        # take back (at 1M memories two graphs held 1.7 GB of anonymous memory read whole);
+        # the file is only ever replaced or unlinked, never written in place, so the
+        # mapping stays as it was (view_graph.py keeps what changed since beside it)
         index = new_index(dims, params)
-        index.load(str(path))  # read by usearch into its own memory: no copy
+        index.view(str(path))
         return index
 
     got = place.read(collection, check, read_index)

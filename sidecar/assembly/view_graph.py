@@ -105,7 +105,11 @@ class ViewGraph:
         self.built_rows = 0  # rows the build has inserted (progress)
         self.total_rows = 0  # rows the build started from
         self._lock = threading.Lock()
+        # the graph searched; beside a mapped base, the rows it lacks or holds an older
+        # version of (inserted since its file was saved)
         self._index: Index | None = None
+        self._base: Index | None = None  # a saved graph mapped from its file (read-only)
+        self._masked: set[int] = set()  # the base's rows rewritten since (in _index now)
         self._pending: set[int] = set()
         self.loading = False  # resuming from a saved graph: ready in moments, worth a wait
         self.origin = ""  # once ready: "built", or "loaded" from its file
@@ -165,12 +169,17 @@ class ViewGraph:
         t0 = time.perf_counter()
         try:
             got = resume() if resume is not None else None
+            base: Index | None = None
             if got is None:
                 self.loading = False  # no saved graph after all: a build takes long
                 index, todo = new_index(self.dims, self.params), None
-            else:
-                index, todo = got
-            self._fill(index, mat, rows, todo)
+            elif save is not None and len(got[1]) >= max(1, rows // 10):
+                # largely redone: a copy in memory takes the rows, and is saved below
+                index, todo = got[0].copy(), got[1]
+            else:  # the saved graph stays mapped; the rows it lacks go beside it
+                base, todo = got
+                index = new_index(self.dims, self.params)
+            self._fill(index, mat, rows, todo, base)
         except Exception as exc:  # the store's index keeps answering
             with self._lock:
                 if not self._cancel.is_set():
@@ -184,15 +193,18 @@ class ViewGraph:
         with self._lock:
             if self._cancel.is_set():
                 return
-            self._index = index
+            self._index, self._base = index, base
             self.state, self.origin = "ready", "built" if todo is None else "loaded"
         seconds = time.perf_counter() - t0
         log.info(
             "view_graph.ready", collection=self.name, rows=rows, how=self.origin, seconds=seconds
         )
 
-    def _fill(self, index: Index, mat: Matrix, rows: int, todo: I64 | None) -> None:
-        """Insert ``mat[:rows]`` (``todo``: only those rows, some there already)."""
+    def _fill(
+        self, index: Index, mat: Matrix, rows: int, todo: I64 | None, base: Index | None = None
+    ) -> None:
+        """Insert ``mat[:rows]`` (``todo``: only those rows, some there already, in
+        ``base`` when given: see :func:`_put`)."""
         order = np.arange(rows, dtype=np.int64) if todo is None else todo[todo < rows]
         last_log = time.perf_counter()
         for start in range(0, len(order), BUILD_CHUNK):
@@ -203,7 +215,7 @@ class ViewGraph:
                 vecs = np.ascontiguousarray(mat[part[0] : part[-1] + 1], dtype=np.float32)
                 index.add(part.astype(np.uint64), vecs, threads=self.params.threads)
             else:
-                _put(index, mat, part, self.params.threads)
+                _put(index, mat, part, self.params.threads, base, self._masked)
             self.built_rows = start + len(part)
             if time.perf_counter() - last_log > 10.0:  # progress of a long build
                 last_log = time.perf_counter()
@@ -218,8 +230,9 @@ class ViewGraph:
         """Stop a build and drop the graph (the view was reloaded or evicted)."""
         self._cancel.set()
         with self._lock:
-            self._index = None
+            self._index = self._base = None
             self._pending.clear()
+            self._masked.clear()
             self.state = "closed"
 
     # ---- searching -----------------------------------------------------------------------
@@ -246,20 +259,17 @@ class ViewGraph:
                     self._index, self.state = None, "failed"
                     log.warning("view_graph.insert_failed", collection=self.name, error=str(exc))
                     return None
-            count = len(index)
+            base = self._base
+            count = len(index) + (len(base) - len(self._masked) if base is not None else 0)
             if min(k, count) <= 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             wide = min(count, OVERSAMPLE * k)
+            ef = scaled_ef(int(EF_FACTOR * self.params.ef_search), count, wide)
             try:
-                # a setter usearch defines after the getter, which mypy does not see
-                index.expansion_search = scaled_ef(  # type: ignore[misc]
-                    int(EF_FACTOR * self.params.ef_search), count, wide
-                )
-                found = index.search(np.asarray(q, dtype=np.float32), wide, threads=1)
+                rows = _search(index, base, self._masked, np.asarray(q, dtype=np.float32), wide, ef)
             except (RuntimeError, ValueError) as exc:  # ask the store
                 log.warning("view_graph.search_failed", collection=self.name, error=str(exc))
                 return None
-        rows = np.asarray(found.keys, dtype=np.int64)
         rows = rows[rows < len(mat)]
         sims = (mat[rows].astype(np.float32) @ q).astype(np.float32)
         best = np.argsort(-sims, kind="stable")[:k]
@@ -267,15 +277,43 @@ class ViewGraph:
 
     def _insert(self, index: Index, mat: Matrix) -> None:
         rows = np.fromiter(sorted(self._pending), dtype=np.int64, count=len(self._pending))
-        _put(index, mat, rows[rows < len(mat)], 1)
+        _put(index, mat, rows[rows < len(mat)], 1, self._base, self._masked)
         self._pending.clear()
 
 
-def _put(index: Index, mat: Matrix, rows: I64, threads: int) -> None:
+def _search(index: Index, base: Index | None, masked: set[int], q: F32, wide: int, ef: int) -> I64:
+    """The rows ``index`` and ``base`` propose for ``q`` (``wide`` of each at most; the
+    base's ``masked`` rows left out: their new versions are in ``index``)."""
+    parts: list[I64] = []
+    for graph, skip in ((index, set()), (base, masked)):
+        if graph is None or not len(graph):
+            continue
+        # a setter usearch defines after the getter, which mypy does not see
+        graph.expansion_search = ef  # type: ignore[misc]
+        ask = min(len(graph), wide + min(len(skip), wide))
+        keys = np.asarray(graph.search(q, ask, threads=1).keys, dtype=np.int64)
+        if skip:
+            keys = keys[~np.isin(keys, np.fromiter(skip, dtype=np.int64, count=len(skip)))]
+        parts.append(keys)
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _put(
+    index: Index,
+    mat: Matrix,
+    rows: I64,
+    threads: int,
+    base: Index | None = None,
+    masked: set[int] | None = None,
+) -> None:
     """Insert ``mat[rows]`` under their row numbers. A row already there (rewritten in
     place since) is removed first, unless its int8 row is the same: a record patched
     without a new vector (an access count, a tag) costs no graph update, and a row whose
-    8 bits match proposes the same neighbours (the view's own rows rank them)."""
+    8 bits match proposes the same neighbours (the view's own rows rank them). ``base``:
+    a mapped saved graph beside ``index`` (read-only): a row of it whose int8 row changed
+    is ``masked`` there and inserted in ``index``, one whose bits match stays."""
+    if base is not None and masked is not None:
+        rows = _rewritten(base, masked, mat, rows)
     if not rows.size:
         return
     keys = rows.astype(np.uint64)
@@ -291,6 +329,26 @@ def _put(index: Index, mat: Matrix, rows: I64, threads: int) -> None:
         keys, vecs = keys[~same], vecs[~same]
     if keys.size:
         index.add(keys, vecs, threads=threads)
+
+
+def _rewritten(base: Index, masked: set[int], mat: Matrix, rows: I64) -> I64:
+    """Of ``rows``, those ``base`` does not hold as they are now (the others are left
+    out); its rows among them are added to ``masked``."""
+    if not rows.size:
+        return rows
+    keys = rows.astype(np.uint64)
+    live = np.asarray(base.contains(keys), dtype=bool)
+    if masked:
+        live &= ~np.isin(rows, np.fromiter(masked, dtype=np.int64, count=len(masked)))
+    if not live.any():
+        return rows
+    at = np.flatnonzero(live)
+    stored = np.stack(base.get(keys[at], dtype="i8"))  # type: ignore[arg-type]
+    same = np.zeros(len(rows), dtype=bool)
+    same[at] = (stored == _int8(np.asarray(mat[rows[at]], dtype=np.float32))).all(axis=1)
+    masked.update(rows[live & ~same].tolist())
+    out: I64 = rows[~same]
+    return out
 
 
 def _int8(vecs: F32) -> npt.NDArray[np.int8]:

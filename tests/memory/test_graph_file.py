@@ -124,6 +124,40 @@ def test_a_start_loads_the_saved_graph_instead_of_building_it(
         store.close()
 
 
+def test_a_loaded_graph_stays_mapped_and_takes_what_changed_beside_it(tmp_path: Path) -> None:
+    # the saved graph is mapped from its file, not read into the process; rows appended
+    # or rewritten after the start go into a small graph beside it, and a rewritten row's
+    # old version no longer answers (nor does a row rewritten twice, nor one patched
+    # without a new vector leave the mapped graph)
+    _seed(tmp_path)
+    store = open_store(tmp_path, embed_dims=DIMS, fingerprint="fp")
+    try:
+        _load(store).close()
+        view = _load(store)
+        graph = view.graph
+        assert graph is not None and _origin(view) == "loaded"
+        assert graph._base is not None and len(graph._base) == N and graph.built_rows == 0
+        mat = view.matrix
+        assert mat is not None
+        old = mat[5].astype(np.float32).copy()
+        rng = np.random.default_rng(9)
+        new_vec = rng.standard_normal(DIMS)
+        store.put(COLL, "r00005", text="moved", metadata={"ts": 5}, vector=new_vec)
+        store.patch(COLL, "r00006", {"tag": "x"})  # the same vector: stays in the base
+        store.put(COLL, "zz-new", text="new", metadata={"ts": 9}, vector=-old)
+        view.catch_up(store, store.collection_states([COLL])[COLL])
+        _ranks_exactly(view, [old, new_vec.astype(np.float32), -old, *_queries(view, [0, 6])])
+        assert graph._masked == {5} and graph._index is not None and len(graph._index) == 2
+        assert view.dense_top(old / np.linalg.norm(old), 1) != [5]
+        store.put(COLL, "r00005", text="again", metadata={"ts": 5}, vector=old)  # back again
+        view.catch_up(store, store.collection_states([COLL])[COLL])
+        assert view.dense_top(old / np.linalg.norm(old), 1) == [5]
+        _ranks_exactly(view, _queries(view, [5, 6, len(view.ids) - 1]))
+        assert graph._masked == {5}  # its current version is the small graph's
+    finally:
+        store.close()
+
+
 def test_a_graph_of_another_layout_a_removal_or_damage_is_built_anew(tmp_path: Path) -> None:
     _seed(tmp_path)
     path = view_files.path_of(tmp_path, COLL, lexical_files.GRAPHS)
