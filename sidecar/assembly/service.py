@@ -261,6 +261,9 @@ class Retrieval:
         """Ingest's candidate neighbours of ``vecs`` in ``name`` (``role``: of that role),
         from its loaded view's graph (view_neighbours.py); None when no such view answers
         (none is loaded for it: only one behind by puts and patches is brought up to date)."""
+        held = self._colls.get(name)  # a look without the lock: small views never wait
+        if held is None or held.dense_mode != "graph":
+            return None
         async with self.lock:
             return await asyncio.to_thread(self._neighbour_ids_sync, name, vecs, k, role)
 

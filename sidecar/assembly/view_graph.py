@@ -24,9 +24,14 @@ answer wrong, it only makes it cheaper. Nor does it risk the process: a build st
 when the system has the graph's memory (:func:`graph_bytes`) plus :data:`MEMORY_RESERVE`
 available, else the view stays on the store's index (``skipped``).
 
-One lock covers searches and inserts (a rewritten row is removed and added again, which a
-concurrent search must not see half done); the build thread inserts into a private index
-and publishes it under the lock when done.
+A graph resumed from its saved file (graph_file.py) is mapped, not read, and so
+read-only: the rows to insert again, and those appended or rewritten later, go into a
+small graph beside it, and a rewritten row is masked in the mapped one (:func:`_put`);
+a search asks both (:func:`_search`).
+
+One lock covers searches and inserts (a rewritten row is removed and added again, which
+a concurrent search must not see half done); the build thread inserts into a private
+index and publishes it under the lock when done.
 """
 
 from __future__ import annotations

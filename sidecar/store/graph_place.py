@@ -39,7 +39,7 @@ CHUNK = 1 << 20
 T = TypeVar("T")
 #: Writes a graph's body to the file it is given (usearch's ``Index.save``).
 Dump = Callable[[Path], None]
-#: Reads a graph's body from the file it is given (usearch's ``Index.load``).
+#: Reads a graph's body from the file it is given (usearch's ``Index.view``, which maps it).
 Load = Callable[[Path], T]
 #: Errors of a body that checked yet is not a graph its library reads.
 UNREADABLE = (OSError, RuntimeError, ValueError)
@@ -143,7 +143,7 @@ class FileGraphPlace:
 
 
 def load_body(collection: str, load: Load[T], body: Path) -> T | None:
-    """``load(body)`` (usearch reads the file into its own memory: no copy), or None when
+    """``load(body)`` (usearch maps or reads the file itself: no copy here), or None when
     the body checked yet is not a graph it reads."""
     try:
         return load(body)
