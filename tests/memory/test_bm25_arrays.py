@@ -90,6 +90,26 @@ def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> N
         taken.take_forward(["x"], DocTerms.from_arrays([], off[:2], tids, tfs), None)
 
 
+def test_a_loaded_forward_index_takes_appends_without_growing() -> None:
+    # the arrays read from a terms file get room for the appends after a restart: the
+    # first of them writes into it instead of copying the loaded arrays
+    docs = _docs(600, 2)
+    bulk = BM25Index()
+    bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in docs)
+    off, tids, tfs = bulk.forward.arrays()
+    saved = DocTerms.from_arrays(list(bulk.forward.terms), off, tids, tfs)
+    taken = BM25Index()
+    taken.take_forward([d for d, _ in docs], saved, None)
+    before = [a.__array_interface__["data"][0] for a in (saved._tids, saved._tfs, saved._off)]
+    for i in range(20):
+        taken.add(f"late{i}", "dog park w3 cat")
+    after = [a.__array_interface__["data"][0] for a in (saved._tids, saved._tfs, saved._off)]
+    assert after == before
+    bulk.add_bulk((f"late{i}", Counter(bulk.analyze("dog park w3 cat"))) for i in range(20))
+    _same(bulk, taken, ["dog park", "w3", "cat ball"])
+    _same_postings(bulk, taken)
+
+
 def test_an_array_grown_for_appends_keeps_its_items() -> None:
     arr = np.arange(5, dtype=np.int32)
     out = bm25_arrays.grown(arr, 1 << 22)  # 16 MiB: its own pages, mapped on first write
