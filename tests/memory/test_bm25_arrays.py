@@ -69,14 +69,22 @@ def test_a_bulk_load_is_the_same_index_as_one_add_after_another() -> None:
     assert dict(bulk.doc_terms("d5")) == {"ball": 1, "w7": 1}
 
 
-def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> None:
-    docs = _docs(600, 2)
+def _bulk_and_taken(docs: list[tuple[str, str]]) -> tuple[BM25Index, DocTerms, BM25Index]:
+    """An index bulk-loaded with ``docs``, its forward index as a terms file gives it back,
+    and an index that took that forward index."""
     bulk = BM25Index()
     bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in docs)
     off, tids, tfs = bulk.forward.arrays()
     saved = DocTerms.from_arrays(list(bulk.forward.terms), off, tids, tfs)
     taken = BM25Index()
     taken.take_forward([d for d, _ in docs], saved, None)
+    return bulk, saved, taken
+
+
+def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> None:
+    docs = _docs(600, 2)
+    bulk, saved, taken = _bulk_and_taken(docs)
+    off, tids, tfs = saved.arrays()
     assert taken.forward is saved  # taken as it is, not copied
     assert taken.slot_map() == {d: i for i, (d, _) in enumerate(docs)}
     queries = ["dog park", "w1 w2 w3", "cat ball w250", "nothing here"]
@@ -93,13 +101,7 @@ def test_an_index_that_takes_a_forward_index_is_the_same_as_its_bulk_load() -> N
 def test_a_loaded_forward_index_takes_appends_without_growing() -> None:
     # the arrays read from a terms file get room for the appends after a restart: the
     # first of them writes into it instead of copying the loaded arrays
-    docs = _docs(600, 2)
-    bulk = BM25Index()
-    bulk.add_bulk((doc_id, Counter(bulk.analyze(text))) for doc_id, text in docs)
-    off, tids, tfs = bulk.forward.arrays()
-    saved = DocTerms.from_arrays(list(bulk.forward.terms), off, tids, tfs)
-    taken = BM25Index()
-    taken.take_forward([d for d, _ in docs], saved, None)
+    bulk, saved, taken = _bulk_and_taken(_docs(600, 2))
     before = [a.__array_interface__["data"][0] for a in (saved._tids, saved._tfs, saved._off)]
     for i in range(20):
         taken.add(f"late{i}", "dog park w3 cat")
