@@ -270,9 +270,6 @@ class Retrieval:
     def _neighbour_ids_sync(
         self, name: str, vecs: F32, k: int, role: str | None
     ) -> list[list[str]] | None:
-        held = self._colls.get(name)
-        if held is None or held.dense_mode != "graph":  # small views: the store is cheap
-            return None
         view = self._sync([name], loads=False).get(name)
         return None if view is None else graph_neighbours(view, vecs, k, role)
 

@@ -174,12 +174,13 @@ class ViewGraph:
         t0 = time.perf_counter()
         try:
             got = resume() if resume is not None else None
+            # built, or largely redone: saved before it answers
+            saving = save is not None and (got is None or len(got[1]) >= max(1, rows // 10))
             base: Index | None = None
             if got is None:
                 self.loading = False  # no saved graph after all: a build takes long
                 index, todo = new_index(self.dims, self.params), None
-            elif save is not None and len(got[1]) >= max(1, rows // 10):
-                # largely redone: a copy in memory takes the rows, and is saved below
+            elif saving:  # a copy in memory takes the rows
                 index, todo = got[0].copy(), got[1]
             else:  # the saved graph stays mapped; the rows it lacks go beside it
                 base, todo = got
@@ -193,7 +194,7 @@ class ViewGraph:
             return
         if self._cancel.is_set():
             return
-        if save is not None and (todo is None or len(todo) >= max(1, rows // 10)):
+        if saving and save is not None:
             save(index)  # before it answers: no search meanwhile (usearch reads it)
         with self._lock:
             if self._cancel.is_set():
@@ -317,43 +318,37 @@ def _put(
     8 bits match proposes the same neighbours (the view's own rows rank them). ``base``:
     a mapped saved graph beside ``index`` (read-only): a row of it whose int8 row changed
     is ``masked`` there and inserted in ``index``, one whose bits match stays."""
-    if base is not None and masked is not None:
-        rows = _rewritten(base, masked, mat, rows)
     if not rows.size:
         return
     keys = rows.astype(np.uint64)
     vecs = np.ascontiguousarray(mat[rows], dtype=np.float32)
+    if base is not None and masked is not None:
+        live = np.asarray(base.contains(keys), dtype=bool)
+        if masked:
+            live &= ~np.isin(rows, np.fromiter(masked, dtype=np.int64, count=len(masked)))
+        kept = _same_bits(base, keys, vecs, live)
+        masked.update(rows[live & ~kept].tolist())
+        keys, vecs = keys[~kept], vecs[~kept]
     present = np.asarray(index.contains(keys), dtype=bool)
-    if present.any():
-        at = np.flatnonzero(present)
-        stored = np.stack(index.get(keys[at], dtype="i8"))  # type: ignore[arg-type]
-        same = np.zeros(len(keys), dtype=bool)
-        same[at] = (stored == _int8(vecs[at])).all(axis=1)
-        if (changed := present & ~same).any():
-            index.remove(keys[changed])
-        keys, vecs = keys[~same], vecs[~same]
+    same = _same_bits(index, keys, vecs, present)
+    if (changed := present & ~same).any():
+        index.remove(keys[changed])
+    keys, vecs = keys[~same], vecs[~same]
     if keys.size:
         index.add(keys, vecs, threads=threads)
 
 
-def _rewritten(base: Index, masked: set[int], mat: Matrix, rows: I64) -> I64:
-    """Of ``rows``, those ``base`` does not hold as they are now (the others are left
-    out); its rows among them are added to ``masked``."""
-    if not rows.size:
-        return rows
-    keys = rows.astype(np.uint64)
-    live = np.asarray(base.contains(keys), dtype=bool)
-    if masked:
-        live &= ~np.isin(rows, np.fromiter(masked, dtype=np.int64, count=len(masked)))
-    if not live.any():
-        return rows
-    at = np.flatnonzero(live)
-    stored = np.stack(base.get(keys[at], dtype="i8"))  # type: ignore[arg-type]
-    same = np.zeros(len(rows), dtype=bool)
-    same[at] = (stored == _int8(np.asarray(mat[rows[at]], dtype=np.float32))).all(axis=1)
-    masked.update(rows[live & ~same].tolist())
-    out: I64 = rows[~same]
-    return out
+def _same_bits(
+    graph: Index, keys: npt.NDArray[np.uint64], vecs: F32, held: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Which of ``keys`` ``graph`` holds (``held``: those it has) with the int8 rows of
+    ``vecs`` as they are."""
+    same = np.zeros(len(keys), dtype=bool)
+    if held.any():
+        at = np.flatnonzero(held)
+        stored = np.stack(graph.get(keys[at], dtype="i8"))  # type: ignore[arg-type]
+        same[at] = (stored == _int8(vecs[at])).all(axis=1)
+    return same
 
 
 def _int8(vecs: F32) -> npt.NDArray[np.int8]:
