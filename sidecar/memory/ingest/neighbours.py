@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sidecar.memory.compaction.quality import cosine
 from sidecar.store.interface import StoreBackend
 from sidecar.store.names import metadata_matches
 from sidecar.store.types import Hit, Record
@@ -125,9 +124,22 @@ def rescored(
     where = _where(role)
     recs = store.get_many(collection, ids, include_vectors=True)
     keep = [r for r in recs if where is None or metadata_matches(r.metadata, where.items())]
-    hits = [_hit(r, 0.0 if r.vector is None else cosine(vec, r.vector)) for r in keep]
+    q = np.asarray(vec, dtype=np.float32)
+    qn = float(np.linalg.norm(q))
+    hits = [_hit(r, _cosine(q, qn, r.vector)) for r in keep]
     hits.sort(key=lambda h: (-h.score, h.id))
     return hits[:k]
+
+
+def _cosine(q: F32, qn: float, vector: Any) -> float:
+    # not compaction's quality.cosine: ingest is a layer below compaction (test_layers)
+    if vector is None or qn <= 1e-12:
+        return 0.0
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    vn = float(np.linalg.norm(v))
+    if vn <= 1e-12 or v.shape != q.shape:
+        return 0.0
+    return float(q @ v) / qn / vn
 
 
 def _hit(r: Record, score: float) -> Hit:
